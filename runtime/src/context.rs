@@ -29,7 +29,7 @@ impl JobContext {
 
     /// `job@T`, a natural unique key for idempotent writes.
     pub fn run_key(&self) -> String {
-        format!("{}@{}", self.job, self.fire_time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        crate::scheduler::run_key(&self.job, self.fire_time)
     }
 
     /// Resolves when the run is cancelled.

@@ -2,22 +2,41 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod clock;
+mod config;
 mod context;
+mod error;
+mod events;
+mod guard;
+mod handle;
+mod job;
 mod registry;
+mod scheduler;
+mod status;
 
+pub use crate::clock::Clock;
+pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use crate::context::JobContext;
+pub use crate::error::Error;
+pub use crate::events::{CancelReason, Event, EventKind};
+pub use crate::handle::Cronguard;
+pub use crate::job::{Job, Lock, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
+pub use crate::registry::IntoJobOutcome;
+pub use crate::status::{Counts, JobStatus, RunRecord};
 pub use cronguard_macros::scheduled;
-pub use cronguard_schedule::{Schedule, ScheduleError};
+pub use cronguard_schedule::{Fires, Schedule, ScheduleError};
 
-/// What a fire does when no instance slot is free.
+/// What a fire does when no instance slot is free (`overlap = "..."`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Overlap {
-    /// Drop the fire now (reported as `skipped`).
+    /// Drop the fire now; it is reported as `skipped`.
     #[default]
     Skip,
-    /// Let the fire wait for a slot until its grace runs out.
+    /// Let the fire wait for a slot until its misfire grace runs out.
     Queue,
-    /// Cancel the oldest running instance and start this fire.
+    /// Cancel the oldest running instance (through its [`JobContext`]) and start this fire when
+    /// its slot is free.
     Replace,
 }
 
@@ -29,4 +48,16 @@ pub mod __private {
     };
     pub use crate::Overlap;
     pub use inventory;
+
+    /// Emitted by `#[scheduled(lock = "redis")]`, spanned on `"redis"`. Expands to nothing for
+    /// now; once the `redis` guard is behind a cargo feature, it becomes a `compile_error!` naming
+    /// the feature when that feature is off.
+    #[doc(hidden)]
+    #[macro_export]
+    macro_rules! __cronguard_require_redis_feature {
+        () => {};
+    }
+
+    #[doc(hidden)]
+    pub use crate::__cronguard_require_redis_feature as require_redis_feature;
 }

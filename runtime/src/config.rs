@@ -1,0 +1,243 @@
+//! Settings: from the environment, overridable in code, checked against the jobs at start.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Event, EventSink, Hook};
+use crate::guard::file::FileGuard;
+use crate::guard::local::LocalGuard;
+use crate::guard::Guard;
+use crate::handle::{Cronguard, JobHandle};
+use crate::job::{registered, Job};
+use crate::scheduler::{self, Shared};
+use crate::status::StatusCell;
+use crate::{Clock, Error, Lock};
+
+/// The default time running jobs get to finish at shutdown.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts the scheduler with every `#[scheduled]` job of the binary and settings from the
+/// environment. The same as `cronguard::builder().start()`.
+///
+/// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default
+/// `<system temp dir>/cronguard`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards),
+/// `CRONGUARD_INSTANCE` (this process's name in events; default `hostname:pid`).
+///
+/// # Errors
+///
+/// [`Error::Config`] listing every problem: two jobs with one name, a job with invalid settings,
+/// an unusable lock dir, a `redis` job without a Redis URL.
+pub async fn start() -> Result<Cronguard, Error> {
+    builder().start().await
+}
+
+/// A [`Builder`] with the settings of the environment (see [`start`]).
+pub fn builder() -> Builder {
+    Builder::from_env()
+}
+
+/// Settings of the scheduler, and jobs defined in code.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use cronguard::{Job, Schedule};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let handle = cronguard::builder()
+///     .lock_dir("/var/lock/myservice")
+///     .shutdown_timeout(Duration::from_secs(10))
+///     .job(Job::new("cleanup", Schedule::every(Duration::from_secs(60))?).run(|_ctx| async {}))
+///     .on_event(|event| println!("{} {}", event.run_key, event.kind.name()))
+///     .start()
+///     .await?;
+/// handle.run_until_shutdown_signal().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[must_use]
+pub struct Builder {
+    lock_dir: Option<PathBuf>,
+    redis_url: Option<String>,
+    instance: Option<String>,
+    clock: Clock,
+    jobs: Vec<Job>,
+    include_registered: bool,
+    hooks: Vec<Hook>,
+    shutdown_timeout: Duration,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Builder {
+    /// Settings from the environment only.
+    pub fn from_env() -> Self {
+        Builder {
+            lock_dir: env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
+            redis_url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
+            instance: env("CRONGUARD_INSTANCE"),
+            clock: Clock::system(),
+            jobs: Vec::new(),
+            include_registered: true,
+            hooks: Vec::new(),
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+        }
+    }
+
+    /// The folder of the `file` guards' lock files (created if missing).
+    pub fn lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.lock_dir = Some(dir.into());
+        self
+    }
+
+    /// The Redis URL of the `redis` guards.
+    pub fn redis_url(mut self, url: impl Into<String>) -> Self {
+        self.redis_url = Some(url.into());
+        self
+    }
+
+    /// This process's name in events and locks.
+    pub fn instance(mut self, name: impl Into<String>) -> Self {
+        self.instance = Some(name.into());
+        self
+    }
+
+    /// The clock (see [`Clock`]): for tests on tokio's paused clock, or replicas with skewed clocks.
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Adds a job defined in code.
+    pub fn job(mut self, job: Job) -> Self {
+        self.jobs.push(job);
+        self
+    }
+
+    /// Whether to run the `#[scheduled]` jobs of the binary (default `true`).
+    pub fn registered_jobs(mut self, include: bool) -> Self {
+        self.include_registered = include;
+        self
+    }
+
+    /// Calls `hook` with every event, on a task of its own: a slow or panicking hook never delays
+    /// a timer or a job.
+    pub fn on_event(mut self, hook: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// How long running jobs get to finish at shutdown before they are cancelled (default 30 s).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Checks the settings against the jobs and starts one timer per job.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] listing every problem at once.
+    pub async fn start(self) -> Result<Cronguard, Error> {
+        let mut problems = Vec::new();
+        let mut jobs = Vec::new();
+        if self.include_registered {
+            for s in registered() {
+                match Job::from_static(s) {
+                    Ok(job) => jobs.push(job),
+                    Err(p) => problems.push(p),
+                }
+            }
+        }
+        jobs.extend(self.jobs);
+
+        let mut by_name: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
+        for job in &jobs {
+            problems.extend(job.problems());
+            by_name.entry(&job.name).or_default().push(job);
+        }
+        for (name, same) in &by_name {
+            if same.len() > 1 {
+                let places: Vec<String> = same
+                    .iter()
+                    .map(|j| j.defined_at.clone().unwrap_or_else(|| "a Job built in code".to_owned()))
+                    .collect();
+                problems.push(format!(
+                    "{} jobs are named `{name}` (defined at {}); give each a unique `name = \"...\"`",
+                    same.len(),
+                    places.join(" and ")
+                ));
+            }
+        }
+
+        let lock_dir = self
+            .lock_dir
+            .unwrap_or_else(|| std::env::temp_dir().join("cronguard"));
+        if jobs.iter().any(|j| j.lock == Lock::File) {
+            if let Err(p) = check_lock_dir(&lock_dir) {
+                problems.push(p);
+            }
+        }
+        let redis_jobs: Vec<&str> = jobs.iter().filter(|j| j.lock == Lock::Redis).map(|j| j.name()).collect();
+        if !redis_jobs.is_empty() {
+            problems.push(format!(
+                "jobs {} use `lock = \"redis\"`, which this version of cronguard does not provide yet; use `lock = \"file\"` (one host) for now",
+                quoted(&redis_jobs)
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(Error::Config { problems });
+        }
+
+        let instance: Arc<str> = Arc::from(self.instance.unwrap_or_else(default_instance));
+        let shared = Shared {
+            clock: self.clock,
+            events: EventSink::new(self.hooks),
+            instance,
+            stop: CancellationToken::new(),
+            deadline: Arc::new(OnceLock::new()),
+        };
+        let mut handles = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let guard: Arc<dyn Guard> = match job.lock {
+                Lock::File => Arc::new(FileGuard::new(&lock_dir, &job.name)),
+                Lock::Local | Lock::Redis => Arc::new(LocalGuard::new(job.max_instances)),
+            };
+            let status = Arc::new(StatusCell::new(&job.name, job.schedule.to_string(), job.lock));
+            let Some(body) = job.body.clone() else {
+                continue; // reported above: a job without a body does not start
+            };
+            let task = scheduler::spawn(job, body, guard, shared.clone(), Arc::clone(&status));
+            handles.push(JobHandle { status, task });
+        }
+        tracing::info!(jobs = handles.len(), instance = %shared.instance, "cronguard started");
+        Ok(Cronguard::new(handles, shared, self.shutdown_timeout))
+    }
+}
+
+fn quoted(names: &[&str]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+fn default_instance() -> String {
+    format!("{}:{}", gethostname::gethostname().to_string_lossy(), std::process::id())
+}
+
+fn check_lock_dir(dir: &Path) -> Result<(), String> {
+    let fix = "set `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`) to a folder this process can write";
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("the lock dir `{}` cannot be created: {e}; {fix}", dir.display()))?;
+    let probe = dir.join(".cronguard-probe");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&probe)
+        .map_err(|e| format!("the lock dir `{}` is not writable: {e}; {fix}", dir.display()))?;
+    Ok(())
+}

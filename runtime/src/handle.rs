@@ -1,0 +1,92 @@
+//! The running scheduler: its jobs' status, and graceful shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::scheduler::Shared;
+use crate::status::{JobStatus, StatusCell};
+use crate::Error;
+
+pub(crate) struct JobHandle {
+    pub(crate) status: Arc<StatusCell>,
+    pub(crate) task: tokio::task::JoinHandle<()>,
+}
+
+/// The running scheduler, returned by [`start`](crate::start).
+///
+/// Dropping it does not stop the jobs; call [`shutdown`](Cronguard::shutdown) or
+/// [`run_until_shutdown_signal`](Cronguard::run_until_shutdown_signal).
+#[must_use = "the scheduler runs until it is shut down; keep the handle and shut it down"]
+pub struct Cronguard {
+    jobs: Vec<JobHandle>,
+    shared: Shared,
+    shutdown_timeout: Duration,
+}
+
+impl Cronguard {
+    pub(crate) fn new(jobs: Vec<JobHandle>, shared: Shared, shutdown_timeout: Duration) -> Self {
+        Cronguard {
+            jobs,
+            shared,
+            shutdown_timeout,
+        }
+    }
+
+    /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
+    pub fn jobs(&self) -> Vec<JobStatus> {
+        let mut all: Vec<JobStatus> = self.jobs.iter().map(|j| j.status.snapshot()).collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// Stops firing, lets running jobs finish within the shutdown timeout (30 s unless set with
+    /// [`Builder::shutdown_timeout`](crate::Builder::shutdown_timeout)), then cancels the rest and
+    /// releases every guard.
+    pub async fn shutdown(self) {
+        let timeout = self.shutdown_timeout;
+        self.shutdown_within(timeout).await
+    }
+
+    /// [`shutdown`](Cronguard::shutdown) with an explicit timeout.
+    pub async fn shutdown_within(self, timeout: Duration) {
+        let _ = self.shared.deadline.set(Instant::now() + timeout);
+        self.shared.stop.cancel();
+        for job in self.jobs {
+            if let Err(e) = job.task.await {
+                tracing::error!(error = %e, "a job task ended abnormally during shutdown");
+            }
+        }
+        tracing::info!("cronguard stopped");
+    }
+
+    /// Runs until SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Signal`] when the signal handlers cannot be installed.
+    pub async fn run_until_shutdown_signal(self) -> Result<(), Error> {
+        wait_for_signal().await.map_err(Error::Signal)?;
+        tracing::info!("shutdown signal received; stopping");
+        self.shutdown().await;
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> std::io::Result<()> {
+    tokio::signal::ctrl_c().await
+}

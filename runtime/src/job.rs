@@ -1,0 +1,270 @@
+//! A job: its name, schedule, guard, the rules for late and overlapping fires, and its body.
+//! Jobs come from `#[scheduled]` functions (gathered through `inventory`) or are built in code.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::registry::{BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule};
+use crate::{JobContext, Overlap, Schedule};
+
+/// Which guard protects a job's fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Lock {
+    /// In-process: `max_instances` at once, each fire once, in this process only.
+    #[default]
+    Local,
+    /// `flock` on a file in the lock dir: one run at a time, each fire once, across every process
+    /// of one host.
+    File,
+    /// Redis: one run at a time, each fire once, across a cluster.
+    Redis,
+}
+
+impl fmt::Display for Lock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Lock::Local => "local",
+            Lock::File => "file",
+            Lock::Redis => "redis",
+        })
+    }
+}
+
+/// The default `lease` of a `redis` guard.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// The default `misfire_grace`.
+pub const DEFAULT_MISFIRE_GRACE: Duration = Duration::from_secs(60);
+
+type AsyncBody = Arc<dyn Fn(JobContext) -> BoxFuture<JobOutcome> + Send + Sync>;
+type BlockingBody = Arc<dyn Fn(JobContext) -> JobOutcome + Send + Sync>;
+
+#[derive(Clone)]
+pub(crate) enum Body {
+    Async(AsyncBody),
+    Blocking(BlockingBody),
+}
+
+/// A job defined in code, with the same settings as the `#[scheduled]` attribute.
+///
+/// Use it for jobs whose schedule comes from configuration. It is checked by
+/// [`Builder::start`](crate::Builder::start) with the same rules the attribute applies at compile
+/// time, and every problem is reported at once.
+///
+/// ```
+/// use std::time::Duration;
+/// use cronguard::{Job, Lock, Overlap, Schedule};
+///
+/// # fn main() -> Result<(), cronguard::ScheduleError> {
+/// let job = Job::new("reports::nightly", Schedule::cron("0 30 2 * * *", "Europe/Berlin")?)
+///     .lock(Lock::File)
+///     .overlap(Overlap::Queue)
+///     .misfire_grace(Duration::from_secs(600))
+///     .run(|ctx| async move {
+///         println!("building the report for {}", ctx.fire_time());
+///         Ok::<(), std::io::Error>(())
+///     });
+/// # let _ = job;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Job {
+    pub(crate) name: Arc<str>,
+    pub(crate) schedule: Schedule,
+    pub(crate) lock: Lock,
+    pub(crate) lease: Option<Duration>,
+    pub(crate) max_instances: u32,
+    pub(crate) overlap: Overlap,
+    pub(crate) coalesce: bool,
+    pub(crate) misfire_grace: Duration,
+    pub(crate) body: Option<Body>,
+    pub(crate) defined_at: Option<String>,
+}
+
+impl Job {
+    /// A job named `name` firing on `schedule`, with the attribute's defaults: `local` guard,
+    /// one instance, `overlap = "skip"`, no coalescing, 60 s misfire grace.
+    pub fn new(name: impl Into<String>, schedule: Schedule) -> Self {
+        Job {
+            name: Arc::from(name.into()),
+            schedule,
+            lock: Lock::Local,
+            lease: None,
+            max_instances: 1,
+            overlap: Overlap::Skip,
+            coalesce: false,
+            misfire_grace: DEFAULT_MISFIRE_GRACE,
+            body: None,
+            defined_at: None,
+        }
+    }
+
+    /// The guard (`lock = "..."`).
+    pub fn lock(mut self, lock: Lock) -> Self {
+        self.lock = lock;
+        self
+    }
+
+    /// The lease of a `redis` guard (`lease = "..."`).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Runs allowed at once (`max_instances = N`, `local` only).
+    pub fn max_instances(mut self, n: u32) -> Self {
+        self.max_instances = n;
+        self
+    }
+
+    /// What a fire does when no slot is free (`overlap = "..."`).
+    pub fn overlap(mut self, overlap: Overlap) -> Self {
+        self.overlap = overlap;
+        self
+    }
+
+    /// Of several waiting fires run only the latest (`coalesce`).
+    pub fn coalesce(mut self, coalesce: bool) -> Self {
+        self.coalesce = coalesce;
+        self
+    }
+
+    /// How late a fire may still start (`misfire_grace = "..."`).
+    pub fn misfire_grace(mut self, grace: Duration) -> Self {
+        self.misfire_grace = grace;
+        self
+    }
+
+    /// The body: an async function of the run's [`JobContext`], returning `()` or
+    /// `Result<(), E: Display>`.
+    pub fn run<F, Fut, R>(mut self, f: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoJobOutcome,
+    {
+        self.body = Some(Body::Async(Arc::new(move |ctx| {
+            let fut = f(ctx);
+            Box::pin(async move { fut.await.into_job_outcome() })
+        })));
+        self
+    }
+
+    /// The body as a plain (blocking) function, run on tokio's blocking pool so it never stalls
+    /// the scheduler. It sees cancellation through [`JobContext::is_cancelled`].
+    pub fn run_blocking<F, R>(mut self, f: F) -> Self
+    where
+        F: Fn(JobContext) -> R + Send + Sync + 'static,
+        R: IntoJobOutcome,
+    {
+        self.body = Some(Body::Blocking(Arc::new(move |ctx| f(ctx).into_job_outcome())));
+        self
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The job's schedule.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The lease to use (the default when unset).
+    #[allow(dead_code)] // read by the redis guard
+    pub(crate) fn lease_or_default(&self) -> Duration {
+        self.lease.unwrap_or(DEFAULT_LEASE)
+    }
+
+    /// Every problem with this job's settings, in words that say how to fix it.
+    pub(crate) fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let name = &self.name;
+        if name.trim().is_empty() {
+            problems.push("a job has an empty name; give it a name".to_owned());
+        }
+        if self.max_instances == 0 {
+            problems.push(format!("job `{name}`: `max_instances` is 0; it must be at least 1"));
+        }
+        if self.max_instances > 1 && self.lock != Lock::Local {
+            problems.push(format!(
+                "job `{name}`: `max_instances = {}` needs `lock = \"local\"`; the `{}` guard runs one instance at a time",
+                self.max_instances, self.lock
+            ));
+        }
+        if self.lease.is_some() && self.lock != Lock::Redis {
+            problems.push(format!("job `{name}`: `lease` applies only to `lock = \"redis\"`"));
+        }
+        if self.lease.is_some_and(|l| l.as_millis() == 0) {
+            problems.push(format!("job `{name}`: the lease must be at least 1 ms"));
+        }
+        if self.misfire_grace.is_zero() {
+            problems.push(format!(
+                "job `{name}`: `misfire_grace` is zero; give a positive grace such as 60 s"
+            ));
+        }
+        if self.body.is_none() {
+            problems.push(format!(
+                "job `{name}` has no body; call `.run(...)` or `.run_blocking(...)`"
+            ));
+        }
+        problems
+    }
+
+    /// Converts a `#[scheduled]` registration. Its settings were validated at compile time by the
+    /// same code, so only a broken build could make the schedule fail here.
+    pub(crate) fn from_static(s: &'static StaticJob) -> Result<Job, String> {
+        let schedule = match s.schedule {
+            StaticSchedule::Cron { expr, tz } => Schedule::cron(expr, tz),
+            StaticSchedule::Every { millis } => Schedule::every(Duration::from_millis(millis)),
+        }
+        .map_err(|e| format!("job `{}` ({}:{}): {e}", s.name, s.file, s.line))?;
+        let lock = match s.guard {
+            StaticGuard::Local => Lock::Local,
+            StaticGuard::File => Lock::File,
+            StaticGuard::Redis => Lock::Redis,
+        };
+        let body = match s.body {
+            JobBody::Async(f) => Body::Async(Arc::new(f)),
+            JobBody::Blocking(f) => Body::Blocking(Arc::new(f)),
+        };
+        let mut job = Job::new(s.name, schedule)
+            .lock(lock)
+            .max_instances(s.max_instances)
+            .overlap(s.overlap)
+            .coalesce(s.coalesce)
+            .misfire_grace(Duration::from_millis(s.misfire_grace_millis));
+        if lock == Lock::Redis {
+            job = job.lease(Duration::from_millis(s.lease_millis));
+        }
+        job.body = Some(body);
+        job.defined_at = Some(format!("{}:{}", s.file, s.line));
+        Ok(job)
+    }
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Job")
+            .field("name", &self.name)
+            .field("schedule", &self.schedule)
+            .field("lock", &self.lock)
+            .field("lease", &self.lease)
+            .field("max_instances", &self.max_instances)
+            .field("overlap", &self.overlap)
+            .field("coalesce", &self.coalesce)
+            .field("misfire_grace", &self.misfire_grace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every job registered with `#[scheduled]` in this binary, sorted by name.
+pub(crate) fn registered() -> Vec<&'static StaticJob> {
+    let mut jobs: Vec<&'static StaticJob> = inventory::iter::<StaticJob>.into_iter().collect();
+    jobs.sort_by(|a, b| a.name.cmp(b.name).then(a.file.cmp(b.file)).then(a.line.cmp(&b.line)));
+    jobs
+}

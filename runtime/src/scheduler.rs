@@ -1,0 +1,488 @@
+//! One task per job: a timer that waits for the next fire instant, and the due-fire model of
+//! DESIGN §3 (slots, overlap, coalescing, misfires). The task never waits for a job or a guard:
+//! claims and runs are tasks of their own that report back by message.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{CancelReason, Event, EventKind, EventSink};
+use crate::guard::{Claim, Guard, GuardError, Lease};
+use crate::job::Body;
+use crate::status::StatusCell;
+use crate::{Clock, Job, JobContext, Overlap};
+
+/// How long runs cancelled at the shutdown deadline get to stop before they are abandoned.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// What every job task shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) clock: Clock,
+    pub(crate) events: EventSink,
+    pub(crate) instance: Arc<str>,
+    /// Cancelled when the scheduler stops firing.
+    pub(crate) stop: CancellationToken,
+    /// Set before `stop` is cancelled: when running jobs are cancelled.
+    pub(crate) deadline: Arc<OnceLock<Instant>>,
+}
+
+enum Msg {
+    Claimed {
+        fire: DateTime<Utc>,
+        result: Result<Claim, GuardError>,
+    },
+    Finished {
+        id: u64,
+        end: RunEnd,
+    },
+}
+
+enum RunEnd {
+    Ok,
+    Failed(String),
+    Cancelled,
+}
+
+struct Running {
+    id: u64,
+    fire: DateTime<Utc>,
+    token: u64,
+    started: Instant,
+    cancel: CancellationToken,
+    cancel_reason: Option<CancelReason>,
+}
+
+pub(crate) struct JobTask {
+    job: Job,
+    body: Body,
+    guard: Arc<dyn Guard>,
+    shared: Shared,
+    status: Arc<StatusCell>,
+    tx: mpsc::UnboundedSender<Msg>,
+    due: VecDeque<DateTime<Utc>>,
+    claiming: Option<DateTime<Utc>>,
+    running: Vec<Running>,
+    next_id: u64,
+    retry: Option<Instant>,
+    retries: u32,
+    last_guard_error: Option<String>,
+}
+
+/// Starts the task of one job.
+pub(crate) fn spawn(
+    job: Job,
+    body: Body,
+    guard: Arc<dyn Guard>,
+    shared: Shared,
+    status: Arc<StatusCell>,
+) -> tokio::task::JoinHandle<()> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = JobTask {
+        job,
+        body,
+        guard,
+        shared,
+        status,
+        tx,
+        due: VecDeque::new(),
+        claiming: None,
+        running: Vec::new(),
+        next_id: 0,
+        retry: None,
+        retries: 0,
+        last_guard_error: None,
+    };
+    tokio::spawn(task.run(rx))
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl JobTask {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        let mut next_fire = self.job.schedule.next_after(self.shared.clock.now());
+        self.set_next_fire(next_fire);
+        loop {
+            let timer = next_fire.map(|t| self.shared.clock.deadline_for(t));
+            let misfire_at = self
+                .due
+                .iter()
+                .map(|t| self.shared.clock.deadline_for(*t + self.grace()))
+                .min();
+            tokio::select! {
+                biased;
+                _ = self.shared.stop.cancelled() => break,
+                Some(msg) = rx.recv() => self.on_msg(msg),
+                _ = sleep_until_opt(timer) => {
+                    let now = self.shared.clock.now();
+                    while let Some(t) = next_fire.filter(|t| *t <= now) {
+                        self.on_due(t, now);
+                        next_fire = self.job.schedule.next_after(t);
+                    }
+                    self.set_next_fire(next_fire);
+                }
+                _ = sleep_until_opt(misfire_at) => self.drop_misfires(),
+                _ = sleep_until_opt(self.retry) => self.retry = None,
+            }
+            self.try_start();
+        }
+        self.set_next_fire(None);
+        self.drain(rx).await;
+    }
+
+    fn grace(&self) -> chrono::TimeDelta {
+        chrono::TimeDelta::from_std(self.job.misfire_grace).unwrap_or(chrono::TimeDelta::MAX)
+    }
+
+    fn set_next_fire(&self, next: Option<DateTime<Utc>>) {
+        self.status.update(|s| s.next_fire = next);
+    }
+
+    /// Fire `t` is due at `now` (normally `now` is `t`; later after a pause).
+    fn on_due(&mut self, t: DateTime<Utc>, now: DateTime<Utc>) {
+        if now >= t + self.grace() {
+            let late = (now - t).to_std().unwrap_or_default();
+            self.emit(
+                t,
+                None,
+                EventKind::Misfired {
+                    reason: format!(
+                        "the timer woke {} after the fire time (the process was paused, suspended or overloaded), past the misfire grace of {}",
+                        human(late),
+                        human(self.job.misfire_grace)
+                    ),
+                },
+            );
+            return;
+        }
+        self.due.push_back(t);
+        self.coalesce();
+    }
+
+    /// With `coalesce`, only the latest waiting fire is kept.
+    fn coalesce(&mut self) {
+        if !self.job.coalesce {
+            return;
+        }
+        while self.due.len() > 1 {
+            let Some(old) = self.due.pop_front() else {
+                break;
+            };
+            let covered_by = self.due.back().copied().unwrap_or(old);
+            self.emit(old, None, EventKind::Coalesced { covered_by });
+        }
+    }
+
+    fn drop_misfires(&mut self) {
+        let now = self.shared.clock.now();
+        let grace = self.grace();
+        // Usually only the front is late, but a fire put back after a failed claim may not be.
+        let (keep, late): (VecDeque<_>, VecDeque<_>) =
+            self.due.drain(..).partition(|t| now < *t + grace);
+        self.due = keep;
+        for t in late {
+            let reason = match &self.last_guard_error {
+                Some(e) => format!(
+                    "not started within the misfire grace of {}: the guard could not be asked ({e})",
+                    human(self.job.misfire_grace)
+                ),
+                None => format!(
+                    "not started within the misfire grace of {}: no instance slot became free",
+                    human(self.job.misfire_grace)
+                ),
+            };
+            self.emit(t, None, EventKind::Misfired { reason });
+        }
+    }
+
+    fn try_start(&mut self) {
+        loop {
+            if self.claiming.is_some() || self.shared.stop.is_cancelled() {
+                return;
+            }
+            let Some(&fire) = self.due.front() else {
+                return;
+            };
+            if self.running.len() >= self.job.max_instances as usize {
+                match self.job.overlap {
+                    Overlap::Skip => {
+                        self.due.pop_front();
+                        let reason = match self.running.first() {
+                            Some(r) => format!(
+                                "the run of {} is still going (max_instances = {})",
+                                fmt_time(r.fire),
+                                self.job.max_instances
+                            ),
+                            None => "no instance slot is free".to_owned(),
+                        };
+                        self.emit(fire, None, EventKind::Skipped { reason });
+                        continue;
+                    }
+                    Overlap::Queue => return,
+                    Overlap::Replace => {
+                        if self.running.iter().all(|r| r.cancel_reason.is_none()) {
+                            if let Some(oldest) = self.running.iter_mut().min_by_key(|r| r.fire) {
+                                oldest.cancel_reason = Some(CancelReason::Replaced);
+                                oldest.cancel.cancel();
+                            }
+                        }
+                        return;
+                    }
+                }
+            }
+            if self.retry.is_some_and(|at| at > Instant::now()) {
+                return;
+            }
+            self.due.pop_front();
+            self.claiming = Some(fire);
+            let guard = Arc::clone(&self.guard);
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                let result = guard.claim(fire).await;
+                let _ = tx.send(Msg::Claimed { fire, result });
+            });
+            return;
+        }
+    }
+
+    fn on_msg(&mut self, msg: Msg) {
+        match msg {
+            Msg::Claimed { fire, result } => self.on_claimed(fire, result),
+            Msg::Finished { id, end } => self.on_finished(id, end),
+        }
+    }
+
+    fn on_claimed(&mut self, fire: DateTime<Utc>, result: Result<Claim, GuardError>) {
+        self.claiming = None;
+        match result {
+            Ok(Claim::Acquired(lease)) => {
+                self.retries = 0;
+                self.last_guard_error = None;
+                if self.shared.clock.now() >= fire + self.grace() {
+                    release_in_background(lease, Arc::clone(&self.job.name));
+                    let reason = format!(
+                        "claimed only after the misfire grace of {} had passed",
+                        human(self.job.misfire_grace)
+                    );
+                    self.emit(fire, None, EventKind::Misfired { reason });
+                } else {
+                    self.start_run(fire, lease);
+                }
+            }
+            Ok(Claim::AlreadyRan) => {
+                self.retries = 0;
+                self.emit(fire, None, EventKind::ClaimedElsewhere);
+            }
+            Ok(Claim::Busy { first_report }) => match self.job.overlap {
+                Overlap::Skip => {
+                    let reason = "another process is running this job".to_owned();
+                    self.emit_with(fire, None, EventKind::Skipped { reason }, first_report);
+                }
+                Overlap::Queue | Overlap::Replace => self.wait_and_retry(fire),
+            },
+            Err(e) => {
+                tracing::warn!(job = %self.job.name, fire_time = %fmt_time(fire), error = %e, "guard unavailable; retrying until the misfire grace runs out");
+                self.last_guard_error = Some(e.to_string());
+                self.wait_and_retry(fire);
+            }
+        }
+    }
+
+    /// Keeps `fire` due and asks the guard again after a jittered, growing pause.
+    fn wait_and_retry(&mut self, fire: DateTime<Utc>) {
+        self.due.push_front(fire);
+        self.coalesce();
+        let base = Duration::from_millis(50).saturating_mul(1 << self.retries.min(5));
+        let jitter = Duration::from_millis(fastrand::u64(0..=base.as_millis() as u64 / 4));
+        self.retry = Some(Instant::now() + base.min(Duration::from_secs(1)) + jitter);
+        self.retries = self.retries.saturating_add(1);
+    }
+
+    fn start_run(&mut self, fire: DateTime<Utc>, lease: Box<dyn Lease>) {
+        let token = lease.fencing_token();
+        let cancel = CancellationToken::new();
+        let ctx = JobContext {
+            job: Arc::clone(&self.job.name),
+            fire_time: fire,
+            fencing_token: token,
+            cancel: cancel.clone(),
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        self.running.push(Running {
+            id,
+            fire,
+            token,
+            started: Instant::now(),
+            cancel: cancel.clone(),
+            cancel_reason: None,
+        });
+        let lateness = (self.shared.clock.now() - fire).to_std().unwrap_or_default();
+        self.emit(fire, Some(token), EventKind::Started { lateness });
+        let body = self.body.clone();
+        let tx = self.tx.clone();
+        let job = Arc::clone(&self.job.name);
+        tokio::spawn(async move {
+            let end = run_body(body, ctx, cancel).await;
+            if let Err(e) = lease.release().await {
+                tracing::warn!(job = %job, error = %e, "could not release the guard after the run; it frees itself when it expires or the process exits");
+            }
+            let _ = tx.send(Msg::Finished { id, end });
+        });
+    }
+
+    fn on_finished(&mut self, id: u64, end: RunEnd) {
+        let Some(pos) = self.running.iter().position(|r| r.id == id) else {
+            return;
+        };
+        let run = self.running.remove(pos);
+        let duration = run.started.elapsed();
+        let kind = match (end, run.cancel_reason) {
+            (RunEnd::Cancelled, reason) | (_, reason @ Some(_)) => EventKind::Cancelled {
+                reason: reason.unwrap_or(CancelReason::Shutdown),
+                duration,
+            },
+            (RunEnd::Ok, None) => EventKind::Succeeded { duration },
+            (RunEnd::Failed(error), None) => EventKind::Failed { error, duration },
+        };
+        self.emit(run.fire, Some(run.token), kind);
+    }
+
+    /// After the scheduler stopped firing: report fires that will not run, let running jobs
+    /// finish until the deadline, then cancel them.
+    async fn drain(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        let waiting: Vec<_> = self.due.drain(..).collect();
+        for t in waiting {
+            let reason = "the scheduler shut down before the fire could start".to_owned();
+            self.emit(t, None, EventKind::Misfired { reason });
+        }
+        let deadline = self.shared.deadline.get().copied().unwrap_or_else(Instant::now);
+        let mut cancelled_at: Option<Instant> = None;
+        while self.claiming.is_some() || !self.running.is_empty() {
+            let wake = match cancelled_at {
+                None => deadline,
+                Some(at) => at + CANCEL_GRACE,
+            };
+            tokio::select! {
+                Some(msg) = rx.recv() => match msg {
+                    Msg::Claimed { fire, result } => {
+                        self.claiming = None;
+                        if let Ok(Claim::Acquired(lease)) = result {
+                            release_in_background(lease, Arc::clone(&self.job.name));
+                        }
+                        let reason = "the scheduler shut down before the fire could start".to_owned();
+                        self.emit(fire, None, EventKind::Misfired { reason });
+                    }
+                    Msg::Finished { id, end } => self.on_finished(id, end),
+                },
+                _ = sleep_until(wake) => {
+                    if cancelled_at.is_some() {
+                        for run in &self.running {
+                            tracing::error!(job = %self.job.name, fire_time = %fmt_time(run.fire), "a blocking run ignored cancellation at shutdown and was abandoned; check `ctx.is_cancelled()` in long blocking jobs");
+                        }
+                        return;
+                    }
+                    for run in &mut self.running {
+                        run.cancel_reason.get_or_insert(CancelReason::Shutdown);
+                        run.cancel.cancel();
+                    }
+                    cancelled_at = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    fn emit(&self, fire: DateTime<Utc>, token: Option<u64>, kind: EventKind) {
+        self.emit_with(fire, token, kind, true);
+    }
+
+    fn emit_with(&self, fire: DateTime<Utc>, token: Option<u64>, kind: EventKind, first_report: bool) {
+        let event = Event {
+            run_key: run_key(&self.job.name, fire),
+            job: Arc::clone(&self.job.name),
+            fire_time: fire,
+            fencing_token: token,
+            instance: Arc::clone(&self.shared.instance),
+            at: self.shared.clock.now(),
+            first_report,
+            kind,
+        };
+        self.status.record(&event, self.running.len());
+        self.shared.events.emit(event);
+    }
+}
+
+/// Runs a job body: panics become failures, cancellation stops an async body at its next await.
+async fn run_body(body: Body, ctx: JobContext, cancel: CancellationToken) -> RunEnd {
+    let outcome = match body {
+        Body::Async(f) => {
+            let fut = std::panic::AssertUnwindSafe(async move { f(ctx).await }).catch_unwind();
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return RunEnd::Cancelled,
+                result = fut => result,
+            }
+        }
+        Body::Blocking(f) => {
+            let call = move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx)));
+            match tokio::task::spawn_blocking(call).await {
+                Ok(result) => result,
+                Err(e) => return RunEnd::Failed(format!("the blocking pool could not run the job: {e}")),
+            }
+        }
+    };
+    match outcome {
+        Ok(Ok(())) if cancel.is_cancelled() => RunEnd::Cancelled,
+        Ok(Ok(())) => RunEnd::Ok,
+        Ok(Err(e)) => RunEnd::Failed(e),
+        Err(panic) => RunEnd::Failed(format!("the job panicked: {}", panic_message(&*panic))),
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-text payload".to_owned()
+    }
+}
+
+fn release_in_background(lease: Box<dyn Lease>, job: Arc<str>) {
+    tokio::spawn(async move {
+        if let Err(e) = lease.release().await {
+            tracing::warn!(job = %job, error = %e, "could not release an unused claim");
+        }
+    });
+}
+
+pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `job@T`: the identity of a fire in every process.
+pub(crate) fn run_key(job: &str, fire: DateTime<Utc>) -> String {
+    format!("{job}@{}", fmt_time(fire))
+}
+
+/// `1500ms`, `60s`: durations as the attribute writes them.
+fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 || ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{}s", ms / 1000)
+    }
+}
