@@ -214,8 +214,12 @@ impl JobTask {
             let Some(&fire) = self.due.front() else {
                 return;
             };
+            // A shared guard is asked even when this process holds the slot, so that it records
+            // the skip once for every process.
+            let shared_guard = self.job.lock != crate::Lock::Local;
             if self.running.len() >= self.job.max_instances as usize {
                 match self.job.overlap {
+                    Overlap::Skip if shared_guard => {}
                     Overlap::Skip => {
                         self.due.pop_front();
                         let reason = match self.running.first() {
@@ -249,7 +253,11 @@ impl JobTask {
             let guard = Arc::clone(&self.guard);
             let tx = self.tx.clone();
             tokio::spawn(async move {
-                let result = guard.claim(fire).await;
+                // A message must come back whatever happens, or the job would wait forever.
+                let result = std::panic::AssertUnwindSafe(guard.claim(fire))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|p| Err(GuardError::Task(format!("the guard panicked: {}", panic_message(&*p)))));
                 let _ = tx.send(Msg::Claimed { fire, result });
             });
             return;
@@ -286,7 +294,10 @@ impl JobTask {
             }
             Ok(Claim::Busy { first_report }) => match self.job.overlap {
                 Overlap::Skip => {
-                    let reason = "another process is running this job".to_owned();
+                    let reason = match self.running.first() {
+                        Some(r) => format!("the run of {} in this process is still going", fmt_time(r.fire)),
+                        None => "another process is running this job".to_owned(),
+                    };
                     self.emit_with(fire, None, EventKind::Skipped { reason }, first_report);
                 }
                 Overlap::Queue | Overlap::Replace => self.wait_and_retry(fire),
@@ -335,8 +346,9 @@ impl JobTask {
         let job = Arc::clone(&self.job.name);
         tokio::spawn(async move {
             let end = run_body(body, ctx, cancel).await;
-            if let Err(e) = lease.release().await {
-                tracing::warn!(job = %job, error = %e, "could not release the guard after the run; it frees itself when it expires or the process exits");
+            let release = std::panic::AssertUnwindSafe(lease.release()).catch_unwind().await;
+            if !matches!(release, Ok(Ok(()))) {
+                tracing::warn!(job = %job, "could not release the guard after the run; it frees itself when it expires or the process exits");
             }
             let _ = tx.send(Msg::Finished { id, end });
         });

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cronguard::{CancelReason, Clock, Event, EventKind, Job, Overlap, Schedule};
+use cronguard::{CancelReason, Clock, Event, EventKind, Job, Lock, Overlap, Schedule};
 
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
@@ -32,6 +32,7 @@ struct Case {
     pause: Option<(u64, u64)>,
     /// How long the scheduler runs before shutdown.
     run_s: u64,
+    lock: Lock,
 }
 
 const BASE: Case = Case {
@@ -44,6 +45,7 @@ const BASE: Case = Case {
     grace_s: 60,
     pause: None,
     run_s: 40,
+    lock: Lock::Local,
 };
 
 struct Outcome {
@@ -72,6 +74,7 @@ async fn run_case(case: Case) -> Outcome {
         .coalesce(case.coalesce)
         .max_instances(case.max_instances)
         .misfire_grace(Duration::from_secs(case.grace_s))
+        .lock(case.lock)
         .run(move |ctx| {
             let runs = Arc::clone(&job_runs);
             let clock = job_clock.clone();
@@ -81,8 +84,11 @@ async fn run_case(case: Case) -> Outcome {
             }
         });
     let sink = Arc::clone(&events);
+    let lock_dir = std::env::temp_dir().join(format!("cronguard-sched-{}-{}", case.name, std::process::id()));
+    let _ = std::fs::remove_dir_all(&lock_dir);
     let handle = cronguard::builder()
         .registered_jobs(false)
+        .lock_dir(&lock_dir)
         .clock(clock)
         .on_event(move |e| sink.lock().expect("lock").push(e.clone()))
         .shutdown_timeout(Duration::ZERO)
@@ -262,10 +268,8 @@ async fn a_burst_of_due_fires_with_replace_ends_on_the_latest() {
     assert!(cancelled.starts_with(&[12.0, 14.0]), "{cancelled:?}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn every_outcome_of_a_fire_is_reported_exactly_once() {
-    for case in [
-        Case { name: "a", ..BASE },
+const TABLE: [Case; 10] = [
+    Case { name: "a", ..BASE },
         Case { name: "b", overlap: Overlap::Queue, ..BASE },
         Case { name: "c", overlap: Overlap::Queue, coalesce: true, ..BASE },
         Case { name: "d", overlap: Overlap::Replace, ..BASE },
@@ -275,7 +279,11 @@ async fn every_outcome_of_a_fire_is_reported_exactly_once() {
         Case { name: "h", overlap: Overlap::Queue, ..BURST },
         Case { name: "i", overlap: Overlap::Replace, ..BURST },
         Case { name: "j", overlap: Overlap::Replace, coalesce: true, max_instances: 2, ..BASE },
-    ] {
+];
+
+#[tokio::test(start_paused = true)]
+async fn every_outcome_of_a_fire_is_reported_exactly_once() {
+    for case in TABLE {
         let out = run_case(case).await;
         // Every fire 5, 10, ... up to the end has exactly one final fate.
         let finals = ["succeeded", "failed", "cancelled", "skipped", "misfired", "coalesced", "claimed_elsewhere"];
@@ -458,4 +466,16 @@ async fn an_unusable_lock_dir_is_a_clear_start_error() {
         .expect("fails");
     let _ = std::fs::remove_file(&file);
     assert!(err.to_string().contains("CRONGUARD_LOCK_DIR"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_file_guard_follows_the_same_model_as_the_local_one() {
+    // A run that takes no time races with the file guard's claims (which run on real threads),
+    // so only cases whose runs take time are compared.
+    for case in TABLE.into_iter().filter(|c| c.max_instances == 1 && c.work_s > 0) {
+        let local = run_case(case).await;
+        let file = run_case(Case { lock: Lock::File, ..case }).await;
+        assert_eq!(local.runs, file.runs, "case {}", case.name);
+        assert_eq!(local.events, file.events, "case {}", case.name);
+    }
 }

@@ -1,1 +1,55 @@
-//! Support code for cronguard integration tests.
+//! Support code for cronguard's integration tests: the record that replica processes append
+//! to, and helpers to read it.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+/// Appends one line with a single `write` (atomic for short lines on a local file system).
+pub fn append_line(path: &str, line: &str) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    file.write_all(format!("{line}\n").as_bytes())
+}
+
+/// A numeric environment variable, or `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// One line of a replica record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// `start` or `end`.
+    pub what: String,
+    /// The fire instant in Unix milliseconds.
+    pub fire_ms: i64,
+    /// The process that ran it.
+    pub pid: u32,
+    /// The run's fencing token.
+    pub token: u64,
+}
+
+/// Reads a record; a missing file is an empty record.
+pub fn read_record(path: &Path) -> Vec<Entry> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            Some(Entry {
+                what: f.next()?.to_owned(),
+                fire_ms: f.next()?.parse().ok()?,
+                pid: f.next()?.parse().ok()?,
+                token: f.next()?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// How many times each fire started, by fire instant.
+pub fn starts_per_fire(entries: &[Entry]) -> BTreeMap<i64, Vec<u32>> {
+    let mut map: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
+    for e in entries.iter().filter(|e| e.what == "start") {
+        map.entry(e.fire_ms).or_default().push(e.pid);
+    }
+    map
+}

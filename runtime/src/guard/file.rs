@@ -146,7 +146,8 @@ struct Record {
     last_busy: i64,
 }
 
-const RECORD_LEN: usize = 3 + 3 * 21 + 1;
+/// `v1`, three right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline.
+const RECORD_LEN: usize = 2 + 3 * (1 + 20) + 1;
 
 impl Record {
     fn read(mut file: &File) -> std::io::Result<Record> {
