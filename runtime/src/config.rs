@@ -62,6 +62,7 @@ pub fn builder() -> Builder {
 pub struct Builder {
     lock_dir: Option<PathBuf>,
     redis_url: Option<String>,
+    redis_prefix: String,
     instance: Option<String>,
     clock: Clock,
     jobs: Vec<Job>,
@@ -80,6 +81,7 @@ impl Builder {
         Builder {
             lock_dir: env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
             redis_url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
+            redis_prefix: "cronguard".to_owned(),
             instance: env("CRONGUARD_INSTANCE"),
             clock: Clock::system(),
             jobs: Vec::new(),
@@ -98,6 +100,13 @@ impl Builder {
     /// The Redis URL of the `redis` guards.
     pub fn redis_url(mut self, url: impl Into<String>) -> Self {
         self.redis_url = Some(url.into());
+        self
+    }
+
+    /// The first part of every Redis key (default `cronguard`): keys are
+    /// `<prefix>:{<job>}:lock` and `<prefix>:{<job>}:state`.
+    pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.redis_prefix = prefix.into();
         self
     }
 
@@ -183,12 +192,14 @@ impl Builder {
                 problems.push(p);
             }
         }
-        let redis_jobs: Vec<&str> = jobs.iter().filter(|j| j.lock == Lock::Redis).map(|j| j.name()).collect();
-        if !redis_jobs.is_empty() {
-            problems.push(format!(
-                "jobs {} use `lock = \"redis\"`, which this version of cronguard does not provide yet; use `lock = \"file\"` (one host) for now",
-                quoted(&redis_jobs)
-            ));
+        let redis_jobs: Vec<&Job> = jobs.iter().filter(|j| j.lock == Lock::Redis).collect();
+        let redis = if redis_jobs.is_empty() {
+            None
+        } else {
+            connect_redis(self.redis_url.as_deref(), &redis_jobs, &mut problems).await
+        };
+        if !problems.is_empty() {
+            return Err(Error::Config { problems });
         }
         if !problems.is_empty() {
             return Err(Error::Config { problems });
@@ -202,11 +213,24 @@ impl Builder {
             stop: CancellationToken::new(),
             deadline: Arc::new(OnceLock::new()),
         };
+        #[cfg(feature = "redis")]
+        if let Some(redis) = &redis {
+            crate::skew::spawn_monitor(redis.conn.clone(), shared.clock.clone(), &jobs, shared.stop.clone()).await;
+        }
         let mut handles = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let guard: Arc<dyn Guard> = match job.lock {
-                Lock::File => Arc::new(FileGuard::new(&lock_dir, &job.name)),
-                Lock::Local | Lock::Redis => Arc::new(LocalGuard::new(job.max_instances)),
+            let guard: Arc<dyn Guard> = match (job.lock, &redis) {
+                (Lock::File, _) => Arc::new(FileGuard::new(&lock_dir, &job.name)),
+                #[cfg(feature = "redis")]
+                (Lock::Redis, Some(redis)) => Arc::new(crate::guard::redis::RedisGuard::new(
+                    redis.conn.clone(),
+                    Arc::clone(&redis.scripts),
+                    &self.redis_prefix,
+                    &job.name,
+                    job.lease_or_default(),
+                    job.overlap,
+                )),
+                _ => Arc::new(LocalGuard::new(job.max_instances)),
             };
             let status = Arc::new(StatusCell::new(&job.name, job.schedule.to_string(), job.lock));
             let Some(body) = job.body.clone() else {
@@ -240,4 +264,65 @@ fn check_lock_dir(dir: &Path) -> Result<(), String> {
         .open(&probe)
         .map_err(|e| format!("the lock dir `{}` is not writable: {e}; {fix}", dir.display()))?;
     Ok(())
+}
+
+/// The connection every `redis` job shares.
+#[cfg(feature = "redis")]
+struct RedisLink {
+    conn: redis::aio::ConnectionManager,
+    scripts: Arc<crate::guard::redis::Scripts>,
+}
+
+#[cfg(not(feature = "redis"))]
+struct RedisLink;
+
+fn job_list(jobs: &[&Job]) -> String {
+    quoted(&jobs.iter().map(|j| j.name()).collect::<Vec<_>>())
+}
+
+#[cfg(feature = "redis")]
+async fn connect_redis(url: Option<&str>, jobs: &[&Job], problems: &mut Vec<String>) -> Option<RedisLink> {
+    let Some(url) = url else {
+        problems.push(format!(
+            "{} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
+            if jobs.len() == 1 { "job" } else { "jobs" },
+            job_list(jobs),
+        ));
+        return None;
+    };
+    match crate::guard::redis::connect(url).await {
+        Ok(conn) => Some(RedisLink {
+            conn,
+            scripts: Arc::new(crate::guard::redis::Scripts::new()),
+        }),
+        Err(e) => {
+            problems.push(format!(
+                "Redis at `{}` cannot be reached ({e}); check `CRONGUARD_REDIS_URL` and that the server is up",
+                redact(url)
+            ));
+            None
+        }
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+async fn connect_redis(_url: Option<&str>, jobs: &[&Job], problems: &mut Vec<String>) -> Option<RedisLink> {
+    problems.push(format!(
+        "{} use `lock = \"redis\"`, but this build of cronguard has no `redis` feature; enable it in Cargo.toml",
+        job_list(jobs)
+    ));
+    None
+}
+
+/// A Redis URL without its password, for messages.
+#[cfg(feature = "redis")]
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{}:***{}", &url[..scheme + 3], user, &url[at..])
+        }
+        _ => url.to_owned(),
+    }
 }

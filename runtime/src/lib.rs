@@ -12,7 +12,10 @@ mod handle;
 mod job;
 mod registry;
 mod scheduler;
+#[cfg(feature = "redis")]
+mod skew;
 mod status;
+mod watchdog;
 
 pub use crate::clock::Clock;
 pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
@@ -49,13 +52,25 @@ pub mod __private {
     pub use crate::Overlap;
     pub use inventory;
 
-    /// Emitted by `#[scheduled(lock = "redis")]`, spanned on `"redis"`. Expands to nothing for
-    /// now; once the `redis` guard is behind a cargo feature, it becomes a `compile_error!` naming
-    /// the feature when that feature is off.
+    /// Emitted by `#[scheduled(lock = "redis")]`, spanned on `"redis"`: nothing when the
+    /// `redis` feature is on, a compile error naming the feature when it is off.
+    #[cfg(feature = "redis")]
     #[doc(hidden)]
     #[macro_export]
     macro_rules! __cronguard_require_redis_feature {
         () => {};
+    }
+
+    /// See the other definition.
+    #[cfg(not(feature = "redis"))]
+    #[doc(hidden)]
+    #[macro_export]
+    macro_rules! __cronguard_require_redis_feature {
+        () => {
+            ::core::compile_error!(
+                "`lock = \"redis\"` needs the `redis` feature of `cronguard`; enable it in Cargo.toml: `cronguard = { version = \"...\", features = [\"redis\"] }` (it is on by default)"
+            );
+        };
     }
 
     #[doc(hidden)]

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{CancelReason, Event, EventKind, EventSink};
 use crate::guard::{Claim, Guard, GuardError, Lease};
 use crate::job::Body;
+use crate::watchdog::{watch, Verdict};
 use crate::status::StatusCell;
 use crate::{Clock, Job, JobContext, Overlap};
 
@@ -41,6 +42,11 @@ enum Msg {
     Finished {
         id: u64,
         end: RunEnd,
+    },
+    /// The watchdog stopped a run.
+    Stopped {
+        id: u64,
+        verdict: Verdict,
     },
 }
 
@@ -268,6 +274,25 @@ impl JobTask {
         match msg {
             Msg::Claimed { fire, result } => self.on_claimed(fire, result),
             Msg::Finished { id, end } => self.on_finished(id, end),
+            Msg::Stopped { id, verdict } => self.on_stopped(id, verdict),
+        }
+    }
+
+    fn on_stopped(&mut self, id: u64, verdict: Verdict) {
+        let Some(run) = self.running.iter_mut().find(|r| r.id == id) else {
+            return;
+        };
+        let (fire, token) = (run.fire, run.token);
+        match verdict {
+            Verdict::Lost(reason) => {
+                run.cancel_reason = Some(CancelReason::LeaseLost);
+                run.cancel.cancel();
+                self.emit(fire, Some(token), EventKind::LeaseLost { reason });
+            }
+            Verdict::CancelRequested => {
+                run.cancel_reason.get_or_insert(CancelReason::Replaced);
+                run.cancel.cancel();
+            }
         }
     }
 
@@ -344,8 +369,20 @@ impl JobTask {
         let body = self.body.clone();
         let tx = self.tx.clone();
         let job = Arc::clone(&self.job.name);
+        let stop_tx = self.tx.clone();
         tokio::spawn(async move {
-            let end = run_body(body, ctx, cancel).await;
+            let run = run_body(body, ctx, cancel.clone());
+            let watchdog = async {
+                let verdict = watch(&*lease).await;
+                let _ = stop_tx.send(Msg::Stopped { id, verdict });
+                // The run now ends at its next await point (or, if blocking, when it returns).
+                std::future::pending::<()>().await;
+            };
+            let end = tokio::select! {
+                biased;
+                end = run => end,
+                _ = watchdog => RunEnd::Cancelled,
+            };
             let release = std::panic::AssertUnwindSafe(lease.release()).catch_unwind().await;
             if !matches!(release, Ok(Ok(()))) {
                 tracing::warn!(job = %job, "could not release the guard after the run; it frees itself when it expires or the process exits");
@@ -397,6 +434,7 @@ impl JobTask {
                         self.emit(fire, None, EventKind::Misfired { reason });
                     }
                     Msg::Finished { id, end } => self.on_finished(id, end),
+                    Msg::Stopped { id, verdict } => self.on_stopped(id, verdict),
                 },
                 _ = sleep_until(wake) => {
                     if cancelled_at.is_some() {

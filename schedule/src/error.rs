@@ -35,6 +35,18 @@ pub struct TimeZoneError {
     pub(crate) suggestion: Option<String>,
 }
 
+impl TimeZoneError {
+    /// The name as given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The closest known IANA name, when one is close enough to be a likely intent.
+    pub fn suggestion(&self) -> Option<&str> {
+        self.suggestion.as_deref()
+    }
+}
+
 /// A duration that does not parse, or is zero.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

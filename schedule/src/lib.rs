@@ -4,6 +4,53 @@
 //! This crate is shared by the `#[scheduled]` macro (which validates at compile time) and the
 //! `cronguard` runtime (which computes fires), so that every expression that compiles also runs.
 //! Users reach it as `cronguard::Schedule`.
+//!
+//! # Cron dialect (Vixie/cronie, strict)
+//!
+//! - 5 fields (`min hour dom mon dow`), 6 (`sec min hour dom mon dow`) or 7 (… `year`); seconds
+//!   always first. Items `*`, `N`, `N-M`, `*/S`, `N-M/S`, and comma lists of them.
+//! - `JAN`–`DEC` in the month field and `SUN`–`SAT` in the day-of-week field only (three letters,
+//!   any case, also in ranges, `#` and `L` items); weekdays 0–7, 0 and 7 both Sunday.
+//! - Day of month: `L` (last day), `LW` (last weekday), `NW` (weekday nearest day N, never leaving
+//!   the month). Day of week: `D#N` (N-th weekday D of the month, N 1–5) and `DL` (last D).
+//!   `?` means `*` in these two fields, and stands alone.
+//! - Aliases `@yearly` `@annually` `@monthly` `@weekly` `@daily` `@midnight` `@hourly` (any case,
+//!   alone).
+//! - Day of month and day of week: when both are restricted a day matches if either matches; a
+//!   field that starts with `*` or `?` is unrestricted, so `*/2` in one day field ANDs with the
+//!   other (cronie's rule).
+//!
+//! Rejected, each with a reason naming the field and item: empty list items, names in the wrong
+//! field or unknown names, reversed ranges, `N/S` without a range, steps of 0, values out of range,
+//! unknown characters, misplaced `L`/`W`/`#`/`?`, a wrong number of fields, unknown aliases and
+//! `@reboot`, and expressions that never fire (`0 0 30 2 *`).
+//!
+//! Decisions beyond the bare dialect:
+//!
+//! - A step larger than the span of its range is accepted, as cronie does (it only warns): `*/90`
+//!   in the minute field fires at minute 0 only.
+//! - In the day-of-week field a range may end in Sunday written as 0 (`5-0`, `FRI-SUN`), as in
+//!   cronie; any other range with its larger value first is rejected (no wrap-around such as
+//!   `22-2`).
+//! - `L` and `LW` are not combined in one day-of-month list.
+//! - Years (7th field) range over [`YEAR_MIN`]–[`YEAR_MAX`] (1970–2199, so that the non-leap 2100 is
+//!   expressible); a bare `*` matches every year, and `*/S` counts from 1970.
+//! - "Never fires" is decided on naive wall-clock time from 1970-01-01 within croner's search limit
+//!   (the year 5000): an expression that fires only in the past (`0 0 0 1 1 * 1999`) is valid, it
+//!   just has no further fires.
+//!
+//! # Time zones
+//!
+//! Fires are computed in the schedule's IANA zone with cronie's rules: a job is *wildcard* when its
+//! minute or hour field starts with `*` (and `@hourly`), otherwise *fixed-time*. A wall-clock time
+//! skipped by a spring-forward fires a fixed-time job once at the first instant after the gap and
+//! is skipped by a wildcard job; a time repeated by a fall-back fires a fixed-time job at its first
+//! occurrence only and a wildcard job at both. See [`Schedule`].
+//!
+//! # Intervals
+//!
+//! [`Schedule::every`] fires at whole multiples of the interval since the Unix epoch, so replicas
+//! agree on the instants whenever they started.
 
 mod cron;
 mod duration;
@@ -11,7 +58,7 @@ mod error;
 mod schedule;
 mod zone;
 
-pub use crate::cron::{validate_cron, CronExpr};
+pub use crate::cron::{validate_cron, CronExpr, YEAR_MAX, YEAR_MIN};
 pub use crate::duration::parse_duration;
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
 pub use crate::schedule::{Fires, Schedule};

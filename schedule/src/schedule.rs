@@ -1,12 +1,40 @@
+//! [`Schedule`]: fire instants of a cron expression in a time zone, or of an epoch-aligned interval.
+//!
+//! croner walks the cron expression on naive wall-clock time; this module maps each scheduled
+//! wall-clock time to instants with the zone's rules at that very time (never a frozen offset),
+//! following cronie (DESIGN §2):
+//!
+//! | wall-clock time            | fixed-time job                        | wildcard job        |
+//! | -------------------------- | ------------------------------------- | ------------------- |
+//! | exists once                | fires                                 | fires               |
+//! | skipped (spring forward)   | fires once at the first instant after the gap | does not fire |
+//! | repeated (fall back)       | fires at the first occurrence only    | fires at both       |
+
 use std::fmt;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 
 use crate::{parse_time_zone, CronExpr, ScheduleError};
 
+/// How many scheduled wall-clock times one search may pass over before it gives up. Only times
+/// whose instants lie at or before the start are passed over (inside a repeated hour, or in a
+/// gap), so this bound is never reached by a real zone.
+const MAX_PASSED_OVER: usize = 200_000;
+
 /// When a job fires: a cron expression in a time zone, or a fixed interval aligned to the Unix epoch.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use cronguard_schedule::Schedule;
+///
+/// let schedule = Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid");
+/// // 2026-03-29 is the spring-forward day in Berlin: 02:30 does not exist, the job runs at 03:00.
+/// let start = Utc.with_ymd_and_hms(2026, 3, 28, 12, 0, 0).single().expect("valid");
+/// let next = schedule.next_after(start).expect("fires");
+/// assert_eq!(next, Utc.with_ymd_and_hms(2026, 3, 29, 1, 0, 0).single().expect("valid"));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Schedule {
     kind: Kind,
@@ -14,24 +42,39 @@ pub struct Schedule {
 
 #[derive(Debug, Clone)]
 enum Kind {
-    Cron { expr: CronExpr, tz: Tz },
+    Cron { expr: Box<CronExpr>, tz: Tz },
     Every { interval: Duration },
 }
 
 impl Schedule {
-    /// A cron schedule in the named IANA time zone.
+    /// A cron schedule in the named IANA time zone (see [`parse_time_zone`]).
     pub fn cron(expr: &str, tz: &str) -> Result<Self, ScheduleError> {
         let tz = parse_time_zone(tz)?;
+        Self::cron_in(expr, tz)
+    }
+
+    /// A cron schedule in an already parsed time zone.
+    pub fn cron_in(expr: &str, tz: Tz) -> Result<Self, ScheduleError> {
         let expr = CronExpr::parse(expr).map_err(|source| ScheduleError::Cron {
             expr: expr.to_owned(),
             source,
         })?;
-        Ok(Schedule {
-            kind: Kind::Cron { expr, tz },
-        })
+        Ok(Self::from_cron(expr, tz))
     }
 
-    /// A fixed interval, aligned to the Unix epoch.
+    /// A cron schedule from an already validated expression.
+    pub fn from_cron(expr: CronExpr, tz: Tz) -> Self {
+        Schedule {
+            kind: Kind::Cron {
+                expr: Box::new(expr),
+                tz,
+            },
+        }
+    }
+
+    /// A fixed interval, aligned to the Unix epoch: it fires at every whole multiple of `interval`
+    /// since 1970-01-01T00:00:00Z, so that every replica computes the same instants whenever it
+    /// started. Fails for a zero interval.
     pub fn every(interval: Duration) -> Result<Self, ScheduleError> {
         if interval.is_zero() {
             return Err(ScheduleError::ZeroInterval);
@@ -41,26 +84,51 @@ impl Schedule {
         })
     }
 
+    /// The time zone of a cron schedule; `None` for an interval.
+    pub fn time_zone(&self) -> Option<Tz> {
+        match &self.kind {
+            Kind::Cron { tz, .. } => Some(*tz),
+            Kind::Every { .. } => None,
+        }
+    }
+
+    /// The cron expression of a cron schedule; `None` for an interval.
+    pub fn cron_expr(&self) -> Option<&CronExpr> {
+        match &self.kind {
+            Kind::Cron { expr, .. } => Some(expr),
+            Kind::Every { .. } => None,
+        }
+    }
+
+    /// The interval of an interval schedule; `None` for a cron schedule.
+    pub fn interval(&self) -> Option<Duration> {
+        match &self.kind {
+            Kind::Cron { .. } => None,
+            Kind::Every { interval } => Some(*interval),
+        }
+    }
+
+    /// Whether this is a cron schedule of the *wildcard* class (minute or hour field starting with
+    /// `*`, or `@hourly`), which skips wall-clock times inside a daylight-saving gap and fires at
+    /// both occurrences of a repeated time. `false` for fixed-time cron schedules and intervals.
+    pub fn is_wildcard(&self) -> bool {
+        self.cron_expr().is_some_and(CronExpr::is_wildcard)
+    }
+
     /// The first fire strictly after `after`, or `None` when the schedule never fires again.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match &self.kind {
             Kind::Every { interval } => {
                 let step = i64::try_from(interval.as_nanos()).ok()?;
                 let now = after.timestamp_nanos_opt()?;
-                let next = (now.div_euclid(step) + 1).checked_mul(step)?;
+                let next = now.div_euclid(step).checked_add(1)?.checked_mul(step)?;
                 Some(DateTime::<Utc>::UNIX_EPOCH + TimeDelta::nanoseconds(next))
             }
-            Kind::Cron { expr, tz } => {
-                let local = after.with_timezone(tz);
-                expr.cron
-                    .find_next_occurrence(&local, false)
-                    .ok()
-                    .map(|t| t.with_timezone(&Utc))
-            }
+            Kind::Cron { expr, tz } => CronWalk { expr, tz }.next_after(after),
         }
     }
 
-    /// The fires strictly after `after`, in ascending order.
+    /// The fires strictly after `after`, in ascending order, without repeats.
     pub fn fires_after(&self, after: DateTime<Utc>) -> Fires<'_> {
         Fires {
             schedule: self,
@@ -94,5 +162,267 @@ impl Iterator for Fires<'_> {
         let next = self.schedule.next_after(self.last?);
         self.last = next;
         next
+    }
+}
+
+/// The instants of one scheduled wall-clock time: none, one, or two (both occurrences of a
+/// repeated time, earlier first).
+type Instants = [Option<DateTime<Utc>>; 2];
+
+/// The mapping from croner's naive walk to instants in one zone.
+struct CronWalk<'a> {
+    expr: &'a CronExpr,
+    tz: &'a Tz,
+}
+
+impl CronWalk<'_> {
+    fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // `naive_local` would panic at the very ends of chrono's range.
+        let offset = self.tz.offset_from_utc_datetime(&after.naive_utc()).fix();
+        let local = after.naive_utc().checked_add_offset(offset)?;
+        let forward = self.first_from(local, after);
+        let second_pass = if self.expr.is_wildcard() {
+            self.later_occurrence_from_fold(after, local)
+        } else {
+            None
+        };
+        match (forward, second_pass) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The first instant after `after` of a scheduled wall-clock time later than `local`.
+    ///
+    /// Instants grow with their wall-clock time (gaps map forward to their end, and of a repeated
+    /// time the earlier instant comes first), so the first wall-clock time that yields an instant
+    /// after `after` yields the answer — except for the later occurrences of repeated times at or
+    /// before `local`, which [`Self::later_occurrence_from_fold`] covers.
+    fn first_from(&self, local: NaiveDateTime, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // croner works in whole seconds; a time later than `local` is later than its whole second.
+        let mut cursor = local.with_nanosecond(0)?;
+        for _ in 0..MAX_PASSED_OVER {
+            let wall = self.expr.cron.find_next_occurrence(&cursor, false).ok()?;
+            if let Some(instant) = self
+                .instants(wall)
+                .into_iter()
+                .flatten()
+                .find(|i| *i > after)
+            {
+                return Some(instant);
+            }
+            cursor = wall;
+        }
+        None
+    }
+
+    /// When `after` lies in the earlier pass of a repeated wall-clock range, a wildcard job also
+    /// fires at the later pass of the scheduled times at or before `after`'s wall clock: the first
+    /// of those is the later instant of the first scheduled time from the start of the range.
+    fn later_occurrence_from_fold(
+        &self,
+        after: DateTime<Utc>,
+        local: NaiveDateTime,
+    ) -> Option<DateTime<Utc>> {
+        let chrono::LocalResult::Ambiguous(earlier, later) = self.tz.from_local_datetime(&local)
+        else {
+            return None;
+        };
+        let offset_of =
+            |instant: DateTime<Utc>| self.tz.offset_from_utc_datetime(&instant.naive_utc()).fix();
+        let later_offset = later.offset().fix();
+        if offset_of(after) != earlier.offset().fix() {
+            return None;
+        }
+        // The clock turns back at the first instant with the later offset, in (after, later].
+        let transition = first_instant_where(after.timestamp(), later.timestamp(), |instant| {
+            offset_of(instant) == later_offset
+        })?;
+        let range_start = transition.with_timezone(self.tz).naive_local();
+        let wall = self
+            .expr
+            .cron
+            .find_next_occurrence(&range_start, true)
+            .ok()?;
+        match self.tz.from_local_datetime(&wall) {
+            chrono::LocalResult::Ambiguous(_, second) => {
+                Some(second.with_timezone(&Utc)).filter(|i| *i > after)
+            }
+            _ => None,
+        }
+    }
+
+    /// The instants at which one scheduled wall-clock time fires.
+    fn instants(&self, wall: NaiveDateTime) -> Instants {
+        let wildcard = self.expr.is_wildcard();
+        match self.tz.from_local_datetime(&wall) {
+            chrono::LocalResult::Single(instant) => [Some(instant.with_timezone(&Utc)), None],
+            chrono::LocalResult::Ambiguous(earlier, later) => [
+                Some(earlier.with_timezone(&Utc)),
+                wildcard.then(|| later.with_timezone(&Utc)),
+            ],
+            chrono::LocalResult::None if wildcard => [None, None],
+            chrono::LocalResult::None => [gap_end(self.tz, wall), None],
+        }
+    }
+}
+
+/// The first instant after the daylight-saving gap that contains the wall-clock time `wall`.
+fn gap_end(tz: &Tz, wall: NaiveDateTime) -> Option<DateTime<Utc>> {
+    let as_utc = wall.and_utc();
+    let offset_at = |instant: DateTime<Utc>| {
+        i64::from(
+            tz.offset_from_utc_datetime(&instant.naive_utc())
+                .fix()
+                .local_minus_utc(),
+        )
+    };
+    let local_of = |instant: DateTime<Utc>| instant + TimeDelta::seconds(offset_at(instant));
+    // The offsets a day either side are the ones before and after the gap; the gap starts at the
+    // instant T where the wall clock jumps past `wall`: read with the offset before, `wall` lies
+    // at or after T, read with the offset after, before T.
+    let before = offset_at(as_utc - TimeDelta::days(1));
+    let after = offset_at(as_utc + TimeDelta::days(1));
+    let high = as_utc - TimeDelta::seconds(before);
+    let low = as_utc - TimeDelta::seconds(after);
+    let past_wall = |instant: DateTime<Utc>| local_of(instant).naive_utc() > wall;
+    if low < high && !past_wall(low) && past_wall(high) {
+        return first_instant_where(low.timestamp(), high.timestamp(), past_wall);
+    }
+    // A zone with two changes within a day: scan the wall clock forward minute by minute, then
+    // second by second, for the first time that exists.
+    let resolve = |t: NaiveDateTime| tz.from_local_datetime(&t).earliest();
+    let mut probe = wall;
+    for _ in 0..(48 * 60) {
+        probe += TimeDelta::minutes(1);
+        if resolve(probe).is_some() {
+            let mut exact = probe - TimeDelta::minutes(1);
+            for _ in 0..60 {
+                exact += TimeDelta::seconds(1);
+                if let Some(instant) = resolve(exact) {
+                    return Some(instant.with_timezone(&Utc));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The first whole second in `(low, high]` (Unix seconds) where `holds` is true, for a predicate
+/// that is false at `low`, true at `high` and changes once in between.
+fn first_instant_where(
+    mut low: i64,
+    mut high: i64,
+    holds: impl Fn(DateTime<Utc>) -> bool,
+) -> Option<DateTime<Utc>> {
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if holds(DateTime::from_timestamp(mid, 0)?) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    DateTime::from_timestamp(high, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{LocalResult, NaiveDate};
+    use chrono_tz::TZ_VARIANTS;
+
+    use super::*;
+
+    fn at(y: i32, m: u32, d: u32, h: u32, min: u32) -> DateTime<Utc> {
+        NaiveDate::from_ymd_opt(y, m, d)
+            .and_then(|date| date.and_hms_opt(h, min, 0))
+            .expect("valid date")
+            .and_utc()
+    }
+
+    /// The first instant after a gap, found by the slowest possible scan.
+    fn gap_end_by_scan(tz: &Tz, wall: NaiveDateTime) -> Option<DateTime<Utc>> {
+        let mut probe = wall;
+        for _ in 0..(48 * 3600) {
+            probe += TimeDelta::seconds(1);
+            if let Some(instant) = tz.from_local_datetime(&probe).earliest() {
+                return Some(instant.with_timezone(&Utc));
+            }
+        }
+        None
+    }
+
+    /// In every zone of the database, the daily fixed-time jobs at midnight and at 02:30 fire
+    /// once per day, ascending, at the scheduled wall-clock time or else at the end of its gap.
+    #[test]
+    fn fixed_time_jobs_in_every_zone() {
+        let start = at(2025, 12, 31, 0, 0);
+        for expr in ["0 0 * * *", "30 2 * * *"] {
+            for tz in TZ_VARIANTS {
+                let schedule = Schedule::cron_in(expr, tz).expect("valid");
+                let fires: Vec<_> = schedule.fires_after(start).take(366).collect();
+                assert_eq!(fires.len(), 366, "{expr} in {tz}");
+                for pair in fires.windows(2) {
+                    assert!(pair[0] < pair[1], "{expr} in {tz}: {pair:?}");
+                }
+                let (hour, minute) = if expr == "0 0 * * *" { (0, 0) } else { (2, 30) };
+                for fire in fires {
+                    let local = fire.with_timezone(&tz).naive_local();
+                    let wall = local.date().and_hms_opt(hour, minute, 0).expect("valid");
+                    if local != wall {
+                        // The scheduled time did not exist: it lies in a gap on the fire's day
+                        // (or the day before, for a gap across midnight) and this is its end.
+                        let scheduled = [wall, wall - TimeDelta::days(1)]
+                            .into_iter()
+                            .find(|w| matches!(tz.from_local_datetime(w), LocalResult::None))
+                            .unwrap_or_else(|| panic!("{expr} in {tz}: unexpected {local}"));
+                        assert_eq!(
+                            Some(fire),
+                            gap_end_by_scan(&tz, scheduled),
+                            "{expr} in {tz}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gap_end_matches_a_scan() {
+        let cases = [
+            (Tz::Europe__Berlin, "2026-03-29T02:30:00"),
+            (Tz::America__New_York, "2026-03-08T02:00:00"),
+            (Tz::Australia__Lord_Howe, "2026-10-04T02:15:00"),
+            (Tz::America__Havana, "2026-03-08T00:30:00"),
+        ];
+        for (tz, wall) in cases {
+            let wall: NaiveDateTime = wall.parse().expect("valid");
+            assert!(
+                tz.from_local_datetime(&wall).earliest().is_none(),
+                "{tz} {wall}"
+            );
+            assert_eq!(
+                gap_end(&tz, wall),
+                gap_end_by_scan(&tz, wall),
+                "{tz} {wall}"
+            );
+        }
+    }
+
+    #[test]
+    fn extreme_instants_do_not_panic() {
+        let schedules = [
+            Schedule::cron("*/15 * * * *", "Europe/Berlin").expect("valid"),
+            Schedule::cron("30 2 * * *", "Australia/Lord_Howe").expect("valid"),
+            Schedule::cron("0 0 0 1 1 * 2030", "UTC").expect("valid"),
+            Schedule::every(Duration::from_secs(60)).expect("valid"),
+            Schedule::every(Duration::MAX).expect("valid"),
+        ];
+        for schedule in &schedules {
+            for instant in [DateTime::<Utc>::MIN_UTC, DateTime::<Utc>::MAX_UTC] {
+                let _ = schedule.next_after(instant);
+            }
+        }
+        assert_eq!(schedules[2].next_after(at(2031, 1, 1, 0, 0)), None);
     }
 }

@@ -6,11 +6,17 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use tokio::time::Instant;
 
 use crate::registry::BoxFuture;
 
 pub(crate) mod file;
 pub(crate) mod local;
+#[cfg(feature = "redis")]
+pub(crate) mod redis;
+
+#[cfg(test)]
+mod conformance;
 
 /// A guard's answer to a claim.
 pub(crate) enum Claim {
@@ -32,18 +38,35 @@ pub(crate) trait Guard: Send + Sync + 'static {
 }
 
 /// A claimed run's hold on its guard.
-pub(crate) trait Lease: Send + 'static {
+pub(crate) trait Lease: Send + Sync + 'static {
     /// The fencing token of the run: strictly greater than every earlier token of the job.
     fn fencing_token(&self) -> u64;
 
-    /// How long the lease lasts without renewal, for guards whose leases expire.
-    #[allow(dead_code)] // used by the watchdog of expiring guards
-    fn ttl(&self) -> Option<Duration> {
+    /// For a lease that expires: its length, and the instant the acquire request was sent
+    /// (the holder's local deadline is that instant plus the length).
+    fn expiry(&self) -> Option<(Duration, Instant)> {
         None
+    }
+
+    /// Extends an expiring lease by its length.
+    fn renew(&self) -> BoxFuture<Result<Renewal, GuardError>> {
+        Box::pin(async { Ok(Renewal::Renewed) })
     }
 
     /// Gives the slot back. Use-once: consumes the lease.
     fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>>;
+}
+
+/// The answer to a renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) enum Renewal {
+    /// The lease was extended.
+    Renewed,
+    /// The lease was extended, and another process asked this run to stop (`overlap = "replace"`).
+    CancelRequested,
+    /// The lease is gone: it expired, or another holder has it.
+    Lost,
 }
 
 /// A guard could not answer (its backing store failed). The scheduler retries until the fire's
@@ -60,6 +83,10 @@ pub enum GuardError {
         #[source]
         source: std::io::Error,
     },
+    /// Redis did not answer or answered with an error.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    #[error("redis: {0}")]
+    Redis(String),
     /// A blocking guard operation could not run (the runtime is shutting down).
     #[error("guard task failed: {0}")]
     Task(String),

@@ -1,0 +1,254 @@
+//! `lock = "redis"`: mutual exclusion and per-fire uniqueness across a cluster.
+//!
+//! Keys of one job share the hash tag `{<job>}`, so they live in one slot of a Redis Cluster:
+//!
+//! - `<prefix>:{<job>}:lock`: the holder's random token, with `PX lease`;
+//! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (the
+//!   last fencing token), `busy` (the last fire reported busy) and `cancel` (the token of a
+//!   holder asked to stop by `overlap = "replace"`).
+//!
+//! A claim is one script, one round trip. A release and a renewal are one script each, and both
+//! compare the token first, so only the holder can release or extend its lease.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use redis::aio::ConnectionManager;
+use redis::Script;
+use tokio::time::Instant;
+
+use super::{Claim, Guard, GuardError, Lease, Renewal};
+use crate::clock::epoch_millis;
+use crate::registry::BoxFuture;
+use crate::Overlap;
+
+const CLAIM: &str = r#"
+local fire = tonumber(ARGV[1])
+local last = tonumber(redis.call('HGET', KEYS[2], 'last') or '-1')
+if last >= fire then
+  return {0, 0}
+end
+local holder = redis.call('GET', KEYS[1])
+if holder then
+  if ARGV[4] == '1' then
+    redis.call('HSET', KEYS[2], 'cancel', holder)
+  end
+  local busy = tonumber(redis.call('HGET', KEYS[2], 'busy') or '-1')
+  if busy < fire then
+    redis.call('HSET', KEYS[2], 'busy', ARGV[1])
+    return {1, 1}
+  end
+  return {1, 0}
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local fence = tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')
+local token = math.max(fence + 1, now_us)
+redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token))
+return {2, token}
+"#;
+
+const RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  if redis.call('HGET', KEYS[2], 'cancel') == ARGV[1] then
+    redis.call('HDEL', KEYS[2], 'cancel')
+  end
+  return 1
+end
+return 0
+"#;
+
+const RENEW: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.call('HGET', KEYS[2], 'cancel') == ARGV[1] then
+    return 2
+  end
+  return 1
+end
+return 0
+"#;
+
+/// The scripts, loaded once per process and run by SHA (reloaded after a Redis restart).
+pub(crate) struct Scripts {
+    claim: Script,
+    release: Script,
+    renew: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Scripts {
+            claim: Script::new(CLAIM),
+            release: Script::new(RELEASE),
+            renew: Script::new(RENEW),
+        }
+    }
+}
+
+pub(crate) struct RedisGuard {
+    conn: ConnectionManager,
+    scripts: Arc<Scripts>,
+    lock_key: Arc<str>,
+    state_key: Arc<str>,
+    lease: Duration,
+    replace: bool,
+}
+
+impl RedisGuard {
+    pub(crate) fn new(
+        conn: ConnectionManager,
+        scripts: Arc<Scripts>,
+        prefix: &str,
+        job: &str,
+        lease: Duration,
+        overlap: Overlap,
+    ) -> Self {
+        RedisGuard {
+            conn,
+            scripts,
+            lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
+            state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
+            lease,
+            replace: overlap == Overlap::Replace,
+        }
+    }
+}
+
+fn redis_err(e: redis::RedisError) -> GuardError {
+    GuardError::Redis(e.to_string())
+}
+
+impl Guard for RedisGuard {
+    fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
+        let mut conn = self.conn.clone();
+        let scripts = Arc::clone(&self.scripts);
+        let lock_key = Arc::clone(&self.lock_key);
+        let state_key = Arc::clone(&self.state_key);
+        let lease = self.lease;
+        let replace = self.replace;
+        Box::pin(async move {
+            let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+            let sent_at = Instant::now();
+            let (answer, value): (i64, u64) = scripts
+                .claim
+                .key(&*lock_key)
+                .key(&*state_key)
+                .arg(epoch_millis(fire_time))
+                .arg(&token)
+                .arg(lease.as_millis() as u64)
+                .arg(if replace { "1" } else { "0" })
+                .invoke_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(match answer {
+                0 => Claim::AlreadyRan,
+                1 => Claim::Busy {
+                    first_report: value == 1,
+                },
+                _ => Claim::Acquired(Box::new(RedisLease {
+                    conn,
+                    scripts,
+                    lock_key,
+                    state_key,
+                    token,
+                    fencing_token: value,
+                    lease,
+                    sent_at,
+                })),
+            })
+        })
+    }
+}
+
+struct RedisLease {
+    conn: ConnectionManager,
+    scripts: Arc<Scripts>,
+    lock_key: Arc<str>,
+    state_key: Arc<str>,
+    token: String,
+    fencing_token: u64,
+    lease: Duration,
+    sent_at: Instant,
+}
+
+impl Lease for RedisLease {
+    fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    fn expiry(&self) -> Option<(Duration, Instant)> {
+        Some((self.lease, self.sent_at))
+    }
+
+    fn renew(&self) -> BoxFuture<Result<Renewal, GuardError>> {
+        let mut conn = self.conn.clone();
+        let scripts = Arc::clone(&self.scripts);
+        let lock_key = Arc::clone(&self.lock_key);
+        let state_key = Arc::clone(&self.state_key);
+        let token = self.token.clone();
+        let lease = self.lease;
+        Box::pin(async move {
+            let answer: i64 = scripts
+                .renew
+                .key(&*lock_key)
+                .key(&*state_key)
+                .arg(&token)
+                .arg(lease.as_millis() as u64)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(match answer {
+                0 => Renewal::Lost,
+                2 => Renewal::CancelRequested,
+                _ => Renewal::Renewed,
+            })
+        })
+    }
+
+    fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let _released: i64 = self
+                .scripts
+                .release
+                .key(&*self.lock_key)
+                .key(&*self.state_key)
+                .arg(&self.token)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(())
+        })
+    }
+}
+
+/// Connects to Redis for the guards: a `ConnectionManager` (reconnects by itself) whose requests
+/// time out, so that a frozen Redis turns into errors, never into a stuck scheduler.
+pub(crate) async fn connect(url: &str) -> Result<ConnectionManager, String> {
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)))
+        .set_number_of_retries(2)
+        .set_max_delay(Duration::from_secs(2));
+    let mut conn = tokio::time::timeout(Duration::from_secs(5), client.get_connection_manager_with_config(config))
+        .await
+        .map_err(|_| "no answer within 5 s".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let _: String = redis::cmd("PING").query_async(&mut conn).await.map_err(|e| e.to_string())?;
+    Ok(conn)
+}
+
+/// The Redis server's clock minus ours, from one `TIME` round trip (its midpoint).
+pub(crate) async fn clock_skew(conn: &mut ConnectionManager, local_now: impl Fn() -> DateTime<Utc>) -> Result<chrono::TimeDelta, GuardError> {
+    let before = local_now();
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.map_err(redis_err)?;
+    let after = local_now();
+    let midpoint = before + (after - before) / 2;
+    let server = DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or(midpoint) + chrono::TimeDelta::microseconds(micros);
+    Ok(server - midpoint)
+}

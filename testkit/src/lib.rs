@@ -1,0 +1,149 @@
+//! Test support for cronguard: a real `redis-server` on a free loopback port, which a test can
+//! pause (SIGSTOP), resume, kill and restart. It is always stopped by its process id.
+//!
+//! When `redis-server` is missing, [`RedisServer::start`] returns `None` and prints why, so a
+//! developer without Redis can run the rest of the suite; in CI (`CI` or
+//! `CRONGUARD_TESTS_REQUIRE_REDIS` set) it panics instead, so a missing server never passes
+//! silently.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `redis-server` process of one test.
+#[derive(Debug)]
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+fn required() -> bool {
+    std::env::var_os("CRONGUARD_TESTS_REQUIRE_REDIS").is_some()
+        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("the loopback interface has a free port")
+}
+
+impl RedisServer {
+    /// Starts `redis-server` on a free loopback port with no persistence, and waits until it
+    /// answers `PING`. `None` when `redis-server` is not installed (outside CI).
+    pub fn start() -> Option<RedisServer> {
+        if Command::new("redis-server").arg("--version").output().is_err() {
+            let msg = "redis-server is not installed: the Redis tests cannot run (install it, e.g. `apt-get install redis-server`)";
+            if required() {
+                panic!("{msg}");
+            }
+            eprintln!("SKIPPED: {msg}");
+            return None;
+        }
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("cronguard-redis-{port}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch dir for redis-server");
+        let mut server = RedisServer { port, dir, child: None };
+        server.spawn();
+        Some(server)
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if self.ping() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server on port {} did not answer PING within 10 s", self.port);
+    }
+
+    /// Whether the server answers `PING` within 200 ms.
+    pub fn ping(&self) -> bool {
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port).into();
+        let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut buf = [0u8; 7];
+        s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).expect("the server is running")
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([sig, &self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {sig} {} failed", self.pid());
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Kills the server (SIGKILL); its data is lost.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a fresh, empty server on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            // A paused server must be thawed to die cleanly.
+            let _ = Command::new("kill").args(["-CONT", &self.pid().to_string()]).status();
+        }
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
