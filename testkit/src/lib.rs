@@ -130,7 +130,7 @@ impl RedisServer {
         }
     }
 
-    /// Starts a fresh, empty server on the same port.
+    /// Starts a fresh, empty server on the same port (after [`kill`](Self::kill), or killing it).
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();

@@ -5,10 +5,15 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-/// Appends one line with a single `write` (atomic for short lines on a local file system).
+/// Appends one line, followed by the current Unix time in ms, with a single `write` (atomic for
+/// short lines on a local file system).
 pub fn append_line(path: &str, line: &str) -> std::io::Result<()> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    file.write_all(format!("{line}\n").as_bytes())
+    file.write_all(format!("{line} {now}\n").as_bytes())
 }
 
 /// A numeric environment variable, or `default`.
@@ -25,8 +30,10 @@ pub struct Entry {
     pub fire_ms: i64,
     /// The process that ran it.
     pub pid: u32,
-    /// The run's fencing token.
+    /// The run's fencing token (0 for events without one).
     pub token: u64,
+    /// When it was written (Unix ms, the writer's own clock without test offsets).
+    pub at_ms: i64,
 }
 
 /// Reads a record; a missing file is an empty record.
@@ -40,6 +47,7 @@ pub fn read_record(path: &Path) -> Vec<Entry> {
                 fire_ms: f.next()?.parse().ok()?,
                 pid: f.next()?.parse().ok()?,
                 token: f.next()?.parse().ok()?,
+                at_ms: f.next().and_then(|v| v.parse().ok()).unwrap_or(0),
             })
         })
         .collect()

@@ -1,0 +1,63 @@
+//! A replica for the Redis fault tests: runs one `redis`-guarded job every second and appends
+//! to a shared record `start <fire ms> <pid> <token>`, `write …` every 100 ms while it runs,
+//! `end …` when it finishes, and `ev:<event> …` for every event of the job.
+//!
+//! Settings (environment): `RECORD`, `CRONGUARD_REDIS_URL`, `LEASE_MS`, `GRACE_MS`, `WORK_MS`,
+//! `RUN_FOR_MS`, `CLOCK_OFFSET_MS`.
+
+use std::time::Duration;
+
+use cronguard::{Clock, Job, Lock, Schedule};
+use cronguard_tests::{append_line, env_u64};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter("cronguard=debug")
+        .with_writer(std::io::stderr)
+        .init();
+    let record = std::env::var("RECORD")?;
+    let lease = Duration::from_millis(env_u64("LEASE_MS", 3000));
+    let grace = Duration::from_millis(env_u64("GRACE_MS", 60_000));
+    let work = Duration::from_millis(env_u64("WORK_MS", 50));
+    let run_for = Duration::from_millis(env_u64("RUN_FOR_MS", 10_000));
+    let offset = std::env::var("CLOCK_OFFSET_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(0);
+    let pid = std::process::id();
+    let job_record = record.clone();
+    let job = Job::new("fault_job", Schedule::every(Duration::from_secs(1))?)
+        .lock(Lock::Redis)
+        .lease(lease)
+        .misfire_grace(grace)
+        .run(move |ctx| {
+            let record = job_record.clone();
+            async move {
+                let t = ctx.fire_time().timestamp_millis();
+                let token = ctx.fencing_token();
+                append_line(&record, &format!("start {t} {pid} {token}"))?;
+                let until = tokio::time::Instant::now() + work;
+                while tokio::time::Instant::now() < until {
+                    tokio::time::sleep(Duration::from_millis(100).min(work)).await;
+                    // A real job would pass the fencing token with each write to its store.
+                    append_line(&record, &format!("write {t} {pid} {token}"))?;
+                }
+                append_line(&record, &format!("end {t} {pid} {token}"))
+            }
+        });
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::system().with_offset(chrono::TimeDelta::milliseconds(offset)))
+        .on_event(move |e| {
+            let t = e.fire_time.timestamp_millis();
+            let token = e.fencing_token.unwrap_or(0);
+            let _ = append_line(&record, &format!("ev:{} {t} {pid} {token}", e.kind.name()));
+        })
+        .job(job)
+        .start()
+        .await?;
+    tokio::time::sleep(run_for).await;
+    handle.shutdown_within(Duration::from_secs(3)).await;
+    Ok(())
+}
