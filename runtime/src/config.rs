@@ -174,7 +174,11 @@ impl Builder {
             if same.len() > 1 {
                 let places: Vec<String> = same
                     .iter()
-                    .map(|j| j.defined_at.clone().unwrap_or_else(|| "a Job built in code".to_owned()))
+                    .map(|j| {
+                        j.defined_at
+                            .clone()
+                            .unwrap_or_else(|| "a Job built in code".to_owned())
+                    })
                     .collect();
                 problems.push(format!(
                     "{} jobs are named `{name}` (defined at {}); give each a unique `name = \"...\"`",
@@ -215,7 +219,13 @@ impl Builder {
         };
         #[cfg(feature = "redis")]
         if let Some(redis) = &redis {
-            crate::skew::spawn_monitor(redis.conn.clone(), shared.clock.clone(), &jobs, shared.stop.clone()).await;
+            crate::skew::spawn_monitor(
+                redis.conn.clone(),
+                shared.clock.clone(),
+                &jobs,
+                shared.stop.clone(),
+            )
+            .await;
         }
         let mut handles = Vec::with_capacity(jobs.len());
         for job in jobs {
@@ -232,7 +242,11 @@ impl Builder {
                 )),
                 _ => Arc::new(LocalGuard::new(job.max_instances)),
             };
-            let status = Arc::new(StatusCell::new(&job.name, job.schedule.to_string(), job.lock));
+            let status = Arc::new(StatusCell::new(
+                &job.name,
+                job.schedule.to_string(),
+                job.lock,
+            ));
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start
             };
@@ -245,24 +259,42 @@ impl Builder {
 }
 
 fn quoted(names: &[&str]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn default_instance() -> String {
-    format!("{}:{}", gethostname::gethostname().to_string_lossy(), std::process::id())
+    format!(
+        "{}:{}",
+        gethostname::gethostname().to_string_lossy(),
+        std::process::id()
+    )
 }
 
 fn check_lock_dir(dir: &Path) -> Result<(), String> {
-    let fix = "set `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`) to a folder this process can write";
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("the lock dir `{}` cannot be created: {e}; {fix}", dir.display()))?;
+    let fix =
+        "set `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`) to a folder this process can write";
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "the lock dir `{}` cannot be created: {e}; {fix}",
+            dir.display()
+        )
+    })?;
     let probe = dir.join(".cronguard-probe");
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&probe)
-        .map_err(|e| format!("the lock dir `{}` is not writable: {e}; {fix}", dir.display()))?;
+        .map_err(|e| {
+            format!(
+                "the lock dir `{}` is not writable: {e}; {fix}",
+                dir.display()
+            )
+        })?;
     Ok(())
 }
 
@@ -281,7 +313,11 @@ fn job_list(jobs: &[&Job]) -> String {
 }
 
 #[cfg(feature = "redis")]
-async fn connect_redis(url: Option<&str>, jobs: &[&Job], problems: &mut Vec<String>) -> Option<RedisLink> {
+async fn connect_redis(
+    url: Option<&str>,
+    jobs: &[&Job],
+    problems: &mut Vec<String>,
+) -> Option<RedisLink> {
     let Some(url) = url else {
         problems.push(format!(
             "{} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
@@ -306,7 +342,11 @@ async fn connect_redis(url: Option<&str>, jobs: &[&Job], problems: &mut Vec<Stri
 }
 
 #[cfg(not(feature = "redis"))]
-async fn connect_redis(_url: Option<&str>, jobs: &[&Job], problems: &mut Vec<String>) -> Option<RedisLink> {
+async fn connect_redis(
+    _url: Option<&str>,
+    jobs: &[&Job],
+    problems: &mut Vec<String>,
+) -> Option<RedisLink> {
     problems.push(format!(
         "{} use `lock = \"redis\"`, but this build of cronguard has no `redis` feature; enable it in Cargo.toml",
         job_list(jobs)

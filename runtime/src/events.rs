@@ -163,7 +163,9 @@ impl EventSink {
 }
 
 fn log(e: &Event) {
-    let t = e.fire_time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let t = e
+        .fire_time
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let token = e.fencing_token.map(|t| t.to_string()).unwrap_or_default();
     match &e.kind {
         EventKind::Started { lateness } => {

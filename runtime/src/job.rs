@@ -6,7 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::registry::{BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule};
+use crate::registry::{
+    BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
+};
 use crate::{JobContext, Overlap, Schedule};
 
 /// Which guard protects a job's fires.
@@ -160,7 +162,9 @@ impl Job {
         F: Fn(JobContext) -> R + Send + Sync + 'static,
         R: IntoJobOutcome,
     {
-        self.body = Some(Body::Blocking(Arc::new(move |ctx| f(ctx).into_job_outcome())));
+        self.body = Some(Body::Blocking(Arc::new(move |ctx| {
+            f(ctx).into_job_outcome()
+        })));
         self
     }
 
@@ -188,7 +192,9 @@ impl Job {
             problems.push("a job has an empty name; give it a name".to_owned());
         }
         if self.max_instances == 0 {
-            problems.push(format!("job `{name}`: `max_instances` is 0; it must be at least 1"));
+            problems.push(format!(
+                "job `{name}`: `max_instances` is 0; it must be at least 1"
+            ));
         }
         if self.max_instances > 1 && self.lock != Lock::Local {
             problems.push(format!(
@@ -197,7 +203,9 @@ impl Job {
             ));
         }
         if self.lease.is_some() && self.lock != Lock::Redis {
-            problems.push(format!("job `{name}`: `lease` applies only to `lock = \"redis\"`"));
+            problems.push(format!(
+                "job `{name}`: `lease` applies only to `lock = \"redis\"`"
+            ));
         }
         if self.lease.is_some_and(|l| l.as_millis() == 0) {
             problems.push(format!("job `{name}`: the lease must be at least 1 ms"));
@@ -265,6 +273,11 @@ impl fmt::Debug for Job {
 /// Every job registered with `#[scheduled]` in this binary, sorted by name.
 pub(crate) fn registered() -> Vec<&'static StaticJob> {
     let mut jobs: Vec<&'static StaticJob> = inventory::iter::<StaticJob>.into_iter().collect();
-    jobs.sort_by(|a, b| a.name.cmp(b.name).then(a.file.cmp(b.file)).then(a.line.cmp(&b.line)));
+    jobs.sort_by(|a, b| {
+        a.name
+            .cmp(b.name)
+            .then(a.file.cmp(b.file))
+            .then(a.line.cmp(&b.line))
+    });
     jobs
 }

@@ -43,6 +43,50 @@ pub enum Overlap {
     Replace,
 }
 
+/// Not public API. Lets the benchmarks drive a guard directly.
+#[cfg(feature = "redis")]
+#[doc(hidden)]
+pub mod __bench {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::guard::redis::{connect, RedisGuard, Scripts};
+    use crate::guard::{Claim, Guard};
+
+    /// A `redis` guard of one job.
+    pub struct RedisClaimer(RedisGuard);
+
+    impl RedisClaimer {
+        /// Connects the guard of `job`.
+        pub async fn connect(url: &str, job: &str) -> Result<Self, String> {
+            let conn = connect(url).await?;
+            let scripts = Arc::new(Scripts::new());
+            let lease = Duration::from_secs(30);
+            Ok(RedisClaimer(RedisGuard::new(
+                conn,
+                scripts,
+                "cronguard",
+                job,
+                lease,
+                crate::Overlap::Skip,
+            )))
+        }
+
+        /// Claims fire `fire_ms` and releases it at once; `true` when the claim was acquired.
+        pub async fn claim_release(&self, fire_ms: i64) -> Result<bool, String> {
+            let fire = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(fire_ms)
+                .ok_or("fire out of range")?;
+            match self.0.claim(fire).await.map_err(|e| e.to_string())? {
+                Claim::Acquired(lease) => {
+                    lease.release().await.map_err(|e| e.to_string())?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+    }
+}
+
 /// Not public API. Used by code that `#[scheduled]` generates.
 #[doc(hidden)]
 pub mod __private {

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{CancelReason, Event, EventKind, EventSink};
 use crate::guard::{Claim, Guard, GuardError, Lease};
 use crate::job::Body;
-use crate::watchdog::{watch, Verdict};
 use crate::status::StatusCell;
+use crate::watchdog::{watch, Verdict};
 use crate::{Clock, Job, JobContext, Overlap};
 
 /// How long runs cancelled at the shutdown deadline get to stop before they are abandoned.
@@ -263,7 +263,12 @@ impl JobTask {
                 let result = std::panic::AssertUnwindSafe(guard.claim(fire))
                     .catch_unwind()
                     .await
-                    .unwrap_or_else(|p| Err(GuardError::Task(format!("the guard panicked: {}", panic_message(&*p)))));
+                    .unwrap_or_else(|p| {
+                        Err(GuardError::Task(format!(
+                            "the guard panicked: {}",
+                            panic_message(&*p)
+                        )))
+                    });
                 let _ = tx.send(Msg::Claimed { fire, result });
             });
             return;
@@ -320,7 +325,10 @@ impl JobTask {
             Ok(Claim::Busy { first_report }) => match self.job.overlap {
                 Overlap::Skip => {
                     let reason = match self.running.first() {
-                        Some(r) => format!("the run of {} in this process is still going", fmt_time(r.fire)),
+                        Some(r) => format!(
+                            "the run of {} in this process is still going",
+                            fmt_time(r.fire)
+                        ),
                         None => "another process is running this job".to_owned(),
                     };
                     self.emit_with(fire, None, EventKind::Skipped { reason }, first_report);
@@ -364,7 +372,9 @@ impl JobTask {
             cancel: cancel.clone(),
             cancel_reason: None,
         });
-        let lateness = (self.shared.clock.now() - fire).to_std().unwrap_or_default();
+        let lateness = (self.shared.clock.now() - fire)
+            .to_std()
+            .unwrap_or_default();
         self.emit(fire, Some(token), EventKind::Started { lateness });
         let body = self.body.clone();
         let tx = self.tx.clone();
@@ -383,7 +393,9 @@ impl JobTask {
                 end = run => end,
                 _ = watchdog => RunEnd::Cancelled,
             };
-            let release = std::panic::AssertUnwindSafe(lease.release()).catch_unwind().await;
+            let release = std::panic::AssertUnwindSafe(lease.release())
+                .catch_unwind()
+                .await;
             if !matches!(release, Ok(Ok(()))) {
                 tracing::warn!(job = %job, "could not release the guard after the run; it frees itself when it expires or the process exits");
             }
@@ -416,7 +428,12 @@ impl JobTask {
             let reason = "the scheduler shut down before the fire could start".to_owned();
             self.emit(t, None, EventKind::Misfired { reason });
         }
-        let deadline = self.shared.deadline.get().copied().unwrap_or_else(Instant::now);
+        let deadline = self
+            .shared
+            .deadline
+            .get()
+            .copied()
+            .unwrap_or_else(Instant::now);
         let mut cancelled_at: Option<Instant> = None;
         while self.claiming.is_some() || !self.running.is_empty() {
             let wake = match cancelled_at {
@@ -457,7 +474,13 @@ impl JobTask {
         self.emit_with(fire, token, kind, true);
     }
 
-    fn emit_with(&self, fire: DateTime<Utc>, token: Option<u64>, kind: EventKind, first_report: bool) {
+    fn emit_with(
+        &self,
+        fire: DateTime<Utc>,
+        token: Option<u64>,
+        kind: EventKind,
+        first_report: bool,
+    ) {
         let event = Event {
             run_key: run_key(&self.job.name, fire),
             job: Arc::clone(&self.job.name),
@@ -488,7 +511,9 @@ async fn run_body(body: Body, ctx: JobContext, cancel: CancellationToken) -> Run
             let call = move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx)));
             match tokio::task::spawn_blocking(call).await {
                 Ok(result) => result,
-                Err(e) => return RunEnd::Failed(format!("the blocking pool could not run the job: {e}")),
+                Err(e) => {
+                    return RunEnd::Failed(format!("the blocking pool could not run the job: {e}"))
+                }
             }
         }
     };

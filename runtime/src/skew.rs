@@ -46,7 +46,10 @@ async fn check(conn: &mut redis::aio::ConnectionManager, clock: &Clock, limit: D
                     "this host's clock and the Redis server's differ by more than a quarter of the smallest lease or misfire grace; fires will look late or early here: run NTP on every host"
                 );
             } else {
-                tracing::debug!(skew_ms = skew.num_milliseconds(), "clock skew against Redis");
+                tracing::debug!(
+                    skew_ms = skew.num_milliseconds(),
+                    "clock skew against Redis"
+                );
             }
         }
         Err(e) => tracing::debug!(error = %e, "could not measure clock skew against Redis"),

@@ -87,7 +87,10 @@ impl StatusCell {
     }
 
     pub(crate) fn snapshot(&self) -> JobStatus {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn update(&self, f: impl FnOnce(&mut JobStatus)) {
@@ -119,9 +122,15 @@ impl StatusCell {
             }
             if matches!(
                 event.kind,
-                EventKind::Succeeded { .. } | EventKind::Failed { .. } | EventKind::Cancelled { .. }
+                EventKind::Succeeded { .. }
+                    | EventKind::Failed { .. }
+                    | EventKind::Cancelled { .. }
             ) {
-                if let Some(run) = s.last_run.as_mut().filter(|r| r.fire_time == event.fire_time) {
+                if let Some(run) = s
+                    .last_run
+                    .as_mut()
+                    .filter(|r| r.fire_time == event.fire_time)
+                {
                     run.finished_at = Some(event.at);
                     run.outcome = Some(event.kind.clone());
                 }

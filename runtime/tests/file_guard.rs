@@ -8,7 +8,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cronguard::{Clock, Cronguard, Event, Job, Lock, Schedule};
 
 fn t0() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").expect("valid").with_timezone(&Utc)
+    DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .expect("valid")
+        .with_timezone(&Utc)
 }
 
 fn lock_dir(name: &str) -> std::path::PathBuf {
@@ -17,11 +19,19 @@ fn lock_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
-async fn replica(dir: &std::path::Path, offset_ms: i64, work: Duration, events: &Arc<Mutex<Vec<Event>>>) -> Cronguard {
+async fn replica(
+    dir: &std::path::Path,
+    offset_ms: i64,
+    work: Duration,
+    events: &Arc<Mutex<Vec<Event>>>,
+) -> Cronguard {
     let sink = Arc::clone(events);
-    let job = Job::new("shared", Schedule::every(Duration::from_secs(1)).expect("valid"))
-        .lock(Lock::File)
-        .run(move |_| async move { tokio::time::sleep(work).await });
+    let job = Job::new(
+        "shared",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .lock(Lock::File)
+    .run(move |_| async move { tokio::time::sleep(work).await });
     cronguard::builder()
         .registered_jobs(false)
         .lock_dir(dir)
@@ -50,7 +60,12 @@ async fn replicas_with_skewed_clocks_run_each_fire_once() {
     let events = events.lock().expect("lock").clone();
     for second in 1..=5 {
         let fire = t0() + TimeDelta::seconds(second);
-        let of = |kind: &str| events.iter().filter(|e| e.fire_time == fire && e.kind.name() == kind).count();
+        let of = |kind: &str| {
+            events
+                .iter()
+                .filter(|e| e.fire_time == fire && e.kind.name() == kind)
+                .count()
+        };
         assert_eq!(of("started"), 1, "fire {second}: {events:#?}");
         assert_eq!(of("claimed_elsewhere"), 2, "fire {second}");
     }
@@ -70,8 +85,15 @@ async fn a_busy_job_is_reported_as_skipped_once_across_replicas() {
     tokio::time::sleep(Duration::from_millis(1)).await;
     let events = events.lock().expect("lock").clone();
     let fire2 = t0() + TimeDelta::seconds(2);
-    let skips: Vec<_> = events.iter().filter(|e| e.fire_time == fire2 && e.kind.name() == "skipped").collect();
+    let skips: Vec<_> = events
+        .iter()
+        .filter(|e| e.fire_time == fire2 && e.kind.name() == "skipped")
+        .collect();
     assert_eq!(skips.len(), 2, "each replica records the skip: {events:#?}");
-    assert_eq!(skips.iter().filter(|e| e.first_report).count(), 1, "but only one reports it first");
+    assert_eq!(
+        skips.iter().filter(|e| e.first_report).count(),
+        1,
+        "but only one reports it first"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

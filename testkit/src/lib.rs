@@ -37,7 +37,11 @@ impl RedisServer {
     /// Starts `redis-server` on a free loopback port with no persistence, and waits until it
     /// answers `PING`. `None` when `redis-server` is not installed (outside CI).
     pub fn start() -> Option<RedisServer> {
-        if Command::new("redis-server").arg("--version").output().is_err() {
+        if Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
             let msg = "redis-server is not installed: the Redis tests cannot run (install it, e.g. `apt-get install redis-server`)";
             if required() {
                 panic!("{msg}");
@@ -46,9 +50,14 @@ impl RedisServer {
             return None;
         }
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!("cronguard-redis-{port}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("cronguard-redis-{port}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a scratch dir for redis-server");
-        let mut server = RedisServer { port, dir, child: None };
+        let mut server = RedisServer {
+            port,
+            dir,
+            child: None,
+        };
         server.spawn();
         Some(server)
     }
@@ -56,7 +65,14 @@ impl RedisServer {
     fn spawn(&mut self) {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+            ])
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::null())
@@ -75,7 +91,10 @@ impl RedisServer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        panic!("redis-server on port {} did not answer PING within 10 s", self.port);
+        panic!(
+            "redis-server on port {} did not answer PING within 10 s",
+            self.port
+        );
     }
 
     /// Whether the server answers `PING` within 200 ms.
@@ -101,7 +120,10 @@ impl RedisServer {
 
     /// The server's process id.
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map(Child::id).expect("the server is running")
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .expect("the server is running")
     }
 
     fn signal(&self, sig: &str) {
@@ -141,7 +163,9 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         if self.child.is_some() {
             // A paused server must be thawed to die cleanly.
-            let _ = Command::new("kill").args(["-CONT", &self.pid().to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-CONT", &self.pid().to_string()])
+                .status();
         }
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);

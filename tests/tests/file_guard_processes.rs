@@ -21,13 +21,23 @@ fn spawn_worker(dir: &Path, work_ms: u64, run_for_ms: u64, offset_ms: i64) -> Ch
         .env("WORK_MS", work_ms.to_string())
         .env("RUN_FOR_MS", run_for_ms.to_string())
         .env("CLOCK_OFFSET_MS", offset_ms.to_string())
-        .stderr(std::fs::File::create(dir.join(format!("worker-{offset_ms}-{}.log", std::process::id()))).expect("log"))
+        .stderr(
+            std::fs::File::create(
+                dir.join(format!("worker-{offset_ms}-{}.log", std::process::id())),
+            )
+            .expect("log"),
+        )
         .spawn()
         .expect("the file_worker binary starts")
 }
 
 /// Waits (bounded) until `cond` holds on the record.
-fn wait_for(dir: &Path, timeout: Duration, what: &str, cond: impl Fn(&[cronguard_tests::Entry]) -> bool) {
+fn wait_for(
+    dir: &Path,
+    timeout: Duration,
+    what: &str,
+    cond: impl Fn(&[cronguard_tests::Entry]) -> bool,
+) {
     let until = Instant::now() + timeout;
     while Instant::now() < until {
         if cond(&read_record(&dir.join("record"))) {
@@ -47,20 +57,39 @@ fn four_processes_run_every_fire_exactly_once() {
         .map(|offset| spawn_worker(&dir, 50, 6500, offset))
         .collect();
     for c in &mut children {
-        assert!(c.wait().expect("wait").success(), "a worker failed; see {}", dir.display());
+        assert!(
+            c.wait().expect("wait").success(),
+            "a worker failed; see {}",
+            dir.display()
+        );
     }
     let entries = read_record(&dir.join("record"));
     let per_fire = starts_per_fire(&entries);
     assert!(per_fire.len() >= 5, "too few fires ran: {per_fire:?}");
     for (fire, pids) in &per_fire {
-        assert_eq!(pids.len(), 1, "fire {fire} ran {} times: {pids:?}", pids.len());
+        assert_eq!(
+            pids.len(),
+            1,
+            "fire {fire} ran {} times: {pids:?}",
+            pids.len()
+        );
     }
     // Consecutive seconds, none missing in the window that every process covered.
     let fires: Vec<i64> = per_fire.keys().copied().collect();
     let inner = &fires[1..fires.len() - 1];
-    assert!(inner.windows(2).all(|w| w[1] - w[0] == 1000), "a fire is missing: {fires:?}");
-    let tokens: Vec<u64> = entries.iter().filter(|e| e.what == "start").map(|e| e.token).collect();
-    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens must rise: {tokens:?}");
+    assert!(
+        inner.windows(2).all(|w| w[1] - w[0] == 1000),
+        "a fire is missing: {fires:?}"
+    );
+    let tokens: Vec<u64> = entries
+        .iter()
+        .filter(|e| e.what == "start")
+        .map(|e| e.token)
+        .collect();
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "fencing tokens must rise: {tokens:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -72,17 +101,28 @@ fn killing_the_holder_mid_run_frees_the_lock_and_no_fire_runs_twice() {
         .into_iter()
         .map(|offset| spawn_worker(&dir, 2500, 9000, offset))
         .collect();
-    wait_for(&dir, Duration::from_secs(5), "a first run", |e| e.iter().any(|e| e.what == "start"));
+    wait_for(&dir, Duration::from_secs(5), "a first run", |e| {
+        e.iter().any(|e| e.what == "start")
+    });
     let entries = read_record(&dir.join("record"));
-    let holder = entries.iter().rev().find(|e| e.what == "start").expect("a start").clone();
-    let victim = children.iter_mut().position(|c| c.id() == holder.pid).expect("the holder is ours");
+    let holder = entries
+        .iter()
+        .rev()
+        .find(|e| e.what == "start")
+        .expect("a start")
+        .clone();
+    let victim = children
+        .iter_mut()
+        .position(|c| c.id() == holder.pid)
+        .expect("the holder is ours");
     let mut victim = children.remove(victim);
     victim.kill().expect("SIGKILL");
     let killed_at = Instant::now();
     victim.wait().expect("reaped");
     // The next fire after the kill runs in another process within about one period.
     wait_for(&dir, Duration::from_secs(4), "a run after the kill", |e| {
-        e.iter().any(|x| x.what == "start" && x.fire_ms > holder.fire_ms)
+        e.iter()
+            .any(|x| x.what == "start" && x.fire_ms > holder.fire_ms)
     });
     let recovered_after = killed_at.elapsed();
     for c in &mut children {
@@ -92,8 +132,16 @@ fn killing_the_holder_mid_run_frees_the_lock_and_no_fire_runs_twice() {
     for (fire, pids) in starts_per_fire(&entries) {
         assert_eq!(pids.len(), 1, "fire {fire} ran twice: {pids:?}");
     }
-    assert!(!entries.iter().any(|e| e.what == "end" && e.fire_ms == holder.fire_ms), "the killed run cannot have ended");
-    let after: Vec<_> = entries.iter().filter(|e| e.what == "start" && e.fire_ms > holder.fire_ms).collect();
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e.what == "end" && e.fire_ms == holder.fire_ms),
+        "the killed run cannot have ended"
+    );
+    let after: Vec<_> = entries
+        .iter()
+        .filter(|e| e.what == "start" && e.fire_ms > holder.fire_ms)
+        .collect();
     assert!(after.iter().all(|e| e.pid != holder.pid));
     assert!(after.len() >= 2, "runs went on after the kill: {after:?}");
     eprintln!("recovered {recovered_after:?} after SIGKILL");

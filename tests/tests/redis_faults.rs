@@ -27,7 +27,8 @@ struct Settings {
 
 impl Replicas {
     fn start(name: &str, redis: &RedisServer, s: Settings, offsets: &[i64]) -> Replicas {
-        let dir = std::env::temp_dir().join(format!("cronguard-faults-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("cronguard-faults-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
         let children = offsets
@@ -42,7 +43,9 @@ impl Replicas {
                     .env("WORK_MS", s.work_ms.to_string())
                     .env("RUN_FOR_MS", s.run_for_ms.to_string())
                     .env("CLOCK_OFFSET_MS", offset.to_string())
-                    .stderr(std::fs::File::create(dir.join(format!("replica-{i}.log"))).expect("log"))
+                    .stderr(
+                        std::fs::File::create(dir.join(format!("replica-{i}.log"))).expect("log"),
+                    )
                     .spawn()
                     .expect("the redis_worker binary starts")
             })
@@ -62,7 +65,10 @@ impl Replicas {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("timed out after {timeout:?} waiting for {what}; logs in {}", self.dir.display());
+        panic!(
+            "timed out after {timeout:?} waiting for {what}; logs in {}",
+            self.dir.display()
+        );
     }
 
     /// The process holding a run now (the latest `start` without an `end`).
@@ -71,17 +77,29 @@ impl Replicas {
         record
             .iter()
             .rev()
-            .find(|s| s.what == "start" && !record.iter().any(|e| e.what == "end" && e.fire_ms == s.fire_ms))
+            .find(|s| {
+                s.what == "start"
+                    && !record
+                        .iter()
+                        .any(|e| e.what == "end" && e.fire_ms == s.fire_ms)
+            })
             .cloned()
             .expect("a run in progress")
     }
 
     fn child(&mut self, pid: u32) -> &mut Child {
-        self.children.iter_mut().find(|c| c.id() == pid).expect("one of ours")
+        self.children
+            .iter_mut()
+            .find(|c| c.id() == pid)
+            .expect("one of ours")
     }
 
     fn signal(pid: u32, sig: &str) {
-        let ok = Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill").success();
+        let ok = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .expect("kill")
+            .success();
         assert!(ok, "kill {sig} {pid}");
     }
 
@@ -90,7 +108,12 @@ impl Replicas {
         for c in &mut self.children {
             let status = c.wait().expect("wait");
             if Some(c.id()) != except {
-                assert!(status.success(), "replica {} failed; logs in {}", c.id(), self.dir.display());
+                assert!(
+                    status.success(),
+                    "replica {} failed; logs in {}",
+                    c.id(),
+                    self.dir.display()
+                );
             }
         }
         let record = self.record();
@@ -100,12 +123,20 @@ impl Replicas {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 fn assert_each_fire_once(record: &[Entry]) {
     for (fire, pids) in starts_per_fire(record) {
-        assert_eq!(pids.len(), 1, "fire {fire} ran {} times: {pids:?}", pids.len());
+        assert_eq!(
+            pids.len(),
+            1,
+            "fire {fire} ran {} times: {pids:?}",
+            pids.len()
+        );
     }
 }
 
@@ -113,26 +144,44 @@ fn assert_no_gaps(record: &[Entry]) {
     let fires: Vec<i64> = starts_per_fire(record).keys().copied().collect();
     assert!(fires.len() >= 5, "too few fires: {fires:?}");
     let inner = &fires[1..fires.len() - 1];
-    assert!(inner.windows(2).all(|w| w[1] - w[0] == 1000), "a fire is missing: {fires:?}");
+    assert!(
+        inner.windows(2).all(|w| w[1] - w[0] == 1000),
+        "a fire is missing: {fires:?}"
+    );
 }
 
-const FAST: Settings = Settings { lease_ms: 3000, grace_ms: 60_000, work_ms: 50, run_for_ms: 10_000 };
+const FAST: Settings = Settings {
+    lease_ms: 3000,
+    grace_ms: 60_000,
+    work_ms: 50,
+    run_for_ms: 10_000,
+};
 
 #[test]
 fn steady_state_runs_every_fire_exactly_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(redis) = RedisServer::start() else { return };
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
     let record = Replicas::start("steady", &redis, FAST, &[0, 0, 0, 0]).finish(None);
     assert_each_fire_once(&record);
     assert_no_gaps(&record);
-    let others = record.iter().filter(|e| e.what == "ev:claimed_elsewhere").count();
-    assert!(others >= 3 * 8, "the other replicas saw each fire claimed: {others}");
+    let others = record
+        .iter()
+        .filter(|e| e.what == "ev:claimed_elsewhere")
+        .count();
+    assert!(
+        others >= 3 * 8,
+        "the other replicas saw each fire claimed: {others}"
+    );
 }
 
 #[test]
 fn skewed_clocks_still_run_every_fire_exactly_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(redis) = RedisServer::start() else { return };
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
     // A late replica wakes after the early one's fast run has released the lock: only the
     // stored last fire stops it from running the same fire again.
     let record = Replicas::start("skew", &redis, FAST, &[-400, -150, 0, 200, 400]).finish(None);
@@ -143,15 +192,25 @@ fn skewed_clocks_still_run_every_fire_exactly_once() {
 #[test]
 fn killing_the_holder_hands_the_job_to_another_replica_within_lease_plus_a_period() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(redis) = RedisServer::start() else { return };
-    let s = Settings { lease_ms: 2000, work_ms: 2500, run_for_ms: 12_000, ..FAST };
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let s = Settings {
+        lease_ms: 2000,
+        work_ms: 2500,
+        run_for_ms: 12_000,
+        ..FAST
+    };
     let mut replicas = Replicas::start("kill", &redis, s, &[0, 0, 0]);
-    replicas.wait_for(Duration::from_secs(5), "a run", |r| r.iter().any(|e| e.what == "start"));
+    replicas.wait_for(Duration::from_secs(5), "a run", |r| {
+        r.iter().any(|e| e.what == "start")
+    });
     let holder = replicas.holder();
     replicas.child(holder.pid).kill().expect("SIGKILL");
     let killed_ms = now_ms();
     replicas.wait_for(Duration::from_secs(6), "a run after the kill", |r| {
-        r.iter().any(|e| e.what == "start" && e.fire_ms > holder.fire_ms)
+        r.iter()
+            .any(|e| e.what == "start" && e.fire_ms > holder.fire_ms)
     });
     let record = replicas.finish(Some(holder.pid));
     assert_each_fire_once(&record);
@@ -163,27 +222,41 @@ fn killing_the_holder_hands_the_job_to_another_replica_within_lease_plus_a_perio
     let gap = next.at_ms - killed_ms;
     // The dead holder's key expires at most one lease after its last renewal; the next fire
     // after that claims it.
-    assert!(gap <= 2000 + 1000 + 500, "the job resumed {gap} ms after the kill");
+    assert!(
+        gap <= 2000 + 1000 + 500,
+        "the job resumed {gap} ms after the kill"
+    );
     eprintln!("resumed {gap} ms after SIGKILL of the holder");
 }
 
 #[test]
 fn a_frozen_holder_is_replaced_and_its_late_writes_carry_an_older_fencing_token() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(redis) = RedisServer::start() else { return };
-    let s = Settings { lease_ms: 1500, work_ms: 6000, run_for_ms: 14_000, ..FAST };
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let s = Settings {
+        lease_ms: 1500,
+        work_ms: 6000,
+        run_for_ms: 14_000,
+        ..FAST
+    };
     let replicas = Replicas::start("freeze", &redis, s, &[0, 0, 0]);
-    replicas.wait_for(Duration::from_secs(5), "a write", |r| r.iter().any(|e| e.what == "write"));
+    replicas.wait_for(Duration::from_secs(5), "a write", |r| {
+        r.iter().any(|e| e.what == "write")
+    });
     let frozen = replicas.holder();
     Replicas::signal(frozen.pid, "-STOP");
     // Longer than the lease: the key expires and another replica takes a later fire.
     replicas.wait_for(Duration::from_secs(6), "another holder", |r| {
-        r.iter().any(|e| e.what == "start" && e.pid != frozen.pid && e.fire_ms > frozen.fire_ms)
+        r.iter()
+            .any(|e| e.what == "start" && e.pid != frozen.pid && e.fire_ms > frozen.fire_ms)
     });
     let cont_ms = now_ms();
     Replicas::signal(frozen.pid, "-CONT");
     replicas.wait_for(Duration::from_secs(5), "the frozen run's lease_lost", |r| {
-        r.iter().any(|e| e.what == "ev:lease_lost" && e.pid == frozen.pid)
+        r.iter()
+            .any(|e| e.what == "ev:lease_lost" && e.pid == frozen.pid)
     });
     let record = replicas.finish(None);
     assert_each_fire_once(&record);
@@ -195,25 +268,50 @@ fn a_frozen_holder_is_replaced_and_its_late_writes_carry_an_older_fencing_token(
         .expect("a newer holder");
     let late_writes: Vec<&Entry> = record
         .iter()
-        .filter(|e| e.what == "write" && e.pid == frozen.pid && e.fire_ms == frozen.fire_ms && e.at_ms >= cont_ms)
+        .filter(|e| {
+            e.what == "write"
+                && e.pid == frozen.pid
+                && e.fire_ms == frozen.fire_ms
+                && e.at_ms >= cont_ms
+        })
         .collect();
     for w in &late_writes {
-        assert!(w.token < newer, "a write after resume carries token {} >= the newer holder's {newer}", w.token);
+        assert!(
+            w.token < newer,
+            "a write after resume carries token {} >= the newer holder's {newer}",
+            w.token
+        );
     }
     assert!(
-        !record.iter().any(|e| e.what == "end" && e.fire_ms == frozen.fire_ms),
+        !record
+            .iter()
+            .any(|e| e.what == "end" && e.fire_ms == frozen.fire_ms),
         "the frozen run was cancelled, not finished"
     );
-    let cancelled = record.iter().any(|e| e.what == "ev:cancelled" && e.pid == frozen.pid && e.fire_ms == frozen.fire_ms);
+    let cancelled = record
+        .iter()
+        .any(|e| e.what == "ev:cancelled" && e.pid == frozen.pid && e.fire_ms == frozen.fire_ms);
     assert!(cancelled, "the frozen run ends as cancelled");
-    eprintln!("{} late write(s) of the frozen run, all fenced off", late_writes.len());
+    eprintln!(
+        "{} late write(s) of the frozen run, all fenced off",
+        late_writes.len()
+    );
 }
 
 fn outage(name: &str, fault: impl FnOnce(&mut RedisServer)) -> (Vec<Entry>, i64, i64) {
-    let Some(mut redis) = RedisServer::start() else { return (Vec::new(), 0, 0) };
-    let s = Settings { lease_ms: 1500, grace_ms: 1500, work_ms: 100, run_for_ms: 14_000 };
+    let Some(mut redis) = RedisServer::start() else {
+        return (Vec::new(), 0, 0);
+    };
+    let s = Settings {
+        lease_ms: 1500,
+        grace_ms: 1500,
+        work_ms: 100,
+        run_for_ms: 14_000,
+    };
     let replicas = Replicas::start(name, &redis, s, &[0, 0, 0]);
-    replicas.wait_for(Duration::from_secs(5), "three runs", |r| starts_per_fire(r).len() >= 3);
+    replicas.wait_for(Duration::from_secs(5), "three runs", |r| {
+        starts_per_fire(r).len() >= 3
+    });
     let from = now_ms();
     fault(&mut redis);
     let to = now_ms();
@@ -226,10 +324,20 @@ fn outage(name: &str, fault: impl FnOnce(&mut RedisServer)) -> (Vec<Entry>, i64,
 
 fn assert_outage_reported(record: &[Entry], from: i64, to: i64) {
     assert_each_fire_once(record);
-    let misfired: Vec<i64> = record.iter().filter(|e| e.what == "ev:misfired").map(|e| e.fire_ms).collect();
+    let misfired: Vec<i64> = record
+        .iter()
+        .filter(|e| e.what == "ev:misfired")
+        .map(|e| e.fire_ms)
+        .collect();
     let in_outage = misfired.iter().filter(|t| **t >= from && **t <= to).count();
-    assert!(in_outage >= 2, "fires during the outage are reported as misfired: {misfired:?} ({from}..{to})");
-    assert!(record.iter().any(|e| e.what == "start" && e.at_ms > to), "the scheduler carried on");
+    assert!(
+        in_outage >= 2,
+        "fires during the outage are reported as misfired: {misfired:?} ({from}..{to})"
+    );
+    assert!(
+        record.iter().any(|e| e.what == "start" && e.at_ms > to),
+        "the scheduler carried on"
+    );
 }
 
 #[test]
@@ -258,7 +366,20 @@ fn a_redis_restart_that_lost_its_data_keeps_fencing_tokens_rising() {
         return;
     }
     assert_outage_reported(&record, from, to);
-    let before = record.iter().filter(|e| e.what == "start" && e.at_ms < from).map(|e| e.token).max().expect("runs before");
-    let after = record.iter().filter(|e| e.what == "start" && e.at_ms > to).map(|e| e.token).min().expect("runs after");
-    assert!(after > before, "fencing tokens after the restart ({after}) exceed those before ({before})");
+    let before = record
+        .iter()
+        .filter(|e| e.what == "start" && e.at_ms < from)
+        .map(|e| e.token)
+        .max()
+        .expect("runs before");
+    let after = record
+        .iter()
+        .filter(|e| e.what == "start" && e.at_ms > to)
+        .map(|e| e.token)
+        .min()
+        .expect("runs after");
+    assert!(
+        after > before,
+        "fencing tokens after the restart ({after}) exceed those before ({before})"
+    );
 }

@@ -36,11 +36,23 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
 async fn exclusion_and_uniqueness(guard: &dyn Guard) {
     let first = acquire(guard, 10).await;
     let t1 = first.fencing_token();
-    assert_eq!(answer(guard, 20).await, "busy", "a held guard is busy for a later fire");
-    assert_eq!(answer(guard, 10).await, "already_ran", "the same fire twice");
+    assert_eq!(
+        answer(guard, 20).await,
+        "busy",
+        "a held guard is busy for a later fire"
+    );
+    assert_eq!(
+        answer(guard, 10).await,
+        "already_ran",
+        "the same fire twice"
+    );
     assert_eq!(answer(guard, 5).await, "already_ran", "an older fire");
     first.release().await.expect("release");
-    assert_eq!(answer(guard, 10).await, "already_ran", "after release, the fire stays claimed");
+    assert_eq!(
+        answer(guard, 10).await,
+        "already_ran",
+        "after release, the fire stays claimed"
+    );
     let second = acquire(guard, 20).await;
     assert!(second.fencing_token() > t1, "fencing tokens rise");
     second.release().await.expect("release");
@@ -121,7 +133,14 @@ mod redis {
 
     async fn guard(server: &RedisServer, job: &str, lease_ms: u64) -> RedisGuard {
         let conn = connect(&server.url()).await.expect("connects");
-        RedisGuard::new(conn, Arc::new(Scripts::new()), "cronguard", job, Duration::from_millis(lease_ms), Overlap::Skip)
+        RedisGuard::new(
+            conn,
+            Arc::new(Scripts::new()),
+            "cronguard",
+            job,
+            Duration::from_millis(lease_ms),
+            Overlap::Skip,
+        )
     }
 
     /// Waits (bounded) until the lease of `guard` has expired on the server.
@@ -137,29 +156,43 @@ mod redis {
 
     #[tokio::test]
     async fn redis_guard_conforms() {
-        let Some(server) = RedisServer::start() else { return };
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
         exclusion_and_uniqueness(&guard(&server, "job", 30_000).await).await;
         busy_is_first_reported_once(&guard(&server, "job2", 30_000).await).await;
     }
 
     #[tokio::test]
     async fn redis_leases_expire_and_only_the_owner_releases_or_renews() {
-        let Some(server) = RedisServer::start() else { return };
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
         let g = guard(&server, "expiring", 300).await;
         let old = acquire(&g, 1).await;
         assert_eq!(old.renew().await.expect("renews"), Renewal::Renewed);
         let new = until_free(&g, 2).await;
         assert!(new.fencing_token() > old.fencing_token());
-        assert_eq!(old.renew().await.expect("answers"), Renewal::Lost, "a lost lease cannot be renewed");
+        assert_eq!(
+            old.renew().await.expect("answers"),
+            Renewal::Lost,
+            "a lost lease cannot be renewed"
+        );
         old.release().await.expect("answers");
-        assert_eq!(answer(&g, 3).await, "busy", "the old holder's release must not free the new holder's lock");
+        assert_eq!(
+            answer(&g, 3).await,
+            "busy",
+            "the old holder's release must not free the new holder's lock"
+        );
         new.release().await.expect("release");
         assert_eq!(answer(&g, 3).await, "acquired");
     }
 
     #[tokio::test]
     async fn redis_fencing_tokens_rise_across_a_restart_that_lost_the_data() {
-        let Some(mut server) = RedisServer::start() else { return };
+        let Some(mut server) = RedisServer::start() else {
+            return;
+        };
         let g = guard(&server, "restart", 30_000).await;
         let before = acquire(&g, 1).await.fencing_token();
         server.restart();
@@ -181,14 +214,26 @@ mod redis {
 
     #[tokio::test]
     async fn replace_asks_the_holder_to_stop_through_its_renewal() {
-        let Some(server) = RedisServer::start() else { return };
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
         let conn = connect(&server.url()).await.expect("connects");
         let scripts = Arc::new(Scripts::new());
-        let holder_view = RedisGuard::new(conn.clone(), Arc::clone(&scripts), "cronguard", "r", Duration::from_secs(30), Overlap::Replace);
+        let holder_view = RedisGuard::new(
+            conn.clone(),
+            Arc::clone(&scripts),
+            "cronguard",
+            "r",
+            Duration::from_secs(30),
+            Overlap::Replace,
+        );
         let held = acquire(&holder_view, 1).await;
         assert_eq!(held.renew().await.expect("renews"), Renewal::Renewed);
         assert_eq!(answer(&holder_view, 2).await, "busy");
-        assert_eq!(held.renew().await.expect("renews"), Renewal::CancelRequested);
+        assert_eq!(
+            held.renew().await.expect("renews"),
+            Renewal::CancelRequested
+        );
         held.release().await.expect("release");
         assert_eq!(answer(&holder_view, 2).await, "acquired");
     }

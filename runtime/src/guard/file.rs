@@ -42,9 +42,7 @@ impl FileGuard {
 
     fn claim_blocking(&self, fire: i64) -> Result<Claim, GuardError> {
         let state_file = open(&self.state_path)?;
-        state_file
-            .lock_exclusive()
-            .map_err(|e| self.state_err(e))?;
+        state_file.lock_exclusive().map_err(|e| self.state_err(e))?;
         // The state lock is released when `state_file` is dropped at the end of this function.
         let mut record = Record::read(&state_file).map_err(|e| self.state_err(e))?;
         if record.last_fire >= fire {

@@ -4,8 +4,9 @@
 //!
 //! - `<prefix>:{<job>}:lock`: the holder's random token, with `PX lease`;
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (the
-//!   last fencing token), `busy` (the last fire reported busy) and `cancel` (the token of a
-//!   holder asked to stop by `overlap = "replace"`).
+//!   last fencing token) and `busy` (the last fire reported busy);
+//! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
+//!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //!
 //! A claim is one script, one round trip. A release and a renewal are one script each, and both
 //! compare the token first, so only the holder can release or extend its lease.
@@ -24,39 +25,30 @@ use crate::registry::BoxFuture;
 use crate::Overlap;
 
 const CLAIM: &str = r#"
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'busy')
 local fire = tonumber(ARGV[1])
-local last = tonumber(redis.call('HGET', KEYS[2], 'last') or '-1')
-if last >= fire then
+if tonumber(state[1] or '-1') >= fire then
   return {0, 0}
 end
-local holder = redis.call('GET', KEYS[1])
-if holder then
+if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   if ARGV[4] == '1' then
-    redis.call('HSET', KEYS[2], 'cancel', holder)
+    redis.call('SET', KEYS[3], redis.call('GET', KEYS[1]), 'PX', ARGV[3])
   end
-  local busy = tonumber(redis.call('HGET', KEYS[2], 'busy') or '-1')
-  if busy < fire then
+  if tonumber(state[3] or '-1') < fire then
     redis.call('HSET', KEYS[2], 'busy', ARGV[1])
     return {1, 1}
   end
   return {1, 0}
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local fence = tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')
-local token = math.max(fence + 1, now_us)
+local token = math.max(tonumber(state[2] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token))
 return {2, token}
 "#;
 
 const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  if redis.call('HGET', KEYS[2], 'cancel') == ARGV[1] then
-    redis.call('HDEL', KEYS[2], 'cancel')
-  end
-  return 1
+  return redis.call('DEL', KEYS[1], KEYS[2])
 end
 return 0
 "#;
@@ -64,7 +56,7 @@ return 0
 const RENEW: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if redis.call('HGET', KEYS[2], 'cancel') == ARGV[1] then
+  if redis.call('GET', KEYS[2]) == ARGV[1] then
     return 2
   end
   return 1
@@ -94,6 +86,7 @@ pub(crate) struct RedisGuard {
     scripts: Arc<Scripts>,
     lock_key: Arc<str>,
     state_key: Arc<str>,
+    cancel_key: Arc<str>,
     lease: Duration,
     replace: bool,
 }
@@ -112,6 +105,7 @@ impl RedisGuard {
             scripts,
             lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
+            cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
             lease,
             replace: overlap == Overlap::Replace,
         }
@@ -128,6 +122,7 @@ impl Guard for RedisGuard {
         let scripts = Arc::clone(&self.scripts);
         let lock_key = Arc::clone(&self.lock_key);
         let state_key = Arc::clone(&self.state_key);
+        let cancel_key = Arc::clone(&self.cancel_key);
         let lease = self.lease;
         let replace = self.replace;
         Box::pin(async move {
@@ -137,6 +132,7 @@ impl Guard for RedisGuard {
                 .claim
                 .key(&*lock_key)
                 .key(&*state_key)
+                .key(&*cancel_key)
                 .arg(epoch_millis(fire_time))
                 .arg(&token)
                 .arg(lease.as_millis() as u64)
@@ -153,7 +149,7 @@ impl Guard for RedisGuard {
                     conn,
                     scripts,
                     lock_key,
-                    state_key,
+                    cancel_key,
                     token,
                     fencing_token: value,
                     lease,
@@ -168,7 +164,7 @@ struct RedisLease {
     conn: ConnectionManager,
     scripts: Arc<Scripts>,
     lock_key: Arc<str>,
-    state_key: Arc<str>,
+    cancel_key: Arc<str>,
     token: String,
     fencing_token: u64,
     lease: Duration,
@@ -188,14 +184,14 @@ impl Lease for RedisLease {
         let mut conn = self.conn.clone();
         let scripts = Arc::clone(&self.scripts);
         let lock_key = Arc::clone(&self.lock_key);
-        let state_key = Arc::clone(&self.state_key);
+        let cancel_key = Arc::clone(&self.cancel_key);
         let token = self.token.clone();
         let lease = self.lease;
         Box::pin(async move {
             let answer: i64 = scripts
                 .renew
                 .key(&*lock_key)
-                .key(&*state_key)
+                .key(&*cancel_key)
                 .arg(&token)
                 .arg(lease.as_millis() as u64)
                 .invoke_async(&mut conn)
@@ -216,7 +212,7 @@ impl Lease for RedisLease {
                 .scripts
                 .release
                 .key(&*self.lock_key)
-                .key(&*self.state_key)
+                .key(&*self.cancel_key)
                 .arg(&self.token)
                 .invoke_async(&mut conn)
                 .await
@@ -235,20 +231,33 @@ pub(crate) async fn connect(url: &str) -> Result<ConnectionManager, String> {
         .set_response_timeout(Some(Duration::from_secs(2)))
         .set_number_of_retries(2)
         .set_max_delay(Duration::from_secs(2));
-    let mut conn = tokio::time::timeout(Duration::from_secs(5), client.get_connection_manager_with_config(config))
+    let mut conn = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.get_connection_manager_with_config(config),
+    )
+    .await
+    .map_err(|_| "no answer within 5 s".to_owned())?
+    .map_err(|e| e.to_string())?;
+    let _: String = redis::cmd("PING")
+        .query_async(&mut conn)
         .await
-        .map_err(|_| "no answer within 5 s".to_owned())?
         .map_err(|e| e.to_string())?;
-    let _: String = redis::cmd("PING").query_async(&mut conn).await.map_err(|e| e.to_string())?;
     Ok(conn)
 }
 
 /// The Redis server's clock minus ours, from one `TIME` round trip (its midpoint).
-pub(crate) async fn clock_skew(conn: &mut ConnectionManager, local_now: impl Fn() -> DateTime<Utc>) -> Result<chrono::TimeDelta, GuardError> {
+pub(crate) async fn clock_skew(
+    conn: &mut ConnectionManager,
+    local_now: impl Fn() -> DateTime<Utc>,
+) -> Result<chrono::TimeDelta, GuardError> {
     let before = local_now();
-    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.map_err(redis_err)?;
+    let (secs, micros): (i64, i64) = redis::cmd("TIME")
+        .query_async(conn)
+        .await
+        .map_err(redis_err)?;
     let after = local_now();
     let midpoint = before + (after - before) / 2;
-    let server = DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or(midpoint) + chrono::TimeDelta::microseconds(micros);
+    let server = DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or(midpoint)
+        + chrono::TimeDelta::microseconds(micros);
     Ok(server - midpoint)
 }

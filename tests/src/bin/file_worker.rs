@@ -12,24 +12,33 @@ use cronguard_tests::{append_line, env_u64};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter("cronguard=debug").with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter("cronguard=debug")
+        .with_writer(std::io::stderr)
+        .init();
     let record = std::env::var("RECORD")?;
     let work = Duration::from_millis(env_u64("WORK_MS", 50));
     let run_for = Duration::from_millis(env_u64("RUN_FOR_MS", 6000));
-    let offset = std::env::var("CLOCK_OFFSET_MS").ok().and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+    let offset = std::env::var("CLOCK_OFFSET_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(0);
     let pid = std::process::id();
-    let job = Job::new("multi_process_job", Schedule::every(Duration::from_secs(1))?)
-        .lock(Lock::File)
-        .run(move |ctx| {
-            let record = record.clone();
-            async move {
-                let t = ctx.fire_time().timestamp_millis();
-                let token = ctx.fencing_token();
-                append_line(&record, &format!("start {t} {pid} {token}"))?;
-                tokio::time::sleep(work).await;
-                append_line(&record, &format!("end {t} {pid} {token}"))
-            }
-        });
+    let job = Job::new(
+        "multi_process_job",
+        Schedule::every(Duration::from_secs(1))?,
+    )
+    .lock(Lock::File)
+    .run(move |ctx| {
+        let record = record.clone();
+        async move {
+            let t = ctx.fire_time().timestamp_millis();
+            let token = ctx.fencing_token();
+            append_line(&record, &format!("start {t} {pid} {token}"))?;
+            tokio::time::sleep(work).await;
+            append_line(&record, &format!("end {t} {pid} {token}"))
+        }
+    });
     let handle = cronguard::builder()
         .registered_jobs(false)
         .clock(Clock::system().with_offset(chrono::TimeDelta::milliseconds(offset)))

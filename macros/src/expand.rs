@@ -1,0 +1,288 @@
+//! Generates the code: the user's function unchanged, then a `const _: () = { ... };` holding the
+//! job's body and its `inventory` registration. Everything reaches the runtime through
+//! `::cronguard::__private`.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::ItemFn;
+
+use crate::validate::{self, Guard, Job, Overlap, Schedule};
+
+/// Expands `#[scheduled(args)] item`. On error the function is still emitted, followed by the
+/// errors, so that the rest of the crate (and the IDE) keeps seeing it.
+pub(crate) fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(func) => func,
+        Err(_) => {
+            let error = syn::Error::new(
+                Span::call_site(),
+                "`#[scheduled]` applies to a function; put it on an `async fn` or a plain `fn`",
+            )
+            .to_compile_error();
+            return quote!(#item #error);
+        }
+    };
+    match validate::check(args, &func) {
+        Ok(job) => {
+            let registration = register(&func, &job);
+            quote!(#item #registration)
+        }
+        Err(error) => {
+            let error = error.to_compile_error();
+            quote!(#item #error)
+        }
+    }
+}
+
+/// The `const _: () = { ... };` block: body function and `inventory` submission.
+fn register(func: &ItemFn, job: &Job) -> TokenStream {
+    let private = quote!(::cronguard::__private);
+    let ident = &func.sig.ident;
+
+    let name = match &job.name {
+        Some(name) => name.to_token_stream(),
+        None => {
+            let fn_name = ident.unraw().to_string();
+            quote!(::core::concat!(::core::module_path!(), "::", #fn_name))
+        }
+    };
+
+    let schedule = match &job.schedule {
+        Schedule::Cron { expr, tz } => {
+            let tz = match tz {
+                Some(tz) => tz.to_token_stream(),
+                None => quote!("UTC"),
+            };
+            quote!(#private::StaticSchedule::Cron { expr: #expr, tz: #tz })
+        }
+        Schedule::Every { millis } => {
+            let millis = Literal::u64_suffixed(*millis);
+            quote!(#private::StaticSchedule::Every { millis: #millis })
+        }
+    };
+
+    let (guard, feature_check) = match job.guard {
+        Guard::Local => (quote!(#private::StaticGuard::Local), None),
+        Guard::File => (quote!(#private::StaticGuard::File), None),
+        Guard::Redis(span) => (
+            quote!(#private::StaticGuard::Redis),
+            // Spanned on `"redis"`, so that a disabled `redis` feature is reported there.
+            Some(quote_spanned!(span=> ::cronguard::__private::require_redis_feature!();)),
+        ),
+    };
+
+    let overlap = match job.overlap {
+        Overlap::Skip => quote!(#private::Overlap::Skip),
+        Overlap::Queue => quote!(#private::Overlap::Queue),
+        Overlap::Replace => quote!(#private::Overlap::Replace),
+    };
+
+    let lease_millis = Literal::u64_suffixed(job.lease_millis);
+    let max_instances = Literal::u32_suffixed(job.max_instances);
+    let misfire_grace_millis = Literal::u64_suffixed(job.misfire_grace_millis);
+    let coalesce = job.coalesce;
+    let body = body(ident, job);
+    let variant = if job.signature.is_async {
+        quote!(Async)
+    } else {
+        quote!(Blocking)
+    };
+
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            #feature_check
+
+            #body
+
+            #private::inventory::submit! {
+                #private::StaticJob {
+                    name: #name,
+                    schedule: #schedule,
+                    guard: #guard,
+                    lease_millis: #lease_millis,
+                    max_instances: #max_instances,
+                    overlap: #overlap,
+                    coalesce: #coalesce,
+                    misfire_grace_millis: #misfire_grace_millis,
+                    body: #private::JobBody::#variant(__cronguard_body),
+                    file: ::core::file!(),
+                    line: ::core::line!(),
+                }
+            }
+        };
+    }
+}
+
+/// `fn __cronguard_body(JobContext) -> ...` calling the user's function and converting what it
+/// returns with `IntoJobOutcome`. The conversion is spanned on the declared return type, so a
+/// return type that is not `()` or `Result<(), E: Display>` is reported there.
+fn body(ident: &syn::Ident, job: &Job) -> TokenStream {
+    let private = quote!(::cronguard::__private);
+    let (param, arg) = if job.signature.takes_context {
+        (quote!(__cronguard_ctx), quote!(__cronguard_ctx))
+    } else {
+        (quote!(_), TokenStream::new())
+    };
+    let convert = match &job.signature.output {
+        Some(ty) => quote_spanned!(ty.span()=> <#ty as #private::IntoJobOutcome>::into_job_outcome),
+        None => quote!(<() as #private::IntoJobOutcome>::into_job_outcome),
+    };
+    // The future is spanned on the function's name, so that a future that is not `Send` is
+    // reported there rather than on the attribute.
+    let future = quote_spanned! {ident.span()=>
+        ::std::boxed::Box::pin(async move { #convert(#ident(#arg).await) })
+    };
+    if job.signature.is_async {
+        quote! {
+            fn __cronguard_body(
+                #param: ::cronguard::JobContext,
+            ) -> #private::BoxFuture<#private::JobOutcome> {
+                #future
+            }
+        }
+    } else {
+        quote! {
+            fn __cronguard_body(#param: ::cronguard::JobContext) -> #private::JobOutcome {
+                #convert(#ident(#arg))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn expand(args: TokenStream, item: TokenStream) -> String {
+        scheduled(args, item).to_string()
+    }
+
+    fn squash(tokens: TokenStream) -> String {
+        tokens.to_string()
+    }
+
+    #[test]
+    fn registers_an_async_job_with_every_setting() {
+        let out = expand(
+            quote!(
+                cron = "0 */5 * * * *",
+                tz = "Europe/Berlin",
+                lock = "redis",
+                lease = "10s",
+                overlap = "replace",
+                coalesce,
+                misfire_grace = "2m",
+                name = "settle"
+            ),
+            quote!(
+                async fn settle(ctx: JobContext) -> anyhow::Result<()> {
+                    Ok(())
+                }
+            ),
+        );
+        assert!(out.starts_with(&squash(quote!(
+            async fn settle(ctx: JobContext) -> anyhow::Result<()> {
+                Ok(())
+            }
+        ))));
+        for expected in [
+            quote!(::cronguard::__private::require_redis_feature!();),
+            quote!(::cronguard::__private::StaticSchedule::Cron {
+                expr: "0 */5 * * * *",
+                tz: "Europe/Berlin"
+            }),
+            quote!(guard: ::cronguard::__private::StaticGuard::Redis,),
+            quote!(lease_millis: 10000u64,),
+            quote!(max_instances: 1u32,),
+            quote!(overlap: ::cronguard::__private::Overlap::Replace,),
+            quote!(coalesce: true,),
+            quote!(misfire_grace_millis: 120000u64,),
+            quote!(name: "settle",),
+            quote!(body: ::cronguard::__private::JobBody::Async(__cronguard_body),),
+            quote! {
+                ::std::boxed::Box::pin(async move {
+                    <anyhow::Result<()> as ::cronguard::__private::IntoJobOutcome>::into_job_outcome(
+                        settle(__cronguard_ctx).await
+                    )
+                })
+            },
+        ] {
+            assert!(
+                out.contains(&squash(expected.clone())),
+                "missing {expected}\nin {out}"
+            );
+        }
+    }
+
+    #[test]
+    fn registers_a_blocking_job_with_defaults() {
+        let out = expand(
+            quote!(every = "30s"),
+            quote!(
+                fn tick() {}
+            ),
+        );
+        for expected in [
+            quote!(::cronguard::__private::StaticSchedule::Every { millis: 30000u64 }),
+            quote!(guard: ::cronguard::__private::StaticGuard::Local,),
+            quote!(lease_millis: 30000u64,),
+            quote!(overlap: ::cronguard::__private::Overlap::Skip,),
+            quote!(coalesce: false,),
+            quote!(misfire_grace_millis: 60000u64,),
+            quote!(name: ::core::concat!(::core::module_path!(), "::", "tick"),),
+            quote!(body: ::cronguard::__private::JobBody::Blocking(__cronguard_body),),
+            quote! {
+                fn __cronguard_body(_: ::cronguard::JobContext) -> ::cronguard::__private::JobOutcome {
+                    <() as ::cronguard::__private::IntoJobOutcome>::into_job_outcome(tick())
+                }
+            },
+        ] {
+            assert!(
+                out.contains(&squash(expected.clone())),
+                "missing {expected}\nin {out}"
+            );
+        }
+        assert!(!out.contains("require_redis_feature"));
+    }
+
+    #[test]
+    fn strips_raw_identifiers_from_the_default_name() {
+        let out = expand(
+            quote!(every = "1s"),
+            quote!(
+                fn r#match() {}
+            ),
+        );
+        assert!(out.contains(&squash(quote!("::", "match"))), "{out}");
+    }
+
+    #[test]
+    fn keeps_the_function_and_adds_errors_without_registering() {
+        let item: ItemFn = parse_quote!(
+            fn tick() {}
+        );
+        let out = expand(
+            quote!(every = "soon", lock = "etcd"),
+            item.to_token_stream(),
+        );
+        assert!(out.starts_with(&squash(item.to_token_stream())));
+        assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+        assert!(!out.contains("inventory"));
+    }
+
+    #[test]
+    fn rejects_items_that_are_not_functions() {
+        let out = expand(
+            quote!(every = "1s"),
+            quote!(
+                struct Tick;
+            ),
+        );
+        assert!(out.starts_with("struct Tick ;"));
+        assert!(out.contains("applies to a function"), "{out}");
+    }
+}

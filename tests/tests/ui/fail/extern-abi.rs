@@ -1,0 +1,6 @@
+use cronguard::scheduled;
+
+#[scheduled(every = "30s")]
+extern "C" fn tick() {}
+
+fn main() {}

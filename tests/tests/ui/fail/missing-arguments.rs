@@ -1,0 +1,6 @@
+use cronguard::scheduled;
+
+#[scheduled]
+async fn tick() {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use cronguard::scheduled;
+
+#[scheduled(lock = "file")]
+async fn tick() {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use cronguard::scheduled;
+
+#[scheduled(cron =)]
+async fn tick() {}
+
+fn main() {}

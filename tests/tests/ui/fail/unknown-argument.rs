@@ -1,0 +1,6 @@
+use cronguard::scheduled;
+
+#[scheduled(every = "30s", leese = "10s")]
+async fn tick() {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use cronguard::scheduled;
+
+#[scheduled(every = "30s")]
+unsafe fn tick() {}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use cronguard::scheduled;
+
+#[scheduled(every = "30s")]
+fn r#match() {}
+
+#[scheduled(every = "30s")]
+async fn r#async() {}
+
+fn main() {
+    r#match();
+}
