@@ -578,33 +578,9 @@ fn check_overlap(args: &Args, errors: &mut Errors) -> Option<Overlap> {
     }
 }
 
-/// A job name is ASCII letters, digits, `_`, `-`, `.` and `:`: it names lock files and Redis keys
-/// (where `/`, `{` and `}` would change their meaning), and `::` keeps module paths readable.
+/// The job-name rule, shared with the runtime's `Job::new` through `cronguard-schedule`.
 pub(crate) fn check_name(name: &str) -> Result<(), String> {
-    const ALLOWED: &str =
-        "a job name may use ASCII letters, digits, `_`, `-`, `.` and `:` (it names lock files and Redis keys)";
-    if name.is_empty() {
-        return Err(
-            "the job name is empty; give a name such as `name = \"billing::settle_orders\"`, or remove `name` to use `module_path::fn_name`".to_owned(),
-        );
-    }
-    let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')))
-    else {
-        return Ok(());
-    };
-    let what = if bad.is_whitespace() {
-        "whitespace".to_owned()
-    } else if bad.is_control() {
-        format!("the control character `{}`", bad.escape_default())
-    } else {
-        format!("`{bad}`")
-    };
-    Err(format!(
-        "invalid job name `{}`: it contains {what}; {ALLOWED}",
-        name.escape_debug()
-    ))
+    cronguard_schedule::validate_job_name(name)
 }
 
 fn check_signature(sig: &syn::Signature, errors: &mut Errors) -> Signature {

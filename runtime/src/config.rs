@@ -320,9 +320,10 @@ async fn connect_redis(
 ) -> Option<RedisLink> {
     let Some(url) = url else {
         problems.push(format!(
-            "{} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
+            "{} {} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
             if jobs.len() == 1 { "job" } else { "jobs" },
             job_list(jobs),
+            if jobs.len() == 1 { "uses" } else { "use" },
         ));
         return None;
     };

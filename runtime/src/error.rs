@@ -3,7 +3,10 @@
 use std::fmt;
 
 /// Why the scheduler could not start or run.
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` form is its message, so that `fn main() -> Result<(), cronguard::Error>` prints
+/// the problems readably.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The settings or the jobs have problems; every one is listed, each saying how to fix it.
@@ -25,5 +28,11 @@ impl fmt::Display for Bullets<'_> {
             write!(f, "\n  - {p}")?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }

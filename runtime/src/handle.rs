@@ -51,6 +51,14 @@ impl Cronguard {
 
     /// [`shutdown`](Cronguard::shutdown) with an explicit timeout.
     pub async fn shutdown_within(self, timeout: Duration) {
+        let running: usize = self.jobs.iter().map(|j| j.status.snapshot().running).sum();
+        if running > 0 {
+            tracing::info!(
+                running,
+                timeout_ms = timeout.as_millis() as u64,
+                "stopping: waiting for running jobs to finish"
+            );
+        }
         let _ = self.shared.deadline.set(Instant::now() + timeout);
         self.shared.stop.cancel();
         for job in self.jobs {

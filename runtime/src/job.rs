@@ -188,8 +188,8 @@ impl Job {
     pub(crate) fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         let name = &self.name;
-        if name.trim().is_empty() {
-            problems.push("a job has an empty name; give it a name".to_owned());
+        if let Err(e) = cronguard_schedule::validate_job_name(name) {
+            problems.push(e);
         }
         if self.max_instances == 0 {
             problems.push(format!(

@@ -658,6 +658,7 @@ async fn start_reports_every_problem_at_once() {
                 .run(|_| async {}),
         )
         .job(Job::new("nobody", every(1)))
+        .job(Job::new("bad name", every(1)).run(|_| async {}))
         .start()
         .await
         .err()
@@ -669,6 +670,7 @@ async fn start_reports_every_problem_at_once() {
         "job `zero`: `max_instances` is 0",
         "job `filemany`: `max_instances = 2` needs `lock = \"local\"`",
         "job `nobody` has no body",
+        "invalid job name `bad name`: it contains whitespace",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }

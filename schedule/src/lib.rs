@@ -55,11 +55,13 @@
 mod cron;
 mod duration;
 mod error;
+mod name;
 mod schedule;
 mod zone;
 
 pub use crate::cron::{validate_cron, CronExpr, YEAR_MAX, YEAR_MIN};
 pub use crate::duration::parse_duration;
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
+pub use crate::name::validate_job_name;
 pub use crate::schedule::{Fires, Schedule};
 pub use crate::zone::parse_time_zone;
