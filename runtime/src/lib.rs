@@ -59,17 +59,21 @@ pub mod __bench {
     impl RedisClaimer {
         /// Connects the guard of `job`.
         pub async fn connect(url: &str, job: &str) -> Result<Self, String> {
-            let conn = connect(url).await?;
+            Ok(Self::with_connection(connect(url).await?, job))
+        }
+
+        /// The guard of `job` on a given connection.
+        pub fn with_connection(conn: redis::aio::ConnectionManager, job: &str) -> Self {
             let scripts = Arc::new(Scripts::new());
             let lease = Duration::from_secs(30);
-            Ok(RedisClaimer(RedisGuard::new(
+            RedisClaimer(RedisGuard::new(
                 conn,
                 scripts,
                 "cronguard",
                 job,
                 lease,
                 crate::Overlap::Skip,
-            )))
+            ))
         }
 
         /// Claims fire `fire_ms` and releases it at once; `true` when the claim was acquired.
