@@ -40,15 +40,8 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   end
   return {1, 0}
 end
-local token
-if state[2] then
-  token = tonumber(state[2]) + 1
-else
-  -- A new job, or a Redis that lost its data: start from the server clock in microseconds,
-  -- above every token handed out before (they rose by one per claim from an earlier clock).
-  local t = redis.call('TIME')
-  token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local t = redis.call('TIME')
+local token = math.max(tonumber(state[2] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token))
 return {2, token}
 "#;
