@@ -1,0 +1,1 @@
+//! Only the compile-fail test in `tests/` lives here.
