@@ -134,8 +134,9 @@ impl Builder {
         self
     }
 
-    /// Calls `hook` with every event, on a task of its own: a slow or panicking hook never delays
-    /// a timer or a job.
+    /// Calls `hook` with every event, in order, on a thread of its own: a slow, blocking or
+    /// panicking hook never delays a timer or a job. [`Cronguard::shutdown`](crate::Cronguard::shutdown) returns only after
+    /// every event has reached the hooks.
     pub fn on_event(mut self, hook: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         self.hooks.push(Arc::new(hook));
         self
@@ -246,12 +247,25 @@ impl Builder {
                 &job.name,
                 job.schedule.to_string(),
                 job.lock,
+                job.enabled,
             ));
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start
             };
-            let task = scheduler::spawn(job, body, guard, shared.clone(), Arc::clone(&status));
-            handles.push(JobHandle { status, task });
+            let grace = job.misfire_grace;
+            let task = scheduler::spawn(
+                job,
+                body,
+                Arc::clone(&guard),
+                shared.clone(),
+                Arc::clone(&status),
+            );
+            handles.push(JobHandle {
+                status,
+                task,
+                guard,
+                grace,
+            });
         }
         tracing::info!(jobs = handles.len(), instance = %shared.instance, "cronguard started");
         Ok(Cronguard::new(handles, shared, self.shutdown_timeout))

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::mpsc;
 
 /// One thing that happened to one fire of one job.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Event {
     /// The job's name.
@@ -24,41 +24,40 @@ pub struct Event {
     pub instance: Arc<str>,
     /// When it was observed (the scheduler's clock).
     pub at: DateTime<Utc>,
-    /// `false` when another process has already reported this same dropped fire (a skip seen by
-    /// several processes of one host): such events are logged at debug level, not warn, so a
-    /// drop is reported once.
+    /// `false` when another process has already reported this same dropped fire (a skip or a
+    /// misfire seen by several processes sharing a guard): such events are logged at debug
+    /// level, not warn, so a drop is reported at warn level once.
     pub first_report: bool,
+    /// For a run (`started` and its end): its start minus its fire time.
+    pub lateness: Option<Duration>,
+    /// For the end of a run (`succeeded`, `failed`, `cancelled`): how long it ran.
+    pub duration: Option<Duration>,
     /// What happened.
     pub kind: EventKind,
 }
 
 /// What happened to a fire.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "kind", rename_all = "snake_case")
+)]
 #[non_exhaustive]
 pub enum EventKind {
-    /// The run started, `lateness` after its fire time.
-    Started {
-        /// Start minus fire time.
-        lateness: Duration,
-    },
+    /// The run started ([`Event::lateness`] after its fire time).
+    Started,
     /// The run returned `Ok` or `()`.
-    Succeeded {
-        /// How long it ran.
-        duration: Duration,
-    },
+    Succeeded,
     /// The run returned `Err` or panicked.
     Failed {
         /// The error's `Display` text, or the panic message.
         error: String,
-        /// How long it ran.
-        duration: Duration,
     },
     /// The run was cancelled before it finished.
     Cancelled {
         /// Why.
         reason: CancelReason,
-        /// How long it ran.
-        duration: Duration,
     },
     /// The fire was dropped because no instance slot was free (`overlap = "skip"`).
     Skipped {
@@ -77,7 +76,7 @@ pub enum EventKind {
     },
     /// Another process claimed this fire (or a later one) first.
     ClaimedElsewhere,
-    /// The run lost its lease and was cancelled.
+    /// The run lost its lease; it is cancelled (a `cancelled` event follows when it stops).
     LeaseLost {
         /// Why the lease was lost.
         reason: String,
@@ -86,6 +85,11 @@ pub enum EventKind {
 
 /// Why a run was cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
 #[non_exhaustive]
 pub enum CancelReason {
     /// A newer fire replaced it (`overlap = "replace"`).
@@ -111,8 +115,8 @@ impl EventKind {
     /// `skipped`, `misfired`, `coalesced`, `claimed_elsewhere` or `lease_lost`.
     pub fn name(&self) -> &'static str {
         match self {
-            EventKind::Started { .. } => "started",
-            EventKind::Succeeded { .. } => "succeeded",
+            EventKind::Started => "started",
+            EventKind::Succeeded => "succeeded",
             EventKind::Failed { .. } => "failed",
             EventKind::Cancelled { .. } => "cancelled",
             EventKind::Skipped { .. } => "skipped",
@@ -127,39 +131,100 @@ impl EventKind {
 /// A user's event hook.
 pub(crate) type Hook = Arc<dyn Fn(&Event) + Send + Sync>;
 
-/// Where the scheduler sends events: logged at once, handed to hooks on a task of their own so
-/// that a slow or panicking hook never delays a timer or a job.
+enum ToHooks {
+    Event(Box<Event>),
+    /// Answered once every event sent before it has been handed to the hooks.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Where the scheduler sends events: logged at once, handed to hooks on a thread of their own so
+/// that a slow, blocking or panicking hook never delays a timer or a job.
 #[derive(Clone)]
 pub(crate) struct EventSink {
-    hooks: Option<mpsc::UnboundedSender<Event>>,
+    hooks: Option<std::sync::mpsc::Sender<ToHooks>>,
+    stream: tokio::sync::broadcast::Sender<Event>,
 }
+
+/// How many events a slow [`Cronguard::subscribe`](crate::Cronguard::subscribe) receiver may fall
+/// behind before it misses some (it is told how many, by `RecvError::Lagged`).
+pub const EVENT_STREAM_CAPACITY: usize = 4096;
 
 impl EventSink {
     pub(crate) fn new(hooks: Vec<Hook>) -> Self {
+        let (stream, _) = tokio::sync::broadcast::channel(EVENT_STREAM_CAPACITY);
         if hooks.is_empty() {
-            return EventSink { hooks: None };
+            return EventSink {
+                hooks: None,
+                stream,
+            };
         }
-        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                for hook in &hooks {
-                    let call = std::panic::AssertUnwindSafe(|| hook(&event));
-                    if std::panic::catch_unwind(call).is_err() {
-                        tracing::error!(job = %event.job, event = event.kind.name(), "an event hook panicked; the event was still delivered to the other hooks");
+        let (tx, rx) = std::sync::mpsc::channel::<ToHooks>();
+        let spawned = std::thread::Builder::new()
+            .name("cronguard-hooks".to_owned())
+            .spawn(move || {
+                // Ends when the last sender (the scheduler) is gone.
+                for message in rx {
+                    match message {
+                        ToHooks::Event(event) => call_hooks(&hooks, &event),
+                        ToHooks::Flush(done) => {
+                            let _ = done.send(());
+                        }
                     }
                 }
+            });
+        match spawned {
+            Ok(_) => EventSink {
+                hooks: Some(tx),
+                stream,
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the event hook thread; event hooks will not be called");
+                EventSink {
+                    hooks: None,
+                    stream,
+                }
             }
-        });
-        EventSink { hooks: Some(tx) }
+        }
+    }
+
+    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.stream.subscribe()
     }
 
     pub(crate) fn emit(&self, event: Event) {
         log(&event);
+        if self.stream.receiver_count() > 0 {
+            // A send fails only when every receiver is gone: nothing to tell.
+            let _ = self.stream.send(event.clone());
+        }
         if let Some(tx) = &self.hooks {
-            // The receiver lives as long as the runtime; a send after shutdown has nobody to tell.
-            let _ = tx.send(event);
+            // The hook thread lives as long as a sender does.
+            let _ = tx.send(ToHooks::Event(Box::new(event)));
         }
     }
+
+    /// Waits until every event emitted so far has been handed to the hooks.
+    pub(crate) async fn flush(&self) {
+        if let Some(tx) = &self.hooks {
+            let (done, wait) = tokio::sync::oneshot::channel();
+            if tx.send(ToHooks::Flush(done)).is_ok() {
+                let _ = wait.await;
+            }
+        }
+    }
+}
+
+fn call_hooks(hooks: &[Hook], event: &Event) {
+    for hook in hooks {
+        let call = std::panic::AssertUnwindSafe(|| hook(event));
+        if std::panic::catch_unwind(call).is_err() {
+            tracing::error!(job = %event.job, event = event.kind.name(), "an event hook panicked; the other hooks still get the event");
+        }
+    }
+}
+
+fn ms(d: Option<Duration>) -> u64 {
+    d.map(|d| d.as_millis() as u64).unwrap_or_default()
 }
 
 fn log(e: &Event) {
@@ -167,18 +232,19 @@ fn log(e: &Event) {
         .fire_time
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let token = e.fencing_token.map(|t| t.to_string()).unwrap_or_default();
+    let (lateness_ms, duration_ms) = (ms(e.lateness), ms(e.duration));
     match &e.kind {
-        EventKind::Started { lateness } => {
-            tracing::info!(job = %e.job, fire_time = %t, fencing_token = %token, lateness_ms = lateness.as_millis() as u64, "run started")
+        EventKind::Started => {
+            tracing::info!(job = %e.job, fire_time = %t, fencing_token = %token, lateness_ms, "run started")
         }
-        EventKind::Succeeded { duration } => {
-            tracing::info!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms = duration.as_millis() as u64, "run succeeded")
+        EventKind::Succeeded => {
+            tracing::info!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, "run succeeded")
         }
-        EventKind::Failed { error, duration } => {
-            tracing::error!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms = duration.as_millis() as u64, error = %error, "run failed")
+        EventKind::Failed { error } => {
+            tracing::error!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, error = %error, "run failed")
         }
-        EventKind::Cancelled { reason, duration } => {
-            tracing::warn!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms = duration.as_millis() as u64, reason = %reason, "run cancelled")
+        EventKind::Cancelled { reason } => {
+            tracing::warn!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, reason = %reason, "run cancelled")
         }
         EventKind::Skipped { reason } if e.first_report => {
             tracing::warn!(job = %e.job, fire_time = %t, reason = %reason, "fire skipped")
@@ -186,8 +252,11 @@ fn log(e: &Event) {
         EventKind::Skipped { reason } => {
             tracing::debug!(job = %e.job, fire_time = %t, reason = %reason, "fire skipped (already reported by another process)")
         }
-        EventKind::Misfired { reason } => {
+        EventKind::Misfired { reason } if e.first_report => {
             tracing::warn!(job = %e.job, fire_time = %t, reason = %reason, "fire misfired")
+        }
+        EventKind::Misfired { reason } => {
+            tracing::debug!(job = %e.job, fire_time = %t, reason = %reason, "fire misfired (already reported by another process)")
         }
         EventKind::Coalesced { covered_by } => {
             tracing::info!(job = %e.job, fire_time = %t, covered_by = %covered_by.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), "fire coalesced into a later one")

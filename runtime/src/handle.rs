@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::events::Event;
+use crate::guard::Guard;
+use crate::health::{judge, Health, HealthState, JobHealth};
 use crate::scheduler::Shared;
 use crate::status::{JobStatus, StatusCell};
 use crate::Error;
@@ -12,6 +15,8 @@ use crate::Error;
 pub(crate) struct JobHandle {
     pub(crate) status: Arc<StatusCell>,
     pub(crate) task: tokio::task::JoinHandle<()>,
+    pub(crate) guard: Arc<dyn Guard>,
+    pub(crate) grace: Duration,
 }
 
 /// The running scheduler, returned by [`start`](crate::start).
@@ -41,6 +46,54 @@ impl Cronguard {
         all
     }
 
+    /// Whether every job is on time (see [`Health`] for the rule). Shared guards are asked for the
+    /// last claimed fire, each with a 2 s timeout; a guard that cannot answer makes the job's
+    /// state [`HealthState::Unknown`] and the whole report unhealthy.
+    pub async fn health(&self) -> Health {
+        let now = self.shared.clock.now();
+        let checks = self.jobs.iter().map(|job| async move {
+            let name = job.status.snapshot().name;
+            let due = job.status.due_by(now, job.grace);
+            let asked =
+                tokio::time::timeout(Duration::from_secs(2), job.guard.last_claimed()).await;
+            match asked {
+                Ok(Ok(last_claimed)) => JobHealth {
+                    name,
+                    state: judge(due, last_claimed, job.grace),
+                    last_claimed,
+                },
+                Ok(Err(e)) => JobHealth {
+                    name,
+                    state: HealthState::Unknown {
+                        reason: e.to_string(),
+                    },
+                    last_claimed: None,
+                },
+                Err(_) => JobHealth {
+                    name,
+                    state: HealthState::Unknown {
+                        reason: "the guard did not answer within 2 s".to_owned(),
+                    },
+                    last_claimed: None,
+                },
+            }
+        });
+        let mut jobs = futures_util::future::join_all(checks).await;
+        jobs.sort_by(|a, b| a.name.cmp(&b.name));
+        Health {
+            healthy: jobs.iter().all(|j| j.state == HealthState::OnTime),
+            checked_at: now,
+            jobs,
+        }
+    }
+
+    /// A stream of every event from now on. A receiver that falls more than
+    /// [`EVENT_STREAM_CAPACITY`](crate::EVENT_STREAM_CAPACITY) events behind misses the oldest and
+    /// is told how many (`RecvError::Lagged`); the scheduler never waits for it.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.shared.events.subscribe()
+    }
+
     /// Stops firing, lets running jobs finish within the shutdown timeout (30 s unless set with
     /// [`Builder::shutdown_timeout`](crate::Builder::shutdown_timeout)), then cancels the rest and
     /// releases every guard.
@@ -66,6 +119,8 @@ impl Cronguard {
                 tracing::error!(error = %e, "a job task ended abnormally during shutdown");
             }
         }
+        // Every event, up to the last run's end, reaches the hooks before shutdown returns.
+        self.shared.events.flush().await;
         tracing::info!("cronguard stopped");
     }
 

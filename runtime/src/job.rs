@@ -13,6 +13,11 @@ use crate::{JobContext, Overlap, Schedule};
 
 /// Which guard protects a job's fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
 #[non_exhaustive]
 pub enum Lock {
     /// In-process: `max_instances` at once, each fire once, in this process only.
@@ -84,6 +89,7 @@ pub struct Job {
     pub(crate) misfire_grace: Duration,
     pub(crate) body: Option<Body>,
     pub(crate) defined_at: Option<String>,
+    pub(crate) enabled: bool,
 }
 
 impl Job {
@@ -101,6 +107,7 @@ impl Job {
             misfire_grace: DEFAULT_MISFIRE_GRACE,
             body: None,
             defined_at: None,
+            enabled: true,
         }
     }
 
@@ -137,6 +144,14 @@ impl Job {
     /// How late a fire may still start (`misfire_grace = "..."`).
     pub fn misfire_grace(mut self, grace: Duration) -> Self {
         self.misfire_grace = grace;
+        self
+    }
+
+    /// Whether this process fires the job (default `true`). A disabled job runs nothing here but
+    /// still follows its schedule for [`Cronguard::health`](crate::Cronguard::health): a process
+    /// can watch that *some* replica runs a job without running it itself.
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
         self
     }
 

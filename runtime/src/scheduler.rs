@@ -11,10 +11,12 @@ use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::events::{CancelReason, Event, EventKind, EventSink};
 use crate::guard::{Claim, Guard, GuardError, Lease};
 use crate::job::Body;
+use crate::metrics::JobMetrics;
 use crate::status::StatusCell;
 use crate::watchdog::{watch, Verdict};
 use crate::{Clock, Job, JobContext, Overlap};
@@ -38,6 +40,13 @@ enum Msg {
     Claimed {
         fire: DateTime<Utc>,
         result: Result<Claim, GuardError>,
+        latency: Duration,
+    },
+    /// A dropped fire, once the shared guard said whether this process reports it first.
+    Dropped {
+        fire: DateTime<Utc>,
+        kind: EventKind,
+        first_report: bool,
     },
     Finished {
         id: u64,
@@ -61,6 +70,7 @@ struct Running {
     fire: DateTime<Utc>,
     token: u64,
     started: Instant,
+    lateness: Duration,
     cancel: CancellationToken,
     cancel_reason: Option<CancelReason>,
 }
@@ -71,6 +81,7 @@ pub(crate) struct JobTask {
     guard: Arc<dyn Guard>,
     shared: Shared,
     status: Arc<StatusCell>,
+    metrics: JobMetrics,
     tx: mpsc::UnboundedSender<Msg>,
     due: VecDeque<DateTime<Utc>>,
     claiming: Option<DateTime<Utc>>,
@@ -79,6 +90,8 @@ pub(crate) struct JobTask {
     retry: Option<Instant>,
     retries: u32,
     last_guard_error: Option<String>,
+    /// Dropped fires waiting for the shared guard's word on who reports them.
+    pending_reports: usize,
 }
 
 /// Starts the task of one job.
@@ -90,12 +103,14 @@ pub(crate) fn spawn(
     status: Arc<StatusCell>,
 ) -> tokio::task::JoinHandle<()> {
     let (tx, rx) = mpsc::unbounded_channel();
+    let metrics = JobMetrics::new(&job.name, job.lock);
     let task = JobTask {
         job,
         body,
         guard,
         shared,
         status,
+        metrics,
         tx,
         due: VecDeque::new(),
         claiming: None,
@@ -104,6 +119,7 @@ pub(crate) fn spawn(
         retry: None,
         retries: 0,
         last_guard_error: None,
+        pending_reports: 0,
     };
     tokio::spawn(task.run(rx))
 }
@@ -133,7 +149,10 @@ impl JobTask {
                 _ = sleep_until_opt(timer) => {
                     let now = self.shared.clock.now();
                     while let Some(t) = next_fire.filter(|t| *t <= now) {
-                        self.on_due(t, now);
+                        self.status.observe_fire(t, now, self.job.misfire_grace);
+                        if self.job.enabled {
+                            self.on_due(t, now);
+                        }
                         next_fire = self.job.schedule.next_after(t);
                     }
                     self.set_next_fire(next_fire);
@@ -159,9 +178,8 @@ impl JobTask {
     fn on_due(&mut self, t: DateTime<Utc>, now: DateTime<Utc>) {
         if now >= t + self.grace() {
             let late = (now - t).to_std().unwrap_or_default();
-            self.emit(
+            self.report_drop(
                 t,
-                None,
                 EventKind::Misfired {
                     reason: format!(
                         "the timer woke {} after the fire time (the process was paused, suspended or overloaded), past the misfire grace of {}",
@@ -208,8 +226,30 @@ impl JobTask {
                     human(self.job.misfire_grace)
                 ),
             };
-            self.emit(t, None, EventKind::Misfired { reason });
+            self.report_drop(t, EventKind::Misfired { reason });
         }
+    }
+
+    /// Reports a dropped fire. A shared guard is asked first whether another process already
+    /// reported it, so that it is reported at warn level once.
+    fn report_drop(&mut self, fire: DateTime<Utc>, kind: EventKind) {
+        if self.job.lock == crate::Lock::Local {
+            self.emit(fire, None, kind);
+            return;
+        }
+        self.pending_reports += 1;
+        let guard = Arc::clone(&self.guard);
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let asked = tokio::time::timeout(Duration::from_secs(1), guard.first_report(fire));
+            // When the guard cannot tell, reporting twice beats not reporting.
+            let first_report = !matches!(asked.await, Ok(Ok(false)));
+            let _ = tx.send(Msg::Dropped {
+                fire,
+                kind,
+                first_report,
+            });
+        });
     }
 
     fn try_start(&mut self) {
@@ -259,6 +299,7 @@ impl JobTask {
             let guard = Arc::clone(&self.guard);
             let tx = self.tx.clone();
             tokio::spawn(async move {
+                let sent = Instant::now();
                 // A message must come back whatever happens, or the job would wait forever.
                 let result = std::panic::AssertUnwindSafe(guard.claim(fire))
                     .catch_unwind()
@@ -269,7 +310,12 @@ impl JobTask {
                             panic_message(&*p)
                         )))
                     });
-                let _ = tx.send(Msg::Claimed { fire, result });
+                let latency = sent.elapsed();
+                let _ = tx.send(Msg::Claimed {
+                    fire,
+                    result,
+                    latency,
+                });
             });
             return;
         }
@@ -277,7 +323,22 @@ impl JobTask {
 
     fn on_msg(&mut self, msg: Msg) {
         match msg {
-            Msg::Claimed { fire, result } => self.on_claimed(fire, result),
+            Msg::Claimed {
+                fire,
+                result,
+                latency,
+            } => {
+                self.metrics.claim_latency.record(latency.as_secs_f64());
+                self.on_claimed(fire, result)
+            }
+            Msg::Dropped {
+                fire,
+                kind,
+                first_report,
+            } => {
+                self.pending_reports -= 1;
+                self.emit_with(fire, None, kind, first_report)
+            }
             Msg::Finished { id, end } => self.on_finished(id, end),
             Msg::Stopped { id, verdict } => self.on_stopped(id, verdict),
         }
@@ -313,7 +374,7 @@ impl JobTask {
                         "claimed only after the misfire grace of {} had passed",
                         human(self.job.misfire_grace)
                     );
-                    self.emit(fire, None, EventKind::Misfired { reason });
+                    self.report_drop(fire, EventKind::Misfired { reason });
                 } else {
                     self.start_run(fire, lease);
                 }
@@ -364,26 +425,37 @@ impl JobTask {
         };
         let id = self.next_id;
         self.next_id += 1;
+        let lateness = (self.shared.clock.now() - fire)
+            .to_std()
+            .unwrap_or_default();
         self.running.push(Running {
             id,
             fire,
             token,
             started: Instant::now(),
+            lateness,
             cancel: cancel.clone(),
             cancel_reason: None,
         });
-        let lateness = (self.shared.clock.now() - fire)
-            .to_std()
-            .unwrap_or_default();
-        self.emit(fire, Some(token), EventKind::Started { lateness });
+        self.metrics.running.set(self.running.len() as f64);
+        self.emit_full(
+            fire,
+            Some(token),
+            EventKind::Started,
+            true,
+            Some(lateness),
+            None,
+        );
         let body = self.body.clone();
         let tx = self.tx.clone();
         let job = Arc::clone(&self.job.name);
+        let renewals = self.metrics.renewals.clone();
+        let span = tracing::info_span!("cronguard.run", job = %job, fire_time = %fmt_time(fire), fencing_token = token);
         let stop_tx = self.tx.clone();
-        tokio::spawn(async move {
+        let task = async move {
             let run = run_body(body, ctx, cancel.clone());
             let watchdog = async {
-                let verdict = watch(&*lease).await;
+                let verdict = watch(&*lease, &renewals).await;
                 let _ = stop_tx.send(Msg::Stopped { id, verdict });
                 // The run now ends at its next await point (or, if blocking, when it returns).
                 std::future::pending::<()>().await;
@@ -400,7 +472,8 @@ impl JobTask {
                 tracing::warn!(job = %job, "could not release the guard after the run; it frees itself when it expires or the process exits");
             }
             let _ = tx.send(Msg::Finished { id, end });
-        });
+        };
+        tokio::spawn(task.instrument(span));
     }
 
     fn on_finished(&mut self, id: u64, end: RunEnd) {
@@ -408,16 +481,23 @@ impl JobTask {
             return;
         };
         let run = self.running.remove(pos);
-        let duration = run.started.elapsed();
+        self.metrics.running.set(self.running.len() as f64);
         let kind = match (end, run.cancel_reason) {
             (RunEnd::Cancelled, reason) | (_, reason @ Some(_)) => EventKind::Cancelled {
                 reason: reason.unwrap_or(CancelReason::Shutdown),
-                duration,
             },
-            (RunEnd::Ok, None) => EventKind::Succeeded { duration },
-            (RunEnd::Failed(error), None) => EventKind::Failed { error, duration },
+            (RunEnd::Ok, None) => EventKind::Succeeded,
+            (RunEnd::Failed(error), None) => EventKind::Failed { error },
         };
-        self.emit(run.fire, Some(run.token), kind);
+        let duration = Some(run.started.elapsed());
+        self.emit_full(
+            run.fire,
+            Some(run.token),
+            kind,
+            true,
+            Some(run.lateness),
+            duration,
+        );
     }
 
     /// After the scheduler stopped firing: report fires that will not run, let running jobs
@@ -435,14 +515,14 @@ impl JobTask {
             .copied()
             .unwrap_or_else(Instant::now);
         let mut cancelled_at: Option<Instant> = None;
-        while self.claiming.is_some() || !self.running.is_empty() {
+        while self.claiming.is_some() || !self.running.is_empty() || self.pending_reports > 0 {
             let wake = match cancelled_at {
                 None => deadline,
                 Some(at) => at + CANCEL_GRACE,
             };
             tokio::select! {
                 Some(msg) = rx.recv() => match msg {
-                    Msg::Claimed { fire, result } => {
+                    Msg::Claimed { fire, result, .. } => {
                         self.claiming = None;
                         if let Ok(Claim::Acquired(lease)) = result {
                             release_in_background(lease, Arc::clone(&self.job.name));
@@ -450,8 +530,7 @@ impl JobTask {
                         let reason = "the scheduler shut down before the fire could start".to_owned();
                         self.emit(fire, None, EventKind::Misfired { reason });
                     }
-                    Msg::Finished { id, end } => self.on_finished(id, end),
-                    Msg::Stopped { id, verdict } => self.on_stopped(id, verdict),
+                    msg => self.on_msg(msg),
                 },
                 _ = sleep_until(wake) => {
                     if cancelled_at.is_some() {
@@ -471,7 +550,7 @@ impl JobTask {
     }
 
     fn emit(&self, fire: DateTime<Utc>, token: Option<u64>, kind: EventKind) {
-        self.emit_with(fire, token, kind, true);
+        self.emit_full(fire, token, kind, true, None, None);
     }
 
     fn emit_with(
@@ -481,6 +560,18 @@ impl JobTask {
         kind: EventKind,
         first_report: bool,
     ) {
+        self.emit_full(fire, token, kind, first_report, None, None);
+    }
+
+    fn emit_full(
+        &self,
+        fire: DateTime<Utc>,
+        token: Option<u64>,
+        kind: EventKind,
+        first_report: bool,
+        lateness: Option<Duration>,
+        duration: Option<Duration>,
+    ) {
         let event = Event {
             run_key: run_key(&self.job.name, fire),
             job: Arc::clone(&self.job.name),
@@ -489,8 +580,11 @@ impl JobTask {
             instance: Arc::clone(&self.shared.instance),
             at: self.shared.clock.now(),
             first_report,
+            lateness,
+            duration,
             kind,
         };
+        self.metrics.record(&event);
         self.status.record(&event, self.running.len());
         self.shared.events.emit(event);
     }
@@ -508,7 +602,10 @@ async fn run_body(body: Body, ctx: JobContext, cancel: CancellationToken) -> Run
             }
         }
         Body::Blocking(f) => {
-            let call = move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx)));
+            let span = tracing::Span::current();
+            let call = move || {
+                span.in_scope(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx))))
+            };
             match tokio::task::spawn_blocking(call).await {
                 Ok(result) => result,
                 Err(e) => {

@@ -38,6 +38,7 @@ pub(crate) async fn spawn_monitor(
 async fn check(conn: &mut redis::aio::ConnectionManager, clock: &Clock, limit: Duration) {
     match clock_skew(conn, || clock.now()).await {
         Ok(skew) => {
+            crate::metrics::clock_skew(skew.num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6);
             let abs = skew.abs().to_std().unwrap_or(Duration::MAX);
             if abs > limit {
                 tracing::warn!(

@@ -5,11 +5,15 @@ use std::sync::{Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 
+use std::time::Duration;
+
 use crate::events::{Event, EventKind};
+use crate::health::FireWindow;
 use crate::Lock;
 
 /// A snapshot of one job.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct JobStatus {
     /// The job's name.
@@ -18,6 +22,8 @@ pub struct JobStatus {
     pub schedule: String,
     /// Its guard.
     pub lock: Lock,
+    /// Whether this process fires it (see [`Job::enabled`](crate::Job::enabled)).
+    pub enabled: bool,
     /// The next fire instant, `None` when the schedule never fires again or the scheduler stopped.
     pub next_fire: Option<DateTime<Utc>>,
     /// The latest run that started in this process.
@@ -32,6 +38,7 @@ pub struct JobStatus {
 
 /// One run, as the status keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct RunRecord {
     /// The fire it ran.
@@ -44,10 +51,13 @@ pub struct RunRecord {
     pub outcome: Option<EventKind>,
     /// Its fencing token.
     pub fencing_token: u64,
+    /// The process that ran it.
+    pub instance: String,
 }
 
 /// Counts of events by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Counts {
     /// Runs started.
@@ -70,38 +80,62 @@ pub struct Counts {
     pub lease_lost: u64,
 }
 
-pub(crate) struct StatusCell(Mutex<JobStatus>);
+pub(crate) struct StatusCell {
+    status: Mutex<JobStatus>,
+    window: Mutex<FireWindow>,
+}
 
 impl StatusCell {
-    pub(crate) fn new(name: &str, schedule: String, lock: Lock) -> Self {
-        StatusCell(Mutex::new(JobStatus {
+    pub(crate) fn new(name: &str, schedule: String, lock: Lock, enabled: bool) -> Self {
+        let status = Mutex::new(JobStatus {
             name: name.to_owned(),
             schedule,
             lock,
+            enabled,
             next_fire: None,
             last_run: None,
             last_event: None,
             running: 0,
             counts: Counts::default(),
-        }))
+        });
+        StatusCell {
+            status,
+            window: Mutex::new(FireWindow::default()),
+        }
+    }
+
+    /// Notes that the timer reached fire `fire` (for the health check).
+    pub(crate) fn observe_fire(&self, fire: DateTime<Utc>, now: DateTime<Utc>, grace: Duration) {
+        self.window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(fire, now, grace);
+    }
+
+    /// The newest fire the timer reached whose grace had passed at `now`.
+    pub(crate) fn due_by(&self, now: DateTime<Utc>, grace: Duration) -> Option<DateTime<Utc>> {
+        self.window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .due_by(now, grace)
     }
 
     pub(crate) fn snapshot(&self) -> JobStatus {
-        self.0
+        self.status
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
     pub(crate) fn update(&self, f: impl FnOnce(&mut JobStatus)) {
-        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        f(&mut self.status.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
     pub(crate) fn record(&self, event: &Event, running: usize) {
         self.update(|s| {
             let c = &mut s.counts;
             match &event.kind {
-                EventKind::Started { .. } => {
+                EventKind::Started => {
                     c.started += 1;
                     s.last_run = Some(RunRecord {
                         fire_time: event.fire_time,
@@ -109,9 +143,10 @@ impl StatusCell {
                         finished_at: None,
                         outcome: None,
                         fencing_token: event.fencing_token.unwrap_or_default(),
+                        instance: event.instance.to_string(),
                     });
                 }
-                EventKind::Succeeded { .. } => c.succeeded += 1,
+                EventKind::Succeeded => c.succeeded += 1,
                 EventKind::Failed { .. } => c.failed += 1,
                 EventKind::Cancelled { .. } => c.cancelled += 1,
                 EventKind::Skipped { .. } => c.skipped += 1,
@@ -122,9 +157,7 @@ impl StatusCell {
             }
             if matches!(
                 event.kind,
-                EventKind::Succeeded { .. }
-                    | EventKind::Failed { .. }
-                    | EventKind::Cancelled { .. }
+                EventKind::Succeeded | EventKind::Failed { .. } | EventKind::Cancelled { .. }
             ) {
                 if let Some(run) = s
                     .last_run

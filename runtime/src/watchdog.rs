@@ -22,7 +22,7 @@ pub(crate) enum Verdict {
 
 /// Keeps `lease` alive; returns only when the run must stop. A lease that never expires is
 /// never lost, and then this never returns.
-pub(crate) async fn watch(lease: &dyn Lease) -> Verdict {
+pub(crate) async fn watch(lease: &dyn Lease, renewals: &metrics::Counter) -> Verdict {
     let Some((length, sent_at)) = lease.expiry() else {
         return std::future::pending().await;
     };
@@ -38,6 +38,7 @@ pub(crate) async fn watch(lease: &dyn Lease) -> Verdict {
         let sent = Instant::now();
         match timeout_at(deadline, lease.renew()).await {
             Ok(Ok(Renewal::Renewed)) => {
+                renewals.increment(1);
                 deadline = sent + length;
                 next_renewal = sent + period;
                 last_error = None;

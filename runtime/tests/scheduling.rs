@@ -234,9 +234,11 @@ async fn replace_cancels_the_running_instance_and_starts_the_new_fire() {
         .raw
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Cancelled { reason, duration } => {
-                Some((secs(e.fire_time), *reason, duration.as_secs()))
-            }
+            EventKind::Cancelled { reason } => Some((
+                secs(e.fire_time),
+                *reason,
+                e.duration.expect("a run's duration").as_secs(),
+            )),
             _ => None,
         })
         .collect();

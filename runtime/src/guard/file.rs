@@ -5,7 +5,7 @@
 //! - `<job>.lock`, the run lock: held (`flock`, exclusive, non-blocking try) for the whole run.
 //!   The kernel releases it when the process dies, however it dies.
 //! - `<job>.state`, the claim record: the last claimed fire, the last fencing token and the last
-//!   fire reported as busy. It is read and written only under its own exclusive `flock`, held for
+//!   dropped fire reported (so that a drop is reported at warn level once). It is read and written only under its own exclusive `flock`, held for
 //!   the few microseconds of a claim.
 //!
 //! A claim takes the state lock, answers `AlreadyRan` when the recorded fire is `>= T`, otherwise
@@ -52,9 +52,9 @@ impl FileGuard {
         match run_file.try_lock_exclusive() {
             Ok(()) => {}
             Err(e) if is_contended(&e) => {
-                let first_report = record.last_busy < fire;
+                let first_report = record.last_reported < fire;
                 if first_report {
-                    record.last_busy = fire;
+                    record.last_reported = fire;
                     record.write(&state_file).map_err(|e| self.state_err(e))?;
                 }
                 return Ok(Claim::Busy { first_report });
@@ -76,6 +76,18 @@ impl FileGuard {
         })))
     }
 
+    /// Runs `f` on the record under the state lock; writes the record back when `f` says so.
+    fn with_record<T>(&self, f: impl FnOnce(&mut Record) -> (T, bool)) -> Result<T, GuardError> {
+        let state_file = open(&self.state_path)?;
+        state_file.lock_exclusive().map_err(|e| self.state_err(e))?;
+        let mut record = Record::read(&state_file).map_err(|e| self.state_err(e))?;
+        let (answer, changed) = f(&mut record);
+        if changed {
+            record.write(&state_file).map_err(|e| self.state_err(e))?;
+        }
+        Ok(answer)
+    }
+
     fn state_err(&self, source: std::io::Error) -> GuardError {
         GuardError::File {
             path: self.state_path.clone(),
@@ -84,17 +96,49 @@ impl FileGuard {
     }
 }
 
-impl Guard for FileGuard {
-    fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
+impl FileGuard {
+    /// Runs a blocking operation on the blocking pool.
+    fn blocking<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&FileGuard) -> Result<T, GuardError> + Send + 'static,
+    ) -> BoxFuture<Result<T, GuardError>> {
         let guard = FileGuard {
             lock_path: self.lock_path.clone(),
             state_path: self.state_path.clone(),
         };
-        let fire = epoch_millis(fire_time);
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || guard.claim_blocking(fire))
+            tokio::task::spawn_blocking(move || op(&guard))
                 .await
                 .map_err(|e| GuardError::Task(e.to_string()))?
+        })
+    }
+}
+
+impl Guard for FileGuard {
+    fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
+        let fire = epoch_millis(fire_time);
+        self.blocking(move |g| g.claim_blocking(fire))
+    }
+
+    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+        let fire = epoch_millis(fire_time);
+        self.blocking(move |g| {
+            g.with_record(|r| {
+                let first = r.last_reported < fire;
+                if first {
+                    r.last_reported = fire;
+                }
+                (first, first)
+            })
+        })
+    }
+
+    fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        self.blocking(|g| {
+            let last = g.with_record(|r| (r.last_fire, false))?;
+            Ok((last > 0)
+                .then(|| DateTime::<Utc>::from_timestamp_millis(last))
+                .flatten())
         })
     }
 }
@@ -141,7 +185,7 @@ fn is_contended(e: &std::io::Error) -> bool {
 struct Record {
     last_fire: i64,
     token: u64,
-    last_busy: i64,
+    last_reported: i64,
 }
 
 /// `v1`, three right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline.
@@ -162,7 +206,7 @@ impl Record {
         let record = Record {
             last_fire: fields.next()?.parse().ok()?,
             token: fields.next()?.parse().ok()?,
-            last_busy: fields.next()?.parse().ok()?,
+            last_reported: fields.next()?.parse().ok()?,
         };
         Some(record)
     }
@@ -170,7 +214,7 @@ impl Record {
     fn format(&self) -> String {
         format!(
             "v1 {:>20} {:>20} {:>20}\n",
-            self.last_fire, self.token, self.last_busy
+            self.last_fire, self.token, self.last_reported
         )
     }
 
@@ -226,7 +270,7 @@ mod tests {
         let r = Record {
             last_fire: 1_767_225_600_000,
             token: 42,
-            last_busy: -1,
+            last_reported: -1,
         };
         assert_eq!(r.format().len(), RECORD_LEN);
         assert_eq!(Record::parse(&r.format()), Some(r));

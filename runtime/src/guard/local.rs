@@ -49,6 +49,15 @@ impl Guard for LocalGuard {
         let claim = self.claim_now(fire_time);
         Box::pin(async move { Ok(claim) })
     }
+
+    fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let last = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last_claimed;
+        Box::pin(async move { Ok(last) })
+    }
 }
 
 struct LocalLease {

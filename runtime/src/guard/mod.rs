@@ -35,6 +35,16 @@ pub(crate) enum Claim {
 pub(crate) trait Guard: Send + Sync + 'static {
     /// Claims fire `fire_time`.
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>>;
+
+    /// Records that fire `fire_time` was dropped; `true` when no process recorded it before,
+    /// so that a drop seen by several processes is reported at warn level once.
+    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+        let _ = fire_time;
+        Box::pin(async { Ok(true) })
+    }
+
+    /// The latest fire claimed anywhere this guard reaches (this process, this host, the cluster).
+    fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>>;
 }
 
 /// A claimed run's hold on its guard.

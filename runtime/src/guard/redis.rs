@@ -4,7 +4,8 @@
 //!
 //! - `<prefix>:{<job>}:lock`: the holder's random token, with `PX lease`;
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (the
-//!   last fencing token) and `busy` (the last fire reported busy);
+//!   last fencing token) and `reported` (the last dropped fire reported, so that a skip or a
+//!   misfire is reported at warn level once across replicas);
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //!
@@ -25,7 +26,7 @@ use crate::registry::BoxFuture;
 use crate::Overlap;
 
 const CLAIM: &str = r#"
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'busy')
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'reported')
 local fire = tonumber(ARGV[1])
 if tonumber(state[1] or '-1') >= fire then
   return {0, 0}
@@ -35,7 +36,7 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
     redis.call('SET', KEYS[3], redis.call('GET', KEYS[1]), 'PX', ARGV[3])
   end
   if tonumber(state[3] or '-1') < fire then
-    redis.call('HSET', KEYS[2], 'busy', ARGV[1])
+    redis.call('HSET', KEYS[2], 'reported', ARGV[1])
     return {1, 1}
   end
   return {1, 0}
@@ -64,11 +65,20 @@ end
 return 0
 "#;
 
+const FIRST_REPORT: &str = r#"
+if tonumber(redis.call('HGET', KEYS[1], 'reported') or '-1') < tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'reported', ARGV[1])
+  return 1
+end
+return 0
+"#;
+
 /// The scripts, loaded once per process and run by SHA (reloaded after a Redis restart).
 pub(crate) struct Scripts {
     claim: Script,
     release: Script,
     renew: Script,
+    first_report: Script,
 }
 
 impl Scripts {
@@ -77,6 +87,7 @@ impl Scripts {
             claim: Script::new(CLAIM),
             release: Script::new(RELEASE),
             renew: Script::new(RENEW),
+            first_report: Script::new(FIRST_REPORT),
         }
     }
 }
@@ -157,6 +168,43 @@ impl Guard for RedisGuard {
                 })),
             })
         })
+    }
+
+    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+        let (state_key, mut conn, scripts) = self.state_key_and_conn();
+        Box::pin(async move {
+            let first: i64 = scripts
+                .first_report
+                .key(&*state_key)
+                .arg(epoch_millis(fire_time))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(first == 1)
+        })
+    }
+
+    fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let (state_key, mut conn, _) = self.state_key_and_conn();
+        Box::pin(async move {
+            let last: Option<i64> = redis::cmd("HGET")
+                .arg(&*state_key)
+                .arg("last")
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(last.and_then(DateTime::<Utc>::from_timestamp_millis))
+        })
+    }
+}
+
+impl RedisGuard {
+    fn state_key_and_conn(&self) -> (Arc<str>, ConnectionManager, Arc<Scripts>) {
+        (
+            Arc::clone(&self.state_key),
+            self.conn.clone(),
+            Arc::clone(&self.scripts),
+        )
     }
 }
 

@@ -1,0 +1,749 @@
+//! Scale: cronguard against a plain-tokio baseline on the same load, in one run, side by side.
+//!
+//! ```sh
+//! CARGO_TARGET_DIR=/work/target-bench cargo bench -p cronguard --bench scale
+//! # a quick run:
+//! SCALE_SECONDS=3 SCALE_NS=1,1000 SCALE_IDLE_N=1000 CARGO_TARGET_DIR=/work/target-bench \
+//!     cargo bench -p cronguard --bench scale
+//! ```
+//!
+//! **Load.** N jobs (`SCALE_NS`, default `1,1000,10000,100000`), each firing every second on the
+//! epoch-aligned grid, `local` guard, empty body. After a warm-up (`SCALE_WARMUP`, default 2 s)
+//! every fire instant `T` of a measured window of `SCALE_SECONDS` (default 10) whole seconds must
+//! run exactly once per job. Then **idle**: `SCALE_IDLE_N` jobs (default 100,000; 0 skips it) on
+//! the hourly cron `0 0 * * * *` in UTC, measured for `SCALE_IDLE_SECONDS` (default
+//! `SCALE_SECONDS`) in which nothing fires.
+//!
+//! **Sides.** *cronguard*: jobs built in code with `Job::new(..).run(..)`, started with
+//! `builder().registered_jobs(false)`, stopped with `shutdown_within`. *baseline*: one tokio task
+//! per job looping `sleep_until` the next epoch-aligned boundary computed from `SystemTime`. Both
+//! run on a multi-thread tokio runtime with 2 workers, and both record each run the same way:
+//! `Utc::now() - T` at the start of the body, into a pre-allocated slot per (job, T) (a
+//! compare-and-swap: a second run of a slot counts as duplicated, an empty slot as missed).
+//!
+//! **Measures.** Lateness (actual start − `T`) p50/p99/max; fires run, duplicated, missed; CPU
+//! (user + sys from `getrusage`) of the measured window only, scaled to 10 s; peak RSS (`VmHWM`);
+//! the time to build, register and start the N jobs. Each side and N runs in a fresh child
+//! process of this same binary (re-executed with `SCALE_CHILD=<side>:<mode>:<n>`) so that CPU and
+//! RSS are its own. The CPU window is `[W − 0.5 s, W + S − 0.5 s]` for the first measured fire
+//! `W`: it holds exactly S bursts of fires.
+//!
+//! **Targets** (PASS/FAIL printed next to each): 0 missed and 0 duplicated fires at every N;
+//! lateness p99 ≤ 1.25 × baseline p99 at N = 1 (+1 ms allowance) and N ≥ 10,000; CPU per 10 s ≤
+//! 2 × baseline; peak RSS ≤ 2 × baseline + 20 MiB; idle CPU of 100,000 idle jobs ≤ 1 % of one
+//! core; start-up of 100,000 jobs < 1 s.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cronguard::{Job, JobContext, Schedule};
+use nix::sys::resource::{getrusage, UsageWho};
+
+/// A slot whose fire has not run.
+const NOT_RUN: i32 = i32::MIN;
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Settings from the environment.
+struct Config {
+    ns: Vec<usize>,
+    seconds: u64,
+    warmup: u64,
+    idle_n: usize,
+    idle_seconds: u64,
+    /// How long after the window stragglers may still run before their fires count as missed.
+    settle: u64,
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .replace('_', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} must be a whole number, not `{v}`")),
+        Err(_) => default,
+    }
+}
+
+impl Config {
+    fn from_env() -> Self {
+        let ns = match std::env::var("SCALE_NS") {
+            Ok(v) => v
+                .split(',')
+                .map(|n| {
+                    n.trim()
+                        .replace('_', "")
+                        .parse::<usize>()
+                        .unwrap_or_else(|_| panic!("SCALE_NS: `{n}` is not a job count"))
+                })
+                .collect(),
+            Err(_) => vec![1, 1_000, 10_000, 100_000],
+        };
+        let seconds = env_u64("SCALE_SECONDS", 10).max(1);
+        Config {
+            ns,
+            seconds,
+            warmup: env_u64("SCALE_WARMUP", 2),
+            idle_n: usize::try_from(env_u64("SCALE_IDLE_N", 100_000)).expect("SCALE_IDLE_N"),
+            idle_seconds: env_u64("SCALE_IDLE_SECONDS", seconds).max(1),
+            settle: env_u64("SCALE_SETTLE", 10),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Baseline,
+    Cronguard,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// Every job fires every second.
+    Busy,
+    /// Every job is on an hourly cron: nothing fires in the window.
+    Idle,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Baseline => "baseline",
+            Side::Cronguard => "cronguard",
+        }
+    }
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Busy => "busy",
+            Mode::Idle => "idle",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording (identical on both sides)
+// ---------------------------------------------------------------------------------------------
+
+/// One slot per (job, measured second): the lateness in µs of the first run of that fire.
+struct Recorder {
+    seconds: usize,
+    /// The first measured fire instant (whole seconds since the epoch); `i64::MAX` until known.
+    window_start: AtomicI64,
+    lateness_us: Box<[AtomicI32]>,
+    duplicated: AtomicU64,
+    /// Runs whose `T` lies outside the window (warm-up and after).
+    outside: AtomicU64,
+    /// Runs whose `T` is not a whole second.
+    misaligned: AtomicU64,
+}
+
+impl Recorder {
+    fn new(jobs: usize, seconds: usize) -> Self {
+        Recorder {
+            seconds,
+            window_start: AtomicI64::new(i64::MAX),
+            lateness_us: (0..jobs * seconds)
+                .map(|_| AtomicI32::new(NOT_RUN))
+                .collect(),
+            duplicated: AtomicU64::new(0),
+            outside: AtomicU64::new(0),
+            misaligned: AtomicU64::new(0),
+        }
+    }
+
+    /// A run of fire `fire` of job `job` starts now.
+    fn record(&self, job: usize, fire: DateTime<Utc>) {
+        let late = (Utc::now() - fire)
+            .num_microseconds()
+            .unwrap_or(i64::MAX)
+            .clamp(i64::from(NOT_RUN) + 1, i64::from(i32::MAX));
+        if fire.timestamp_subsec_nanos() != 0 {
+            self.misaligned.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let k = fire
+            .timestamp()
+            .saturating_sub(self.window_start.load(Ordering::Acquire));
+        match usize::try_from(k) {
+            Ok(k) if k < self.seconds => {
+                let slot = &self.lateness_us[job * self.seconds + k];
+                // `late` fits an i32 after the clamp above.
+                let late = i32::try_from(late).unwrap_or(i32::MAX);
+                if slot
+                    .compare_exchange(NOT_RUN, late, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+                {
+                    self.duplicated.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ => {
+                self.outside.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.lateness_us
+            .iter()
+            .all(|s| s.load(Ordering::Relaxed) != NOT_RUN)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The two sides
+// ---------------------------------------------------------------------------------------------
+
+/// The next instant strictly after `now` on the epoch-aligned grid of `step` (as `every` does).
+fn next_boundary(now: SystemTime, step: Duration) -> SystemTime {
+    let since = now
+        .duration_since(UNIX_EPOCH)
+        .expect("the system clock is after 1970");
+    let step_ns = step.as_nanos();
+    let next = (since.as_nanos() / step_ns + 1) * step_ns;
+    UNIX_EPOCH + Duration::from_nanos(u64::try_from(next).expect("a fire before 2554"))
+}
+
+/// The plain-tokio job: sleep until the wall clock reads the next boundary, run, repeat.
+async fn baseline_job(job: usize, rec: &'static Recorder, step: Duration) {
+    let mut fire = next_boundary(SystemTime::now(), step);
+    loop {
+        // A timer may wake a hair early against the wall clock: wait again, as cronguard does.
+        while let Ok(wait) = fire.duration_since(SystemTime::now()) {
+            if wait.is_zero() {
+                break;
+            }
+            tokio::time::sleep_until(tokio::time::Instant::now() + wait).await;
+        }
+        rec.record(job, DateTime::<Utc>::from(fire));
+        fire += step;
+    }
+}
+
+enum Running {
+    Baseline(Vec<tokio::task::JoinHandle<()>>),
+    Cronguard(cronguard::Cronguard),
+}
+
+/// Builds, registers and starts `n` jobs.
+async fn start(side: Side, mode: Mode, n: usize, rec: &'static Recorder) -> Running {
+    match side {
+        Side::Baseline => {
+            let step = match mode {
+                Mode::Busy => Duration::from_secs(1),
+                Mode::Idle => Duration::from_secs(3600),
+            };
+            Running::Baseline(
+                (0..n)
+                    .map(|i| tokio::spawn(baseline_job(i, rec, step)))
+                    .collect(),
+            )
+        }
+        Side::Cronguard => {
+            let mut builder = cronguard::builder()
+                .registered_jobs(false)
+                .shutdown_timeout(Duration::from_secs(5));
+            for i in 0..n {
+                let schedule = match mode {
+                    Mode::Busy => Schedule::every(Duration::from_secs(1)),
+                    Mode::Idle => Schedule::cron("0 0 * * * *", "UTC"),
+                }
+                .expect("a valid schedule");
+                builder = builder.job(Job::new(format!("job{i}"), schedule).run(
+                    move |ctx: JobContext| async move {
+                        rec.record(i, ctx.fire_time());
+                    },
+                ));
+            }
+            Running::Cronguard(builder.start().await.expect("cronguard starts"))
+        }
+    }
+}
+
+async fn stop(running: Running) {
+    match running {
+        Running::Baseline(tasks) => {
+            for t in &tasks {
+                t.abort();
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+        }
+        Running::Cronguard(handle) => handle.shutdown_within(Duration::from_secs(5)).await,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child: one side, one mode, one N
+// ---------------------------------------------------------------------------------------------
+
+/// User + system CPU seconds of this process so far.
+fn cpu_seconds() -> f64 {
+    let u = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    secs(u.user_time()) + secs(u.system_time())
+}
+
+/// Peak resident set size in KiB (`VmHWM` of /proc/self/status).
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/self/status")
+}
+
+fn sleep_until_wall(t: DateTime<Utc>) {
+    if let Ok(wait) = (t - Utc::now()).to_std() {
+        std::thread::sleep(wait);
+    }
+}
+
+fn at_second(s: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp(s, 0).expect("a time in range")
+}
+
+fn percentile(sorted: &[i64], q: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn child(spec: &str) {
+    let cfg = Config::from_env();
+    let mut parts = spec.split(':');
+    let side = match parts.next() {
+        Some("baseline") => Side::Baseline,
+        Some("cronguard") => Side::Cronguard,
+        _ => panic!("SCALE_CHILD `{spec}`: unknown side"),
+    };
+    let mode = match parts.next() {
+        Some("busy") => Mode::Busy,
+        Some("idle") => Mode::Idle,
+        _ => panic!("SCALE_CHILD `{spec}`: unknown mode"),
+    };
+    let n: usize = parts
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("SCALE_CHILD `{spec}`: no job count"));
+    let seconds = match mode {
+        Mode::Busy => cfg.seconds,
+        Mode::Idle => cfg.idle_seconds,
+    };
+    let slots_per_job = match mode {
+        Mode::Busy => usize::try_from(seconds).expect("SCALE_SECONDS"),
+        Mode::Idle => 0,
+    };
+    let rec: &'static Recorder = Box::leak(Box::new(Recorder::new(n, slots_per_job)));
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let t0 = Instant::now();
+    let running = rt.block_on(start(side, mode, n, rec));
+    let startup = t0.elapsed();
+
+    let warmup = i64::try_from(cfg.warmup).expect("SCALE_WARMUP");
+    let secs = i64::try_from(seconds).expect("SCALE_SECONDS");
+    let next_whole = Utc::now().timestamp() + 1;
+    let window_start = next_whole + warmup;
+    rec.window_start.store(window_start, Ordering::Release);
+    // Busy: the window holds exactly `seconds` bursts of fires, each in its middle.
+    let half = TimeDelta::milliseconds(match mode {
+        Mode::Busy => 500,
+        Mode::Idle => 0,
+    });
+    let (from, to) = (
+        at_second(window_start) - half,
+        at_second(window_start + secs) - half,
+    );
+    sleep_until_wall(from);
+    let (cpu0, wall0) = (cpu_seconds(), Instant::now());
+    sleep_until_wall(to);
+    let (cpu1, wall) = (cpu_seconds(), wall0.elapsed());
+    if mode == Mode::Busy {
+        // Late runs of the last fires may still come.
+        let give_up = Instant::now() + Duration::from_secs(cfg.settle);
+        sleep_until_wall(at_second(window_start + secs) + TimeDelta::milliseconds(200));
+        while !rec.complete() && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    rt.block_on(stop(running));
+    let rss_kib = peak_rss_kib();
+
+    let mut samples: Vec<i64> = rec
+        .lateness_us
+        .iter()
+        .map(|s| s.load(Ordering::Relaxed))
+        .filter(|&l| l != NOT_RUN)
+        .map(i64::from)
+        .collect();
+    samples.sort_unstable();
+    let expected = rec.lateness_us.len();
+    let cpu_per_10s = (cpu1 - cpu0) * 10.0 / wall.as_secs_f64();
+    println!(
+        "SCALE_RESULT side={} mode={} n={n} startup_us={} expected={expected} run={} missed={} duplicated={} outside={} misaligned={} early={} p50_us={} p99_us={} max_us={} cpu_per_10s={cpu_per_10s:.6} rss_kib={rss_kib}",
+        side.name(),
+        mode.name(),
+        startup.as_micros(),
+        samples.len() as u64 + rec.duplicated.load(Ordering::Relaxed),
+        expected - samples.len(),
+        rec.duplicated.load(Ordering::Relaxed),
+        rec.outside.load(Ordering::Relaxed),
+        rec.misaligned.load(Ordering::Relaxed),
+        samples.iter().filter(|&&l| l < 0).count(),
+        percentile(&samples, 0.50),
+        percentile(&samples, 0.99),
+        samples.last().copied().unwrap_or(0),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent: runs every child, prints the table
+// ---------------------------------------------------------------------------------------------
+
+/// What a child reported.
+struct Outcome(HashMap<String, String>);
+
+impl Outcome {
+    fn u(&self, key: &str) -> u64 {
+        self.0.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+    fn f(&self, key: &str) -> f64 {
+        self.0.get(key).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    }
+    fn ms(&self, key: &str) -> f64 {
+        self.f(key) / 1000.0
+    }
+    fn rss_mib(&self) -> f64 {
+        self.f("rss_kib") * 1024.0 / MIB
+    }
+}
+
+fn run_child(side: Side, mode: Mode, n: usize) -> Option<Outcome> {
+    let spec = format!("{}:{}:{n}", side.name(), mode.name());
+    eprintln!("scale: running {spec} ...");
+    let exe = std::env::current_exe().expect("the path of this benchmark");
+    let out = Command::new(exe)
+        .env("SCALE_CHILD", &spec)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the benchmark can start itself");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find_map(|l| l.strip_prefix("SCALE_RESULT "));
+    match line {
+        Some(line) if out.status.success() => Some(Outcome(
+            line.split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        )),
+        _ => {
+            eprintln!("scale: child {spec} failed ({}): {stdout}", out.status);
+            None
+        }
+    }
+}
+
+/// `12,345`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn ratio(c: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}x", c / b)
+    } else if c == 0.0 {
+        "1.00x".to_owned()
+    } else {
+        "inf".to_owned()
+    }
+}
+
+#[derive(Default)]
+struct Verdicts {
+    passed: usize,
+    failed: Vec<String>,
+}
+
+impl Verdicts {
+    fn check(&mut self, ok: bool, what: String) -> &'static str {
+        if ok {
+            self.passed += 1;
+            "PASS"
+        } else {
+            self.failed.push(what);
+            "FAIL"
+        }
+    }
+}
+
+/// One table row: metric, baseline, cronguard, ratio, target, verdict.
+fn row(metric: &str, b: String, c: String, ratio: String, target: &str, verdict: &str) {
+    println!("  {metric:<22} {b:>14} {c:>14} {ratio:>9}  {target:<30} {verdict}");
+}
+
+fn header(title: &str) {
+    println!();
+    println!("{title}");
+    row(
+        "",
+        "baseline".into(),
+        "cronguard".into(),
+        "ratio".into(),
+        "target",
+        "",
+    );
+}
+
+fn print_busy(n: usize, b: &Outcome, c: &Outcome, v: &mut Verdicts) {
+    header(&format!(
+        "N = {} jobs, every 1 s (local guard, empty body)",
+        thousands(n as u64)
+    ));
+    let label = |what: &str| format!("N={}: {what}", thousands(n as u64));
+    row(
+        "start-up (ms)",
+        format!("{:.1}", b.ms("startup_us")),
+        format!("{:.1}", c.ms("startup_us")),
+        ratio(c.f("startup_us"), b.f("startup_us")),
+        if n >= 100_000 { "< 1000 ms" } else { "" },
+        if n >= 100_000 {
+            v.check(c.ms("startup_us") < 1000.0, label("start-up < 1 s"))
+        } else {
+            ""
+        },
+    );
+    row(
+        "fires run / expected",
+        format!("{}/{}", thousands(b.u("run")), thousands(b.u("expected"))),
+        format!("{}/{}", thousands(c.u("run")), thousands(c.u("expected"))),
+        String::new(),
+        "",
+        "",
+    );
+    row(
+        "duplicated",
+        thousands(b.u("duplicated")),
+        thousands(c.u("duplicated")),
+        String::new(),
+        "= 0",
+        v.check(c.u("duplicated") == 0, label("0 duplicated")),
+    );
+    row(
+        "missed",
+        thousands(b.u("missed")),
+        thousands(c.u("missed")),
+        String::new(),
+        "= 0",
+        v.check(c.u("missed") == 0, label("0 missed")),
+    );
+    row(
+        "lateness p50 (ms)",
+        format!("{:.3}", b.ms("p50_us")),
+        format!("{:.3}", c.ms("p50_us")),
+        ratio(c.f("p50_us"), b.f("p50_us")),
+        "",
+        "",
+    );
+    let (target, verdict) = if n == 1 {
+        let ok = c.ms("p99_us") <= 1.25 * b.ms("p99_us") + 1.0;
+        (
+            "<= 1.25x baseline + 1 ms",
+            v.check(ok, label("lateness p99 <= 1.25x baseline + 1 ms")),
+        )
+    } else if n >= 10_000 {
+        let ok = c.f("p99_us") <= 1.25 * b.f("p99_us");
+        (
+            "<= 1.25x baseline",
+            v.check(ok, label("lateness p99 <= 1.25x baseline")),
+        )
+    } else {
+        ("(no target at this N)", "")
+    };
+    row(
+        "lateness p99 (ms)",
+        format!("{:.3}", b.ms("p99_us")),
+        format!("{:.3}", c.ms("p99_us")),
+        ratio(c.f("p99_us"), b.f("p99_us")),
+        target,
+        verdict,
+    );
+    row(
+        "lateness max (ms)",
+        format!("{:.3}", b.ms("max_us")),
+        format!("{:.3}", c.ms("max_us")),
+        ratio(c.f("max_us"), b.f("max_us")),
+        "",
+        "",
+    );
+    row(
+        "CPU s per 10 s",
+        format!("{:.3}", b.f("cpu_per_10s")),
+        format!("{:.3}", c.f("cpu_per_10s")),
+        ratio(c.f("cpu_per_10s"), b.f("cpu_per_10s")),
+        "<= 2x baseline",
+        v.check(
+            c.f("cpu_per_10s") <= 2.0 * b.f("cpu_per_10s"),
+            label("CPU <= 2x baseline"),
+        ),
+    );
+    print_rss(n, b, c, v);
+    for o in [b, c] {
+        let odd = (o.u("misaligned"), o.u("early"));
+        if odd != (0, 0) {
+            println!(
+                "  note: {} ran {} fires off the 1 s grid and started {} runs before their T",
+                o.0.get("side").map_or("?", String::as_str),
+                odd.0,
+                odd.1
+            );
+        }
+    }
+}
+
+fn print_rss(n: usize, b: &Outcome, c: &Outcome, v: &mut Verdicts) {
+    row(
+        "peak RSS (MiB)",
+        format!("{:.1}", b.rss_mib()),
+        format!("{:.1}", c.rss_mib()),
+        ratio(c.rss_mib(), b.rss_mib()),
+        "<= 2x baseline + 20 MiB",
+        v.check(
+            c.rss_mib() <= 2.0 * b.rss_mib() + 20.0,
+            format!(
+                "N={}{}: peak RSS <= 2x baseline + 20 MiB",
+                thousands(n as u64),
+                if b.0.get("mode").is_some_and(|m| m == "idle") {
+                    " idle"
+                } else {
+                    ""
+                }
+            ),
+        ),
+    );
+}
+
+fn print_idle(n: usize, seconds: u64, b: &Outcome, c: &Outcome, v: &mut Verdicts) {
+    header(&format!(
+        "Idle: N = {} jobs on cron `0 0 * * * *` UTC (nothing fires in the {seconds} s window)",
+        thousands(n as u64)
+    ));
+    let label = |what: &str| format!("idle N={}: {what}", thousands(n as u64));
+    row(
+        "start-up (ms)",
+        format!("{:.1}", b.ms("startup_us")),
+        format!("{:.1}", c.ms("startup_us")),
+        ratio(c.f("startup_us"), b.f("startup_us")),
+        if n >= 100_000 { "< 1000 ms" } else { "" },
+        if n >= 100_000 {
+            v.check(c.ms("startup_us") < 1000.0, label("start-up < 1 s"))
+        } else {
+            ""
+        },
+    );
+    row(
+        "fires run (expect 0)",
+        thousands(b.u("outside")),
+        thousands(c.u("outside")),
+        String::new(),
+        "",
+        "",
+    );
+    let target = if n >= 100_000 {
+        "<= 0.100 (1 % of a core)"
+    } else {
+        ""
+    };
+    row(
+        "CPU s per 10 s",
+        format!("{:.3}", b.f("cpu_per_10s")),
+        format!("{:.3}", c.f("cpu_per_10s")),
+        ratio(c.f("cpu_per_10s"), b.f("cpu_per_10s")),
+        target,
+        if n >= 100_000 {
+            v.check(c.f("cpu_per_10s") <= 0.1, label("CPU <= 1 % of one core"))
+        } else {
+            ""
+        },
+    );
+    print_rss(n, b, c, v);
+}
+
+fn parent() {
+    let cfg = Config::from_env();
+    let mut v = Verdicts::default();
+    let mut results = Vec::new();
+    for &n in &cfg.ns {
+        let b = run_child(Side::Baseline, Mode::Busy, n);
+        let c = run_child(Side::Cronguard, Mode::Busy, n);
+        results.push((n, b, c));
+    }
+    let idle = (cfg.idle_n > 0).then(|| {
+        (
+            run_child(Side::Baseline, Mode::Idle, cfg.idle_n),
+            run_child(Side::Cronguard, Mode::Idle, cfg.idle_n),
+        )
+    });
+
+    println!();
+    println!(
+        "cronguard scale benchmark: {} s measured after {} s warm-up; tokio multi-thread, 2 workers; each side and N in a fresh process",
+        cfg.seconds, cfg.warmup
+    );
+    println!("lateness = actual start - fire instant T; CPU = user + sys of the measured window, per 10 s; ratio = cronguard / baseline");
+    for (n, b, c) in &results {
+        match (b, c) {
+            (Some(b), Some(c)) => print_busy(*n, b, c, &mut v),
+            _ => {
+                println!(
+                    "\nN = {}: a child process failed (see above)",
+                    thousands(*n as u64)
+                );
+                v.failed
+                    .push(format!("N={}: the run failed", thousands(*n as u64)));
+            }
+        }
+    }
+    match idle {
+        Some((Some(b), Some(c))) => print_idle(cfg.idle_n, cfg.idle_seconds, &b, &c, &mut v),
+        Some(_) => {
+            println!("\nIdle: a child process failed (see above)");
+            v.failed.push("idle: the run failed".to_owned());
+        }
+        None => {}
+    }
+    println!();
+    println!("targets: {} passed, {} failed", v.passed, v.failed.len());
+    for f in &v.failed {
+        println!("  FAIL {f}");
+    }
+}
+
+fn main() {
+    match std::env::var("SCALE_CHILD") {
+        Ok(spec) => child(&spec),
+        Err(_) => parent(),
+    }
+}

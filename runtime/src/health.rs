@@ -1,0 +1,107 @@
+//! Whether every job is on time: the check that catches a job that silently stopped.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// The health of every job, from [`Cronguard::health`](crate::Cronguard::health).
+///
+/// A job is **overdue** when the newest fire that should have started by now (its `T` plus
+/// `misfire_grace` lies in the past, and `T` came after the scheduler started) has not been claimed
+/// anywhere the job's guard reaches: this process (`local`), this host (`file`), or the cluster
+/// (`redis`, read from the last claimed fire in Redis, so a replica can tell that *no* replica ran
+/// it). A skipped or misfired fire counts as not run, so a job whose lock is held forever, whose
+/// runs never end, or whose fires all misfire turns overdue after one period plus its grace, and
+/// back to on time with the next claimed run.
+///
+/// Use [`Health::healthy`] as a readiness or liveness probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Health {
+    /// `true` when every job is on time.
+    pub healthy: bool,
+    /// When the check ran (the scheduler's clock).
+    pub checked_at: DateTime<Utc>,
+    /// Each job, sorted by name.
+    pub jobs: Vec<JobHealth>,
+}
+
+/// The health of one job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct JobHealth {
+    /// The job's name.
+    pub name: String,
+    /// On time, overdue, or unknown.
+    pub state: HealthState,
+    /// The latest fire claimed anywhere the guard reaches.
+    pub last_claimed: Option<DateTime<Utc>>,
+}
+
+/// Whether a job is on time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "state", rename_all = "snake_case")
+)]
+#[non_exhaustive]
+pub enum HealthState {
+    /// Every fire that should have started has been claimed (or none was due yet).
+    OnTime,
+    /// Fire `missed` should have started by `deadline` and was not claimed anywhere.
+    Overdue {
+        /// The newest fire that should have started.
+        missed: DateTime<Utc>,
+        /// `missed` plus the misfire grace.
+        deadline: DateTime<Utc>,
+    },
+    /// The guard could not be asked (for example Redis is unreachable).
+    Unknown {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The fires a job's timer has seen, kept just long enough to answer "which fire should have
+/// started by now": the newest fire past its grace, and the ones still within it.
+#[derive(Debug, Default)]
+pub(crate) struct FireWindow {
+    fires: std::collections::VecDeque<DateTime<Utc>>,
+}
+
+impl FireWindow {
+    pub(crate) fn observe(&mut self, fire: DateTime<Utc>, now: DateTime<Utc>, grace: Duration) {
+        self.fires.push_back(fire);
+        let grace = chrono::TimeDelta::from_std(grace).unwrap_or(chrono::TimeDelta::MAX);
+        while self.fires.len() > 1 && self.fires[1] + grace <= now {
+            self.fires.pop_front();
+        }
+    }
+
+    /// The newest observed fire whose grace had passed at `now`.
+    pub(crate) fn due_by(&self, now: DateTime<Utc>, grace: Duration) -> Option<DateTime<Utc>> {
+        let grace = chrono::TimeDelta::from_std(grace).unwrap_or(chrono::TimeDelta::MAX);
+        self.fires
+            .iter()
+            .rev()
+            .find(|t| **t + grace <= now)
+            .copied()
+    }
+}
+
+pub(crate) fn judge(
+    due: Option<DateTime<Utc>>,
+    last_claimed: Option<DateTime<Utc>>,
+    grace: Duration,
+) -> HealthState {
+    match due {
+        Some(missed) if last_claimed.is_none_or(|last| last < missed) => HealthState::Overdue {
+            missed,
+            deadline: missed + chrono::TimeDelta::from_std(grace).unwrap_or(chrono::TimeDelta::MAX),
+        },
+        _ => HealthState::OnTime,
+    }
+}

@@ -1,0 +1,85 @@
+//! Metrics through the `metrics` facade, so users plug in the exporter they already use. Handles
+//! are registered once per job at start; with no recorder installed every update is a no-op.
+//!
+//! | name | kind | labels |
+//! | --- | --- | --- |
+//! | `cronguard_runs_total` | counter | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` |
+//! | `cronguard_dropped_fires_total` | counter | `job`, `reason` = `skipped` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
+//! | `cronguard_run_duration_seconds` | histogram | `job` |
+//! | `cronguard_fire_lateness_seconds` | histogram | `job` |
+//! | `cronguard_claim_latency_seconds` | histogram | `job`, `guard` |
+//! | `cronguard_lease_renewals_total` | counter | `job` |
+//! | `cronguard_lease_lost_total` | counter | `job` |
+//! | `cronguard_jobs_running` | gauge | `job` |
+//! | `cronguard_redis_clock_skew_seconds` | gauge | (none) |
+
+use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
+
+use crate::events::{Event, EventKind};
+use crate::Lock;
+
+pub(crate) struct JobMetrics {
+    succeeded: Counter,
+    failed: Counter,
+    cancelled: Counter,
+    skipped: Counter,
+    misfired: Counter,
+    coalesced: Counter,
+    claimed_elsewhere: Counter,
+    lease_lost: Counter,
+    duration: Histogram,
+    lateness: Histogram,
+    pub(crate) claim_latency: Histogram,
+    pub(crate) renewals: Counter,
+    pub(crate) running: Gauge,
+}
+
+impl JobMetrics {
+    pub(crate) fn new(job: &str, lock: Lock) -> Self {
+        let job = job.to_owned();
+        let runs = |outcome: &'static str| counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => outcome);
+        let dropped = |reason: &'static str| counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => reason);
+        JobMetrics {
+            succeeded: runs("succeeded"),
+            failed: runs("failed"),
+            cancelled: runs("cancelled"),
+            skipped: dropped("skipped"),
+            misfired: dropped("misfired"),
+            coalesced: dropped("coalesced"),
+            claimed_elsewhere: dropped("claimed_elsewhere"),
+            lease_lost: counter!("cronguard_lease_lost_total", "job" => job.clone()),
+            duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),
+            lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
+            claim_latency: histogram!("cronguard_claim_latency_seconds", "job" => job.clone(), "guard" => lock.to_string()),
+            renewals: counter!("cronguard_lease_renewals_total", "job" => job.clone()),
+            running: gauge!("cronguard_jobs_running", "job" => job),
+        }
+    }
+
+    pub(crate) fn record(&self, event: &Event) {
+        match &event.kind {
+            EventKind::Started => {
+                if let Some(l) = event.lateness {
+                    self.lateness.record(l.as_secs_f64());
+                }
+            }
+            EventKind::Succeeded => self.succeeded.increment(1),
+            EventKind::Failed { .. } => self.failed.increment(1),
+            EventKind::Cancelled { .. } => self.cancelled.increment(1),
+            EventKind::Skipped { .. } => self.skipped.increment(1),
+            EventKind::Misfired { .. } => self.misfired.increment(1),
+            EventKind::Coalesced { .. } => self.coalesced.increment(1),
+            EventKind::ClaimedElsewhere => self.claimed_elsewhere.increment(1),
+            EventKind::LeaseLost { .. } => self.lease_lost.increment(1),
+        }
+        if let Some(d) = event.duration {
+            self.duration.record(d.as_secs_f64());
+        }
+    }
+}
+
+/// The clock skew against Redis, in seconds (Redis minus this host).
+#[cfg(feature = "redis")]
+pub(crate) fn clock_skew(seconds: f64) {
+    gauge!("cronguard_redis_clock_skew_seconds").set(seconds);
+}
