@@ -11,7 +11,7 @@ use crate::events::{Event, EventSink, Hook};
 use crate::guard::file::FileGuard;
 use crate::guard::local::LocalGuard;
 use crate::guard::Guard;
-use crate::handle::{Cronguard, JobHandle};
+use crate::handle::{Cronguard, JobHandle, JobView};
 use crate::job::{registered, Job};
 use crate::scheduler::{self, Shared};
 use crate::status::StatusCell;
@@ -261,10 +261,12 @@ impl Builder {
                 Arc::clone(&status),
             );
             handles.push(JobHandle {
-                status,
+                view: JobView {
+                    status,
+                    guard,
+                    grace,
+                },
                 task,
-                guard,
-                grace,
             });
         }
         tracing::info!(jobs = handles.len(), instance = %shared.instance, "cronguard started");

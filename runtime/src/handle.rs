@@ -13,32 +13,29 @@ use crate::status::{JobStatus, StatusCell};
 use crate::Error;
 
 pub(crate) struct JobHandle {
-    pub(crate) status: Arc<StatusCell>,
+    pub(crate) view: JobView,
     pub(crate) task: tokio::task::JoinHandle<()>,
+}
+
+/// What the monitor reads of one job.
+#[derive(Clone)]
+pub(crate) struct JobView {
+    pub(crate) status: Arc<StatusCell>,
     pub(crate) guard: Arc<dyn Guard>,
     pub(crate) grace: Duration,
 }
 
-/// The running scheduler, returned by [`start`](crate::start).
+/// A cloneable, read-only view of a running scheduler: the jobs' status and health.
 ///
-/// Dropping it does not stop the jobs; call [`shutdown`](Cronguard::shutdown) or
-/// [`run_until_shutdown_signal`](Cronguard::run_until_shutdown_signal).
-#[must_use = "the scheduler runs until it is shut down; keep the handle and shut it down"]
-pub struct Cronguard {
-    jobs: Vec<JobHandle>,
-    shared: Shared,
-    shutdown_timeout: Duration,
+/// Get it with [`Cronguard::monitor`] and hand clones to HTTP handlers or probes; it stays valid
+/// after shutdown (then it reports the last state).
+#[derive(Clone)]
+pub struct Monitor {
+    jobs: Arc<[JobView]>,
+    clock: crate::Clock,
 }
 
-impl Cronguard {
-    pub(crate) fn new(jobs: Vec<JobHandle>, shared: Shared, shutdown_timeout: Duration) -> Self {
-        Cronguard {
-            jobs,
-            shared,
-            shutdown_timeout,
-        }
-    }
-
+impl Monitor {
     /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
     pub fn jobs(&self) -> Vec<JobStatus> {
         let mut all: Vec<JobStatus> = self.jobs.iter().map(|j| j.status.snapshot()).collect();
@@ -50,7 +47,7 @@ impl Cronguard {
     /// last claimed fire, each with a 2 s timeout; a guard that cannot answer makes the job's
     /// state [`HealthState::Unknown`] and the whole report unhealthy.
     pub async fn health(&self) -> Health {
-        let now = self.shared.clock.now();
+        let now = self.clock.now();
         let checks = self.jobs.iter().map(|job| async move {
             let name = job.status.snapshot().name;
             let due = job.status.due_by(now, job.grace);
@@ -86,6 +83,57 @@ impl Cronguard {
             jobs,
         }
     }
+}
+
+impl std::fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Monitor")
+            .field("jobs", &self.jobs.len())
+            .finish()
+    }
+}
+
+/// The running scheduler, returned by [`start`](crate::start).
+///
+/// Dropping it does not stop the jobs; call [`shutdown`](Cronguard::shutdown) or
+/// [`run_until_shutdown_signal`](Cronguard::run_until_shutdown_signal).
+#[must_use = "the scheduler runs until it is shut down; keep the handle and shut it down"]
+pub struct Cronguard {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    monitor: Monitor,
+    shared: Shared,
+    shutdown_timeout: Duration,
+}
+
+impl Cronguard {
+    pub(crate) fn new(jobs: Vec<JobHandle>, shared: Shared, shutdown_timeout: Duration) -> Self {
+        let (views, tasks): (Vec<JobView>, Vec<_>) =
+            jobs.into_iter().map(|j| (j.view, j.task)).unzip();
+        Cronguard {
+            tasks,
+            monitor: Monitor {
+                jobs: views.into(),
+                clock: shared.clock.clone(),
+            },
+            shared,
+            shutdown_timeout,
+        }
+    }
+
+    /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
+    pub fn jobs(&self) -> Vec<JobStatus> {
+        self.monitor.jobs()
+    }
+
+    /// Whether every job is on time; see [`Monitor::health`].
+    pub async fn health(&self) -> Health {
+        self.monitor.health().await
+    }
+
+    /// A cloneable, read-only view of the jobs' status and health, for HTTP handlers and probes.
+    pub fn monitor(&self) -> Monitor {
+        self.monitor.clone()
+    }
 
     /// A stream of every event from now on. A receiver that falls more than
     /// [`EVENT_STREAM_CAPACITY`](crate::EVENT_STREAM_CAPACITY) events behind misses the oldest and
@@ -104,7 +152,7 @@ impl Cronguard {
 
     /// [`shutdown`](Cronguard::shutdown) with an explicit timeout.
     pub async fn shutdown_within(self, timeout: Duration) {
-        let running: usize = self.jobs.iter().map(|j| j.status.snapshot().running).sum();
+        let running: usize = self.monitor.jobs().iter().map(|j| j.running).sum();
         if running > 0 {
             tracing::info!(
                 running,
@@ -114,8 +162,8 @@ impl Cronguard {
         }
         let _ = self.shared.deadline.set(Instant::now() + timeout);
         self.shared.stop.cancel();
-        for job in self.jobs {
-            if let Err(e) = job.task.await {
+        for task in self.tasks {
+            if let Err(e) = task.await {
                 tracing::error!(error = %e, "a job task ended abnormally during shutdown");
             }
         }

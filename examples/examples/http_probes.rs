@@ -1,0 +1,48 @@
+//! Metrics in Prometheus format and a health probe over HTTP, on loopback.
+//!
+//! ```text
+//! cargo run --example http_probes
+//! curl http://127.0.0.1:9464/metrics   # cronguard_runs_total, cronguard_fire_lateness_seconds, ...
+//! curl http://127.0.0.1:9464/health    # 200 {"healthy":true,...} or 503 when a job is overdue
+//! curl http://127.0.0.1:9464/jobs      # next fire, last run and counts of every job
+//! ```
+//!
+//! `/health` is what a readiness or liveness probe should call: it turns 503 when a job's newest
+//! due fire was not claimed anywhere within its grace — a job that silently stopped. Here
+//! `flaky_export` fails every other run: counted as `failed`, yet on time, because it runs.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use cronguard::{scheduled, JobContext};
+use metrics_exporter_prometheus::PrometheusBuilder;
+
+#[scheduled(every = "2s", misfire_grace = "2s")]
+async fn heartbeat() {}
+
+#[scheduled(every = "3s")]
+async fn flaky_export(ctx: JobContext) -> Result<(), String> {
+    if ctx.fire_time().timestamp() % 2 == 0 {
+        return Err("the export endpoint answered 502".to_owned());
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt().with_env_filter("info").init();
+    // Install the exporter before start(), so that every job's metrics go to it.
+    let prometheus = PrometheusBuilder::new().install_recorder()?;
+    let handle = cronguard::start().await?;
+    let port = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(9464);
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!("serving /metrics, /health and /jobs on http://{addr}");
+    let app = cronguard_examples::http::router(handle.monitor(), prometheus);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    handle.run_until_shutdown_signal().await?;
+    server.abort();
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! The `http_probes` example's endpoints, fetched over loopback: `/metrics` counters move after
+//! runs, `/health` answers 200 while jobs are on time and 503 once one is overdue.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use cronguard::{Job, Monitor, Schedule};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn serve(monitor: Monitor, prometheus: PrometheusHandle) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("bound");
+    let app = cronguard_examples::http::router(monitor, prometheus);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// `GET path` over HTTP/1.1: the status code and the body.
+async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("sends");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("reads");
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (code, body)
+}
+
+fn counter(metrics: &str, series: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Polls `check` (bounded) until it holds.
+async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = Instant::now() + timeout;
+    while Instant::now() < until {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out after {timeout:?} waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_move_after_runs_and_health_turns_503_when_a_job_is_overdue() {
+    let prometheus = PrometheusBuilder::new()
+        .install_recorder()
+        .expect("the only recorder here");
+    let tick = Job::new(
+        "tick",
+        Schedule::every(Duration::from_millis(300)).expect("valid"),
+    )
+    .run(|_| async {});
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .job(tick)
+        .start()
+        .await
+        .expect("starts");
+    let addr = serve(handle.monitor(), prometheus.clone()).await;
+
+    let series = r#"cronguard_runs_total{job="tick",outcome="succeeded"}"#;
+    eventually(
+        "a first run in /metrics",
+        Duration::from_secs(5),
+        || async { counter(&get(addr, "/metrics").await.1, series) >= 1 },
+    )
+    .await;
+    let first = counter(&get(addr, "/metrics").await.1, series);
+    eventually("the counter to move", Duration::from_secs(5), || async {
+        counter(&get(addr, "/metrics").await.1, series) > first
+    })
+    .await;
+    let (code, body) = get(addr, "/health").await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains(r#""healthy":true"#), "{body}");
+    let (code, body) = get(addr, "/jobs").await;
+    assert_eq!(code, 200);
+    assert!(body.contains(r#""name":"tick""#), "{body}");
+
+    // A watcher of a job that nobody runs: overdue after one period plus its grace.
+    let nobody = Job::new(
+        "nobody_runs_me",
+        Schedule::every(Duration::from_millis(500)).expect("valid"),
+    )
+    .enabled(false)
+    .misfire_grace(Duration::from_millis(300))
+    .run(|_| async {});
+    let watcher = cronguard::builder()
+        .registered_jobs(false)
+        .job(nobody)
+        .start()
+        .await
+        .expect("starts");
+    let watcher_addr = serve(watcher.monitor(), prometheus).await;
+    eventually("/health to answer 503", Duration::from_secs(5), || async {
+        get(watcher_addr, "/health").await.0 == 503
+    })
+    .await;
+    let (_, body) = get(watcher_addr, "/health").await;
+    assert!(body.contains(r#""state":"overdue""#), "{body}");
+    handle.shutdown().await;
+    watcher.shutdown().await;
+}
