@@ -80,6 +80,20 @@ async fn busy_is_first_reported_once(guard: &dyn Guard) {
     held.release().await.expect("release");
 }
 
+/// A dropped fire is reported first by exactly one process, and `last_claimed` follows claims.
+async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard) {
+    assert_eq!(guard.last_claimed().await.expect("answers"), None);
+    assert!(guard.first_report(t(300)).await.expect("answers"));
+    assert!(!guard.first_report(t(300)).await.expect("answers"));
+    assert!(
+        !guard.first_report(t(299)).await.expect("answers"),
+        "an older fire was covered"
+    );
+    assert!(guard.first_report(t(301)).await.expect("answers"));
+    acquire(guard, 302).await.release().await.expect("release");
+    assert_eq!(guard.last_claimed().await.expect("answers"), Some(t(302)));
+}
+
 #[tokio::test]
 async fn local_guard_conforms() {
     exclusion_and_uniqueness(&LocalGuard::new(1)).await;
@@ -106,6 +120,7 @@ async fn file_guard_conforms() {
     let dir = scratch_dir("file");
     exclusion_and_uniqueness(&FileGuard::new(&dir, "job")).await;
     busy_is_first_reported_once(&FileGuard::new(&dir, "job2")).await;
+    drops_are_reported_once_and_claims_are_visible(&FileGuard::new(&dir, "job3")).await;
     // Two guards on one dir are two processes' views of the same job.
     let a = FileGuard::new(&dir, "shared");
     let b = FileGuard::new(&dir, "shared");
@@ -161,6 +176,7 @@ mod redis {
         };
         exclusion_and_uniqueness(&guard(&server, "job", 30_000).await).await;
         busy_is_first_reported_once(&guard(&server, "job2", 30_000).await).await;
+        drops_are_reported_once_and_claims_are_visible(&guard(&server, "job3", 30_000).await).await;
     }
 
     #[tokio::test]
