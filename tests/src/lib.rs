@@ -19,6 +19,22 @@ pub fn append_line(path: &str, line: &str) -> std::io::Result<()> {
     file.write_all(format!("{line} {now}\n").as_bytes())
 }
 
+/// What every replica binary reads first: logs to stderr, the record file, and this replica's
+/// clock (shifted by `CLOCK_OFFSET_MS`).
+pub fn replica_setup() -> anyhow::Result<(String, cronguard::Clock)> {
+    tracing_subscriber::fmt()
+        .with_env_filter("cronguard=debug")
+        .with_writer(std::io::stderr)
+        .init();
+    let record = std::env::var("RECORD")?;
+    let offset = std::env::var("CLOCK_OFFSET_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(0);
+    let clock = cronguard::Clock::system().with_offset(chrono::TimeDelta::milliseconds(offset));
+    Ok((record, clock))
+}
+
 /// A numeric environment variable, or `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)

@@ -7,22 +7,14 @@
 
 use std::time::Duration;
 
-use cronguard::{Clock, Job, Lock, Schedule};
-use cronguard_tests::{append_line, env_u64};
+use cronguard::{Job, Lock, Schedule};
+use cronguard_tests::{append_line, env_u64, replica_setup};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter("cronguard=debug")
-        .with_writer(std::io::stderr)
-        .init();
-    let record = std::env::var("RECORD")?;
+    let (record, clock) = replica_setup()?;
     let work = Duration::from_millis(env_u64("WORK_MS", 50));
     let run_for = Duration::from_millis(env_u64("RUN_FOR_MS", 6000));
-    let offset = std::env::var("CLOCK_OFFSET_MS")
-        .ok()
-        .and_then(|v| v.parse::<i64>().ok())
-        .unwrap_or(0);
     let pid = std::process::id();
     let job = Job::new(
         "multi_process_job",
@@ -41,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
     });
     let handle = cronguard::builder()
         .registered_jobs(false)
-        .clock(Clock::system().with_offset(chrono::TimeDelta::milliseconds(offset)))
+        .clock(clock)
         .job(job)
         .start()
         .await?;

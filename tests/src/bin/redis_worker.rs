@@ -7,24 +7,16 @@
 
 use std::time::Duration;
 
-use cronguard::{Clock, Job, Lock, Schedule};
-use cronguard_tests::{append_line, env_u64};
+use cronguard::{Job, Lock, Schedule};
+use cronguard_tests::{append_line, env_u64, replica_setup};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter("cronguard=debug")
-        .with_writer(std::io::stderr)
-        .init();
-    let record = std::env::var("RECORD")?;
+    let (record, clock) = replica_setup()?;
     let lease = Duration::from_millis(env_u64("LEASE_MS", 3000));
     let grace = Duration::from_millis(env_u64("GRACE_MS", 60_000));
     let work = Duration::from_millis(env_u64("WORK_MS", 50));
     let run_for = Duration::from_millis(env_u64("RUN_FOR_MS", 10_000));
-    let offset = std::env::var("CLOCK_OFFSET_MS")
-        .ok()
-        .and_then(|v| v.parse::<i64>().ok())
-        .unwrap_or(0);
     let pid = std::process::id();
     let job_record = record.clone();
     let job = Job::new("fault_job", Schedule::every(Duration::from_secs(1))?)
@@ -48,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
         });
     let handle = cronguard::builder()
         .registered_jobs(false)
-        .clock(Clock::system().with_offset(chrono::TimeDelta::milliseconds(offset)))
+        .clock(clock)
         .on_event(move |e| {
             let t = e.fire_time.timestamp_millis();
             let token = e.fencing_token.unwrap_or(0);
