@@ -27,7 +27,7 @@ impl LocalGuard {
         }
     }
 
-    fn claim_now(&self, fire_time: DateTime<Utc>) -> Claim {
+    fn claim_sync(&self, fire_time: DateTime<Utc>) -> Claim {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.last_claimed.is_some_and(|last| last >= fire_time) {
             return Claim::AlreadyRan;
@@ -46,8 +46,12 @@ impl LocalGuard {
 
 impl Guard for LocalGuard {
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
-        let claim = self.claim_now(fire_time);
+        let claim = self.claim_sync(fire_time);
         Box::pin(async move { Ok(claim) })
+    }
+
+    fn claim_now(&self, fire_time: DateTime<Utc>) -> Option<Result<Claim, GuardError>> {
+        Some(Ok(self.claim_sync(fire_time)))
     }
 
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
