@@ -68,12 +68,9 @@ impl Clock {
     pub fn now(&self) -> DateTime<Utc> {
         let raw = match &self.source {
             Source::System => Utc::now(),
-            Source::Anchored { wall, at } => {
-                let elapsed = TimeDelta::from_std(at.elapsed()).unwrap_or(TimeDelta::MAX);
-                *wall + elapsed
-            }
+            Source::Anchored { wall, at } => after(*wall, at.elapsed()),
         };
-        raw + self.offset
+        raw.checked_add_signed(self.offset).unwrap_or(raw)
     }
 
     /// The tokio instant at which the wall clock is expected to read `wall`, capped at
@@ -88,6 +85,14 @@ impl Default for Clock {
     fn default() -> Self {
         Clock::system()
     }
+}
+
+/// `t + d`, saturating at the largest instant instead of overflowing (a grace can be huge).
+pub(crate) fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    TimeDelta::from_std(d)
+        .ok()
+        .and_then(|d| t.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 /// Milliseconds since the Unix epoch of a fire instant, the form fires are stored in by guards.

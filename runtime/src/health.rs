@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::clock::after;
+
 /// The health of every job, from [`Cronguard::health`](crate::Cronguard::health).
 ///
 /// A job is **overdue** when the newest fire that should have started by now (its `T` plus
@@ -75,19 +77,17 @@ pub(crate) struct FireWindow {
 impl FireWindow {
     pub(crate) fn observe(&mut self, fire: DateTime<Utc>, now: DateTime<Utc>, grace: Duration) {
         self.fires.push_back(fire);
-        let grace = chrono::TimeDelta::from_std(grace).unwrap_or(chrono::TimeDelta::MAX);
-        while self.fires.len() > 1 && self.fires[1] + grace <= now {
+        while self.fires.len() > 1 && after(self.fires[1], grace) <= now {
             self.fires.pop_front();
         }
     }
 
     /// The newest observed fire whose grace had passed at `now`.
     pub(crate) fn due_by(&self, now: DateTime<Utc>, grace: Duration) -> Option<DateTime<Utc>> {
-        let grace = chrono::TimeDelta::from_std(grace).unwrap_or(chrono::TimeDelta::MAX);
         self.fires
             .iter()
             .rev()
-            .find(|t| **t + grace <= now)
+            .find(|t| after(**t, grace) <= now)
             .copied()
     }
 }
@@ -100,7 +100,7 @@ pub(crate) fn judge(
     match due {
         Some(missed) if last_claimed.is_none_or(|last| last < missed) => HealthState::Overdue {
             missed,
-            deadline: missed + chrono::TimeDelta::from_std(grace).unwrap_or(chrono::TimeDelta::MAX),
+            deadline: after(missed, grace),
         },
         _ => HealthState::OnTime,
     }

@@ -13,6 +13,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::clock::after;
 use crate::events::{CancelReason, Event, EventKind, EventSink};
 use crate::guard::{Claim, Guard, GuardError, Lease};
 use crate::job::Body;
@@ -140,7 +141,7 @@ impl JobTask {
             let misfire_at = self
                 .due
                 .iter()
-                .map(|t| self.shared.clock.deadline_for(*t + self.grace()))
+                .map(|t| self.shared.clock.deadline_for(self.grace_end(*t)))
                 .min();
             tokio::select! {
                 biased;
@@ -166,8 +167,9 @@ impl JobTask {
         self.drain(rx).await;
     }
 
-    fn grace(&self) -> chrono::TimeDelta {
-        chrono::TimeDelta::from_std(self.job.misfire_grace).unwrap_or(chrono::TimeDelta::MAX)
+    /// The instant by which fire `t` must have started.
+    fn grace_end(&self, t: DateTime<Utc>) -> DateTime<Utc> {
+        after(t, self.job.misfire_grace)
     }
 
     fn set_next_fire(&self, next: Option<DateTime<Utc>>) {
@@ -176,7 +178,7 @@ impl JobTask {
 
     /// Fire `t` is due at `now` (normally `now` is `t`; later after a pause).
     fn on_due(&mut self, t: DateTime<Utc>, now: DateTime<Utc>) {
-        if now >= t + self.grace() {
+        if now >= self.grace_end(t) {
             let late = (now - t).to_std().unwrap_or_default();
             self.report_drop(
                 t,
@@ -210,10 +212,10 @@ impl JobTask {
 
     fn drop_misfires(&mut self) {
         let now = self.shared.clock.now();
-        let grace = self.grace();
+        let grace = self.job.misfire_grace;
         // Usually only the front is late, but a fire put back after a failed claim may not be.
         let (keep, late): (VecDeque<_>, VecDeque<_>) =
-            self.due.drain(..).partition(|t| now < *t + grace);
+            self.due.drain(..).partition(|t| now < after(*t, grace));
         self.due = keep;
         for t in late {
             let reason = match &self.last_guard_error {
@@ -377,7 +379,7 @@ impl JobTask {
             Ok(Claim::Acquired(lease)) => {
                 self.retries = 0;
                 self.last_guard_error = None;
-                if self.shared.clock.now() >= fire + self.grace() {
+                if self.shared.clock.now() >= self.grace_end(fire) {
                     release_in_background(lease, Arc::clone(&self.job.name));
                     let reason = format!(
                         "claimed only after the misfire grace of {} had passed",

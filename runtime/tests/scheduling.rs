@@ -716,3 +716,29 @@ async fn the_file_guard_follows_the_same_model_as_the_local_one() {
         assert_eq!(local.events, file.events, "case {}", case.name);
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_huge_grace_or_interval_neither_overflows_nor_panics() {
+    let job = Job::new("forever-grace", every(1))
+        .overlap(Overlap::Queue)
+        .misfire_grace(Duration::MAX)
+        .run(|_| async { tokio::time::sleep(Duration::from_millis(1500)).await });
+    let never = Job::new("never", Schedule::every(Duration::MAX).expect("valid")).run(|_| async {});
+    let events = single_run(job, 4).await;
+    assert!(events.iter().any(|e| e.kind.name() == "succeeded"));
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
+        .job(never)
+        .start()
+        .await
+        .expect("starts");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        handle.jobs()[0].next_fire,
+        None,
+        "an interval beyond the calendar never fires"
+    );
+    assert!(handle.health().await.healthy);
+    handle.shutdown().await;
+}
