@@ -22,11 +22,15 @@
 //! compare-and-swap: a second run of a slot counts as duplicated, an empty slot as missed).
 //!
 //! **Measures.** Lateness (actual start − `T`) p50/p99/max; fires run, duplicated, missed; CPU
-//! (user + sys from `getrusage`) of the measured window only, scaled to 10 s; peak RSS (`VmHWM`);
-//! the time to build, register and start the N jobs. Each side and N runs in a fresh child
-//! process of this same binary (re-executed with `SCALE_CHILD=<side>:<mode>:<n>`) so that CPU and
-//! RSS are its own. The CPU window is `[W − 0.5 s, W + S − 0.5 s]` for the first measured fire
-//! `W`: it holds exactly S bursts of fires.
+//! (user + sys from `getrusage`) of the measured window only, scaled to 10 s; peak RSS (`VmHWM`,
+//! read after the window, before shutdown); the time to build, register and start the N jobs
+//! (for cronguard: `Job::new` + `Builder::job` + `start()`; for the baseline: `tokio::spawn`).
+//! Each side and N runs in a fresh child process of this same binary (re-executed with
+//! `SCALE_CHILD=<side>:<mode>:<n>`) so that CPU and RSS are its own. The CPU window is
+//! `[W − 0.5 s, W + S − 0.5 s]` for the first measured fire `W`: it holds exactly S bursts of
+//! fires. Runs of the window's last fires may come up to `SCALE_SETTLE` (default 10) seconds late
+//! before they count as missed. When cronguard reports skipped or misfired fires (its own status
+//! counts, warm-up included), a note under its table says so.
 //!
 //! **Targets** (PASS/FAIL printed next to each): 0 missed and 0 duplicated fires at every N;
 //! lateness p99 ≤ 1.25 × baseline p99 at N = 1 (+1 ms allowance) and N ≥ 10,000; CPU per 10 s ≤
@@ -380,8 +384,20 @@ fn child(spec: &str) {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-    rt.block_on(stop(running));
+    // Before the status snapshot below, which allocates a copy of every job's status.
     let rss_kib = peak_rss_kib();
+    // What cronguard itself reported, over the whole run (warm-up included).
+    let reported = match &running {
+        Running::Cronguard(handle) => handle.jobs().iter().fold([0u64; 3], |[s, k, m], j| {
+            [
+                s + j.counts.started,
+                k + j.counts.skipped,
+                m + j.counts.misfired,
+            ]
+        }),
+        Running::Baseline(_) => [0; 3],
+    };
+    rt.block_on(stop(running));
 
     let mut samples: Vec<i64> = rec
         .lateness_us
@@ -394,7 +410,7 @@ fn child(spec: &str) {
     let expected = rec.lateness_us.len();
     let cpu_per_10s = (cpu1 - cpu0) * 10.0 / wall.as_secs_f64();
     println!(
-        "SCALE_RESULT side={} mode={} n={n} startup_us={} expected={expected} run={} missed={} duplicated={} outside={} misaligned={} early={} p50_us={} p99_us={} max_us={} cpu_per_10s={cpu_per_10s:.6} rss_kib={rss_kib}",
+        "SCALE_RESULT side={} mode={} n={n} startup_us={} expected={expected} run={} missed={} duplicated={} outside={} misaligned={} early={} p50_us={} p99_us={} max_us={} cpu_per_10s={cpu_per_10s:.6} rss_kib={rss_kib} started={} skipped={} misfired={}",
         side.name(),
         mode.name(),
         startup.as_micros(),
@@ -407,6 +423,9 @@ fn child(spec: &str) {
         percentile(&samples, 0.50),
         percentile(&samples, 0.99),
         samples.last().copied().unwrap_or(0),
+        reported[0],
+        reported[1],
+        reported[2],
     );
 }
 
@@ -501,7 +520,7 @@ impl Verdicts {
 
 /// One table row: metric, baseline, cronguard, ratio, target, verdict.
 fn row(metric: &str, b: String, c: String, ratio: String, target: &str, verdict: &str) {
-    println!("  {metric:<22} {b:>14} {c:>14} {ratio:>9}  {target:<30} {verdict}");
+    println!("  {metric:<22} {b:>19} {c:>19} {ratio:>8}  {target:<26} {verdict}");
 }
 
 fn header(title: &str) {
@@ -610,6 +629,14 @@ fn print_busy(n: usize, b: &Outcome, c: &Outcome, v: &mut Verdicts) {
         ),
     );
     print_rss(n, b, c, v);
+    if c.u("skipped") + c.u("misfired") > 0 {
+        println!(
+            "  note: cronguard reported {} runs started, {} fires skipped, {} misfired (whole run, warm-up included)",
+            thousands(c.u("started")),
+            thousands(c.u("skipped")),
+            thousands(c.u("misfired"))
+        );
+    }
     for o in [b, c] {
         let odd = (o.u("misaligned"), o.u("early"));
         if odd != (0, 0) {

@@ -191,15 +191,13 @@ impl EventSink {
         self.stream.subscribe()
     }
 
-    pub(crate) fn emit(&self, event: Event) {
-        log(&event);
+    pub(crate) fn emit(&self, event: &Event) {
+        log(event);
         if self.stream.receiver_count() > 0 {
-            // A send fails only when every receiver is gone: nothing to tell.
             let _ = self.stream.send(event.clone());
         }
         if let Some(tx) = &self.hooks {
-            // The hook thread lives as long as a sender does.
-            let _ = tx.send(ToHooks::Event(Box::new(event)));
+            let _ = tx.send(ToHooks::Event(Box::new(event.clone())));
         }
     }
 
@@ -227,11 +225,28 @@ fn ms(d: Option<Duration>) -> u64 {
     d.map(|d| d.as_millis() as u64).unwrap_or_default()
 }
 
+/// Log fields formatted only when a subscriber records them.
+struct Rfc3339(chrono::DateTime<chrono::Utc>);
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    }
+}
+struct Token(Option<u64>);
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(t) => write!(f, "{t}"),
+            None => Ok(()),
+        }
+    }
+}
+
 fn log(e: &Event) {
-    let t = e
-        .fire_time
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let token = e.fencing_token.map(|t| t.to_string()).unwrap_or_default();
+    let t = Rfc3339(e.fire_time);
+    let token = Token(e.fencing_token);
     let (lateness_ms, duration_ms) = (ms(e.lateness), ms(e.duration));
     match &e.kind {
         EventKind::Started => {

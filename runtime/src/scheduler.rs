@@ -3,7 +3,9 @@
 //! claims and runs are tasks of their own that report back by message.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -83,7 +85,9 @@ pub(crate) struct JobTask {
     shared: Shared,
     status: Arc<StatusCell>,
     metrics: JobMetrics,
-    tx: mpsc::UnboundedSender<Msg>,
+    /// Messages are boxed: a channel allocates a block of slots up front, and an unboxed `Msg`
+    /// would make that block kilobytes per job.
+    tx: mpsc::UnboundedSender<Box<Msg>>,
     due: VecDeque<DateTime<Utc>>,
     claiming: Option<DateTime<Utc>>,
     running: Vec<Running>,
@@ -115,7 +119,7 @@ pub(crate) fn spawn(
         tx,
         due: VecDeque::new(),
         claiming: None,
-        running: Vec::new(),
+        running: Vec::with_capacity(1),
         next_id: 0,
         retry: None,
         retries: 0,
@@ -133,11 +137,26 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 impl JobTask {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Box<Msg>>) {
+        // One registration with the shared stop token for the task's life, and one timer that
+        // is reset in place only when the next fire changes: both are per-fire costs otherwise.
+        let stop = self.shared.stop.clone();
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
+        let far = || Instant::now() + crate::clock::MAX_TIMER_WAIT;
+        let timer = sleep_until(far());
+        tokio::pin!(timer);
+        let mut armed_for: Option<Option<DateTime<Utc>>> = None;
         let mut next_fire = self.job.schedule.next_after(self.shared.clock.now());
         self.set_next_fire(next_fire);
         loop {
-            let timer = next_fire.map(|t| self.shared.clock.deadline_for(t));
+            if armed_for != Some(next_fire) {
+                let d = next_fire
+                    .map(|t| self.shared.clock.deadline_for(t))
+                    .unwrap_or_else(far);
+                timer.as_mut().reset(d);
+                armed_for = Some(next_fire);
+            }
             let misfire_at = self
                 .due
                 .iter()
@@ -145,9 +164,10 @@ impl JobTask {
                 .min();
             tokio::select! {
                 biased;
-                _ = self.shared.stop.cancelled() => break,
-                Some(msg) = rx.recv() => self.on_msg(msg),
-                _ = sleep_until_opt(timer) => {
+                _ = &mut stopped => break,
+                Some(msg) = rx.recv() => self.on_msg(*msg),
+                _ = &mut timer => {
+                    armed_for = None;
                     let now = self.shared.clock.now();
                     while let Some(t) = next_fire.filter(|t| *t <= now) {
                         self.status.observe_fire(t, now, self.job.misfire_grace);
@@ -164,7 +184,7 @@ impl JobTask {
             self.try_start();
         }
         self.set_next_fire(None);
-        self.drain(rx).await;
+        Box::pin(self.drain(rx)).await;
     }
 
     /// The instant by which fire `t` must have started.
@@ -246,17 +266,17 @@ impl JobTask {
             let asked = tokio::time::timeout(Duration::from_secs(1), guard.first_report(fire));
             // When the guard cannot tell, reporting twice beats not reporting.
             let first_report = !matches!(asked.await, Ok(Ok(false)));
-            let _ = tx.send(Msg::Dropped {
+            let _ = tx.send(Box::new(Msg::Dropped {
                 fire,
                 kind,
                 first_report,
-            });
+            }));
         });
     }
 
     fn try_start(&mut self) {
         loop {
-            if self.claiming.is_some() || self.shared.stop.is_cancelled() {
+            if self.claiming.is_some() {
                 return;
             }
             let Some(&fire) = self.due.front() else {
@@ -322,11 +342,11 @@ impl JobTask {
                         )))
                     });
                 let latency = sent.elapsed();
-                let _ = tx.send(Msg::Claimed {
+                let _ = tx.send(Box::new(Msg::Claimed {
                     fire,
                     result,
                     latency,
-                });
+                }));
             });
             return;
         }
@@ -457,24 +477,42 @@ impl JobTask {
             Some(lateness),
             None,
         );
-        let body = self.body.clone();
-        let tx = self.tx.clone();
         let job = Arc::clone(&self.job.name);
-        let renewals = self.metrics.renewals.clone();
         let span = tracing::info_span!("cronguard.run", job = %job, fire_time = %fmt_time(fire), fencing_token = token);
-        let stop_tx = self.tx.clone();
+        let inline = lease.expiry().is_none() && matches!(self.body, Body::Async(_));
+        let mut run = Box::pin(run_body(self.body.clone(), ctx, cancel));
+        if inline {
+            // A lease that never expires and an async body: poll the run once here, and spawn
+            // it only if it does not finish at once (most runs of a quick job never need a task
+            // of their own). Its code up to its first await runs on this job's task, which
+            // delays nothing but this job's own bookkeeping.
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Poll::Ready(end) = span.in_scope(|| run.as_mut().poll(&mut cx)) {
+                let mut release = lease.release();
+                if release.as_mut().poll(&mut cx).is_pending() {
+                    tokio::spawn(release);
+                }
+                self.on_finished(id, end);
+                return;
+            }
+        }
+        let tx = self.tx.clone();
+        let renewals = self.metrics.renewals.clone();
         let task = async move {
-            let run = run_body(body, ctx, cancel.clone());
-            let watchdog = async {
-                let verdict = watch(&*lease, &renewals).await;
-                let _ = stop_tx.send(Msg::Stopped { id, verdict });
-                // The run now ends at its next await point (or, if blocking, when it returns).
-                std::future::pending::<()>().await;
-            };
-            let end = tokio::select! {
-                biased;
-                end = run => end,
-                _ = watchdog => RunEnd::Cancelled,
+            let end = if lease.expiry().is_some() {
+                let watchdog = async {
+                    let verdict = watch(&*lease, &renewals).await;
+                    let _ = tx.send(Box::new(Msg::Stopped { id, verdict }));
+                    // The run now ends at its next await point (or, if blocking, when it returns).
+                    std::future::pending::<()>().await;
+                };
+                tokio::select! {
+                    biased;
+                    end = &mut run => end,
+                    _ = watchdog => RunEnd::Cancelled,
+                }
+            } else {
+                run.await
             };
             let release = std::panic::AssertUnwindSafe(lease.release())
                 .catch_unwind()
@@ -482,9 +520,13 @@ impl JobTask {
             if !matches!(release, Ok(Ok(()))) {
                 tracing::warn!(job = %job, "could not release the guard after the run; it frees itself when it expires or the process exits");
             }
-            let _ = tx.send(Msg::Finished { id, end });
+            let _ = tx.send(Box::new(Msg::Finished { id, end }));
         };
-        tokio::spawn(task.instrument(span));
+        if span.is_disabled() {
+            tokio::spawn(task);
+        } else {
+            tokio::spawn(task.instrument(span));
+        }
     }
 
     fn on_finished(&mut self, id: u64, end: RunEnd) {
@@ -513,7 +555,7 @@ impl JobTask {
 
     /// After the scheduler stopped firing: report fires that will not run, let running jobs
     /// finish until the deadline, then cancel them.
-    async fn drain(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    async fn drain(mut self, mut rx: mpsc::UnboundedReceiver<Box<Msg>>) {
         let waiting: Vec<_> = self.due.drain(..).collect();
         for t in waiting {
             let reason = "the scheduler shut down before the fire could start".to_owned();
@@ -532,7 +574,7 @@ impl JobTask {
                 Some(at) => at + CANCEL_GRACE,
             };
             tokio::select! {
-                Some(msg) = rx.recv() => match msg {
+                Some(msg) = rx.recv() => match *msg {
                     Msg::Claimed { fire, result, .. } => {
                         self.claiming = None;
                         if let Ok(Claim::Acquired(lease)) = result {
@@ -596,8 +638,8 @@ impl JobTask {
             kind,
         };
         self.metrics.record(&event);
-        self.status.record(&event, self.running.len());
-        self.shared.events.emit(event);
+        self.shared.events.emit(&event);
+        self.status.record(event, self.running.len());
     }
 }
 

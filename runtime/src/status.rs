@@ -131,45 +131,50 @@ impl StatusCell {
         f(&mut self.status.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
-    pub(crate) fn record(&self, event: &Event, running: usize) {
+    /// Counts `event` and keeps it as the last event.
+    pub(crate) fn record(&self, event: Event, running: usize) {
         self.update(|s| {
-            let c = &mut s.counts;
-            match &event.kind {
-                EventKind::Started => {
-                    c.started += 1;
-                    s.last_run = Some(RunRecord {
-                        fire_time: event.fire_time,
-                        started_at: event.at,
-                        finished_at: None,
-                        outcome: None,
-                        fencing_token: event.fencing_token.unwrap_or_default(),
-                        instance: event.instance.to_string(),
-                    });
-                }
-                EventKind::Succeeded => c.succeeded += 1,
-                EventKind::Failed { .. } => c.failed += 1,
-                EventKind::Cancelled { .. } => c.cancelled += 1,
-                EventKind::Skipped { .. } => c.skipped += 1,
-                EventKind::Misfired { .. } => c.misfired += 1,
-                EventKind::Coalesced { .. } => c.coalesced += 1,
-                EventKind::ClaimedElsewhere => c.claimed_elsewhere += 1,
-                EventKind::LeaseLost { .. } => c.lease_lost += 1,
-            }
-            if matches!(
-                event.kind,
-                EventKind::Succeeded | EventKind::Failed { .. } | EventKind::Cancelled { .. }
-            ) {
-                if let Some(run) = s
-                    .last_run
-                    .as_mut()
-                    .filter(|r| r.fire_time == event.fire_time)
-                {
-                    run.finished_at = Some(event.at);
-                    run.outcome = Some(event.kind.clone());
-                }
-            }
-            s.running = running;
-            s.last_event = Some(event.clone());
+            Self::count(s, &event, running);
+            s.last_event = Some(event);
         });
+    }
+
+    fn count(s: &mut JobStatus, event: &Event, running: usize) {
+        let c = &mut s.counts;
+        match &event.kind {
+            EventKind::Started => {
+                c.started += 1;
+                s.last_run = Some(RunRecord {
+                    fire_time: event.fire_time,
+                    started_at: event.at,
+                    finished_at: None,
+                    outcome: None,
+                    fencing_token: event.fencing_token.unwrap_or_default(),
+                    instance: event.instance.to_string(),
+                });
+            }
+            EventKind::Succeeded => c.succeeded += 1,
+            EventKind::Failed { .. } => c.failed += 1,
+            EventKind::Cancelled { .. } => c.cancelled += 1,
+            EventKind::Skipped { .. } => c.skipped += 1,
+            EventKind::Misfired { .. } => c.misfired += 1,
+            EventKind::Coalesced { .. } => c.coalesced += 1,
+            EventKind::ClaimedElsewhere => c.claimed_elsewhere += 1,
+            EventKind::LeaseLost { .. } => c.lease_lost += 1,
+        }
+        if matches!(
+            event.kind,
+            EventKind::Succeeded | EventKind::Failed { .. } | EventKind::Cancelled { .. }
+        ) {
+            if let Some(run) = s
+                .last_run
+                .as_mut()
+                .filter(|r| r.fire_time == event.fire_time)
+            {
+                run.finished_at = Some(event.at);
+                run.outcome = Some(event.kind.clone());
+            }
+        }
+        s.running = running;
     }
 }
