@@ -10,13 +10,15 @@
 //! | skipped (spring forward)   | fires once at the first instant after the gap | does not fire |
 //! | repeated (fall back)       | fires at the first occurrence only    | fires at both       |
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 
-use crate::{parse_time_zone, CronExpr, ScheduleError};
+use crate::{parse_time_zone, CronError, CronExpr, ScheduleError};
 
 /// How many scheduled wall-clock times one search may pass over before it gives up. Only times
 /// whose instants lie at or before the start are passed over (inside a repeated hour, or in a
@@ -42,7 +44,7 @@ pub struct Schedule {
 
 #[derive(Debug, Clone)]
 enum Kind {
-    Cron { expr: Box<CronExpr>, tz: Tz },
+    Cron { expr: Arc<CronExpr>, tz: Tz },
     Every { interval: Duration },
 }
 
@@ -55,18 +57,20 @@ impl Schedule {
 
     /// A cron schedule in an already parsed time zone.
     pub fn cron_in(expr: &str, tz: Tz) -> Result<Self, ScheduleError> {
-        let expr = CronExpr::parse(expr).map_err(|source| ScheduleError::Cron {
+        let parsed = parsed(expr).map_err(|source| ScheduleError::Cron {
             expr: expr.to_owned(),
             source,
         })?;
-        Ok(Self::from_cron(expr, tz))
+        Ok(Schedule {
+            kind: Kind::Cron { expr: parsed, tz },
+        })
     }
 
     /// A cron schedule from an already validated expression.
     pub fn from_cron(expr: CronExpr, tz: Tz) -> Self {
         Schedule {
             kind: Kind::Cron {
-                expr: Box::new(expr),
+                expr: Arc::new(expr),
                 tz,
             },
         }
@@ -324,6 +328,27 @@ fn first_instant_where(
         }
     }
     DateTime::from_timestamp(high, 0)
+}
+
+/// Parsed expressions, shared: a service with thousands of jobs on a few expressions parses (and
+/// stores) each expression once. Bounded, so that generated expressions cannot grow it forever.
+fn parsed(expr: &str) -> Result<Arc<CronExpr>, CronError> {
+    const MAX_CACHED: usize = 1024;
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<CronExpr>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(hit) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(expr)
+    {
+        return Ok(Arc::clone(hit));
+    }
+    let fresh = Arc::new(CronExpr::parse(expr)?);
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() < MAX_CACHED {
+        cache.insert(expr.to_owned(), Arc::clone(&fresh));
+    }
+    Ok(fresh)
 }
 
 #[cfg(test)]
