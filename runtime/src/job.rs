@@ -30,13 +30,20 @@ pub enum Lock {
     Redis,
 }
 
-impl fmt::Display for Lock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Lock {
+    /// `local`, `file` or `redis`: the value of `lock = "..."`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
             Lock::Local => "local",
             Lock::File => "file",
             Lock::Redis => "redis",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Lock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

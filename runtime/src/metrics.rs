@@ -35,8 +35,9 @@ pub(crate) struct JobMetrics {
 }
 
 impl JobMetrics {
-    pub(crate) fn new(job: &str, lock: Lock) -> Self {
-        let job = job.to_owned();
+    pub(crate) fn new(job: &std::sync::Arc<str>, lock: Lock) -> Self {
+        // One shared label value for all of the job's metrics (no copy of the name per metric).
+        let job = metrics::SharedString::from(std::sync::Arc::clone(job));
         let runs = |outcome: &'static str| counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => outcome);
         let dropped = |reason: &'static str| counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => reason);
         JobMetrics {
@@ -50,7 +51,7 @@ impl JobMetrics {
             lease_lost: counter!("cronguard_lease_lost_total", "job" => job.clone()),
             duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),
             lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
-            claim_latency: histogram!("cronguard_claim_latency_seconds", "job" => job.clone(), "guard" => lock.to_string()),
+            claim_latency: histogram!("cronguard_claim_latency_seconds", "job" => job.clone(), "guard" => lock.as_str()),
             renewals: counter!("cronguard_lease_renewals_total", "job" => job.clone()),
             running: gauge!("cronguard_jobs_running", "job" => job),
         }
