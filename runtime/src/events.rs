@@ -17,7 +17,7 @@ pub struct Event {
     /// The fire instant `T` the event is about.
     pub fire_time: DateTime<Utc>,
     /// `job@T`, the fire's identity in every process.
-    pub run_key: String,
+    pub run_key: Arc<str>,
     /// The fencing token of the run, for events of a claimed run.
     pub fencing_token: Option<u64>,
     /// The process that observed it (`CRONGUARD_INSTANCE`, default `hostname:pid`).
@@ -143,6 +143,8 @@ enum ToHooks {
 pub(crate) struct EventSink {
     hooks: Option<std::sync::mpsc::Sender<ToHooks>>,
     stream: tokio::sync::broadcast::Sender<Event>,
+    /// Set by the first `subscribe()`.
+    subscribed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How many events a slow [`Cronguard::subscribe`](crate::Cronguard::subscribe) receiver may fall
@@ -156,6 +158,7 @@ impl EventSink {
             return EventSink {
                 hooks: None,
                 stream,
+                subscribed: Arc::default(),
             };
         }
         let (tx, rx) = std::sync::mpsc::channel::<ToHooks>();
@@ -176,19 +179,24 @@ impl EventSink {
             Ok(_) => EventSink {
                 hooks: Some(tx),
                 stream,
+                subscribed: Arc::default(),
             },
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the event hook thread; event hooks will not be called");
                 EventSink {
                     hooks: None,
                     stream,
+                    subscribed: Arc::default(),
                 }
             }
         }
     }
 
     pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
-        self.stream.subscribe()
+        let receiver = self.stream.subscribe();
+        self.subscribed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        receiver
     }
 
     pub(crate) fn emit(&self, event: &Event) {

@@ -70,6 +70,7 @@ enum RunEnd {
 
 struct Running {
     id: u64,
+    run_key: Arc<str>,
     fire: DateTime<Utc>,
     token: u64,
     started: Instant,
@@ -226,7 +227,7 @@ impl JobTask {
                 break;
             };
             let covered_by = self.due.back().copied().unwrap_or(old);
-            self.emit(old, None, EventKind::Coalesced { covered_by });
+            self.emit(old, EventKind::Coalesced { covered_by });
         }
     }
 
@@ -256,7 +257,7 @@ impl JobTask {
     /// reported it, so that it is reported at warn level once.
     fn report_drop(&mut self, fire: DateTime<Utc>, kind: EventKind) {
         if self.job.lock == crate::Lock::Local {
-            self.emit(fire, None, kind);
+            self.emit(fire, kind);
             return;
         }
         self.pending_reports += 1;
@@ -298,7 +299,7 @@ impl JobTask {
                             ),
                             None => "no instance slot is free".to_owned(),
                         };
-                        self.emit(fire, None, EventKind::Skipped { reason });
+                        self.emit(fire, EventKind::Skipped { reason });
                         continue;
                     }
                     Overlap::Queue => return,
@@ -368,7 +369,7 @@ impl JobTask {
                 first_report,
             } => {
                 self.pending_reports -= 1;
-                self.emit_with(fire, None, kind, first_report)
+                self.emit_with(fire, kind, first_report)
             }
             Msg::Finished { id, end } => self.on_finished(id, end),
             Msg::Stopped { id, verdict } => self.on_stopped(id, verdict),
@@ -379,12 +380,12 @@ impl JobTask {
         let Some(run) = self.running.iter_mut().find(|r| r.id == id) else {
             return;
         };
-        let (fire, token) = (run.fire, run.token);
         match verdict {
             Verdict::Lost(reason) => {
                 run.cancel_reason = Some(CancelReason::LeaseLost);
                 run.cancel.cancel();
-                self.emit(fire, Some(token), EventKind::LeaseLost { reason });
+                let facts = RunFacts::of(run, None);
+                self.emit_run(facts, EventKind::LeaseLost { reason });
             }
             Verdict::CancelRequested => {
                 run.cancel_reason.get_or_insert(CancelReason::Replaced);
@@ -412,7 +413,7 @@ impl JobTask {
             }
             Ok(Claim::AlreadyRan) => {
                 self.retries = 0;
-                self.emit(fire, None, EventKind::ClaimedElsewhere);
+                self.emit(fire, EventKind::ClaimedElsewhere);
             }
             Ok(Claim::Busy { first_report }) => match self.job.overlap {
                 Overlap::Skip => {
@@ -423,7 +424,7 @@ impl JobTask {
                         ),
                         None => "another process is running this job".to_owned(),
                     };
-                    self.emit_with(fire, None, EventKind::Skipped { reason }, first_report);
+                    self.emit_with(fire, EventKind::Skipped { reason }, first_report);
                 }
                 Overlap::Queue | Overlap::Replace => self.wait_and_retry(fire),
             },
@@ -459,8 +460,10 @@ impl JobTask {
         let lateness = (self.shared.clock.now() - fire)
             .to_std()
             .unwrap_or_default();
+        let key: Arc<str> = Arc::from(run_key(&self.job.name, fire));
         self.running.push(Running {
             id,
+            run_key: Arc::clone(&key),
             fire,
             token,
             started: Instant::now(),
@@ -469,13 +472,15 @@ impl JobTask {
             cancel_reason: None,
         });
         self.metrics.running.set(self.running.len() as f64);
-        self.emit_full(
-            fire,
-            Some(token),
+        self.emit_run(
+            RunFacts {
+                fire,
+                key,
+                token,
+                lateness,
+                duration: None,
+            },
             EventKind::Started,
-            true,
-            Some(lateness),
-            None,
         );
         let job = Arc::clone(&self.job.name);
         let span = tracing::info_span!("cronguard.run", job = %job, fire_time = %fmt_time(fire), fencing_token = token);
@@ -542,15 +547,8 @@ impl JobTask {
             (RunEnd::Ok, None) => EventKind::Succeeded,
             (RunEnd::Failed(error), None) => EventKind::Failed { error },
         };
-        let duration = Some(run.started.elapsed());
-        self.emit_full(
-            run.fire,
-            Some(run.token),
-            kind,
-            true,
-            Some(run.lateness),
-            duration,
-        );
+        let facts = RunFacts::of(&run, Some(run.started.elapsed()));
+        self.emit_run(facts, kind);
     }
 
     /// After the scheduler stopped firing: report fires that will not run, let running jobs
@@ -559,7 +557,7 @@ impl JobTask {
         let waiting: Vec<_> = self.due.drain(..).collect();
         for t in waiting {
             let reason = "the scheduler shut down before the fire could start".to_owned();
-            self.emit(t, None, EventKind::Misfired { reason });
+            self.emit(t, EventKind::Misfired { reason });
         }
         let deadline = self
             .shared
@@ -581,7 +579,7 @@ impl JobTask {
                             release_in_background(lease, Arc::clone(&self.job.name));
                         }
                         let reason = "the scheduler shut down before the fire could start".to_owned();
-                        self.emit(fire, None, EventKind::Misfired { reason });
+                        self.emit(fire, EventKind::Misfired { reason });
                     }
                     msg => self.on_msg(msg),
                 },
@@ -602,34 +600,36 @@ impl JobTask {
         }
     }
 
-    fn emit(&self, fire: DateTime<Utc>, token: Option<u64>, kind: EventKind) {
-        self.emit_full(fire, token, kind, true, None, None);
+    /// Reports a dropped fire.
+    fn emit(&self, fire: DateTime<Utc>, kind: EventKind) {
+        self.emit_with(fire, kind, true);
     }
 
-    fn emit_with(
-        &self,
-        fire: DateTime<Utc>,
-        token: Option<u64>,
-        kind: EventKind,
-        first_report: bool,
-    ) {
-        self.emit_full(fire, token, kind, first_report, None, None);
+    fn emit_with(&self, fire: DateTime<Utc>, kind: EventKind, first_report: bool) {
+        let key = Arc::from(run_key(&self.job.name, fire));
+        self.emit_event(fire, key, None, kind, first_report, (None, None));
     }
 
-    fn emit_full(
+    /// Reports something of a run.
+    fn emit_run(&self, run: RunFacts, kind: EventKind) {
+        let times = (Some(run.lateness), run.duration);
+        self.emit_event(run.fire, run.key, Some(run.token), kind, true, times);
+    }
+
+    fn emit_event(
         &self,
         fire: DateTime<Utc>,
-        token: Option<u64>,
+        run_key: Arc<str>,
+        fencing_token: Option<u64>,
         kind: EventKind,
         first_report: bool,
-        lateness: Option<Duration>,
-        duration: Option<Duration>,
+        (lateness, duration): (Option<Duration>, Option<Duration>),
     ) {
         let event = Event {
-            run_key: run_key(&self.job.name, fire),
+            run_key,
             job: Arc::clone(&self.job.name),
             fire_time: fire,
-            fencing_token: token,
+            fencing_token,
             instance: Arc::clone(&self.shared.instance),
             at: self.shared.clock.now(),
             first_report,
@@ -640,6 +640,27 @@ impl JobTask {
         self.metrics.record(&event);
         self.shared.events.emit(&event);
         self.status.record(event, self.running.len());
+    }
+}
+
+/// What the events of one run carry.
+struct RunFacts {
+    fire: DateTime<Utc>,
+    key: Arc<str>,
+    token: u64,
+    lateness: Duration,
+    duration: Option<Duration>,
+}
+
+impl RunFacts {
+    fn of(run: &Running, duration: Option<Duration>) -> Self {
+        RunFacts {
+            fire: run.fire,
+            key: Arc::clone(&run.run_key),
+            token: run.token,
+            lateness: run.lateness,
+            duration,
+        }
     }
 }
 

@@ -52,7 +52,7 @@ pub struct RunRecord {
     /// Its fencing token.
     pub fencing_token: u64,
     /// The process that ran it.
-    pub instance: String,
+    pub instance: std::sync::Arc<str>,
 }
 
 /// Counts of events by kind.
@@ -150,7 +150,7 @@ impl StatusCell {
                     finished_at: None,
                     outcome: None,
                     fencing_token: event.fencing_token.unwrap_or_default(),
-                    instance: event.instance.to_string(),
+                    instance: std::sync::Arc::clone(&event.instance),
                 });
             }
             EventKind::Succeeded => c.succeeded += 1,

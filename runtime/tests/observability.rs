@@ -68,7 +68,7 @@ async fn events_carry_the_fire_its_run_key_token_instance_and_timings() {
         assert_eq!(&*e.job, "fields");
         assert_eq!(&*e.instance, "test-instance");
         assert_eq!(
-            e.run_key,
+            &*e.run_key,
             format!(
                 "fields@{}",
                 e.fire_time
