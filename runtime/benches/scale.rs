@@ -36,6 +36,17 @@
 //! lateness p99 ≤ 1.25 × baseline p99 at N = 1 (+1 ms allowance) and N ≥ 10,000; CPU per 10 s ≤
 //! 2 × baseline; peak RSS ≤ 2 × baseline + 20 MiB; idle CPU of 100,000 idle jobs ≤ 1 % of one
 //! core; start-up of 100,000 jobs < 1 s.
+//!
+//! **Redis** (after the local sections; `SCALE_REDIS_N` jobs, default 1,000, 0 skips it; skipped
+//! with a note when `redis-server` is not installed): the same every-second load with
+//! `lock = redis` (lease 30 s) in three scheduler processes (`SCALE_CHILD=cronguard:redis:<n>`)
+//! against one `redis-server` the parent starts (`SCALE_REDIS_URL`; the parent also fixes the
+//! window for all three in `SCALE_REDIS_WINDOW`). Each child reports the (job, T) it ran; the parent
+//! merges them and counts missed and duplicated fires across the processes. Also printed: lateness
+//! over all runs, claims per second, claim latency (the `cronguard_claim_latency_seconds`
+//! histogram, read with a debugging recorder) and T → claim outcome (from the events), and Redis
+//! round trips (`cmdstat_evalsha` + `cmdstat_eval` of `INFO commandstats` over the window) per
+//! fire and per run of the claiming process. Targets: 0 missed, 0 duplicated, 2 round trips per run.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -59,6 +70,8 @@ struct Config {
     idle_seconds: u64,
     /// How long after the window stragglers may still run before their fires count as missed.
     settle: u64,
+    /// Jobs of the Redis scenario (`SCALE_REDIS_N`, default 1,000; 0 skips it).
+    redis_n: usize,
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -94,6 +107,7 @@ impl Config {
             idle_n: usize::try_from(env_u64("SCALE_IDLE_N", 100_000)).expect("SCALE_IDLE_N"),
             idle_seconds: env_u64("SCALE_IDLE_SECONDS", seconds).max(1),
             settle: env_u64("SCALE_SETTLE", 10),
+            redis_n: usize::try_from(env_u64("SCALE_REDIS_N", 1_000)).expect("SCALE_REDIS_N"),
         }
     }
 }
@@ -761,6 +775,9 @@ fn parent() {
         }
         None => {}
     }
+    if cfg.redis_n > 0 {
+        redis_scenario(&cfg, &mut v);
+    }
     println!();
     println!("targets: {} passed, {} failed", v.passed, v.failed.len());
     for f in &v.failed {
@@ -768,8 +785,463 @@ fn parent() {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Redis: three schedulers in three processes against one redis-server
+// ---------------------------------------------------------------------------------------------
+
+/// How many scheduler processes share the Redis guard.
+const REDIS_PROCESSES: usize = 3;
+
+/// What one process saw of the fires of the window, from its events.
+#[derive(Default)]
+struct Outcomes {
+    /// Claims it won (`started`).
+    won: u64,
+    /// Claims that found the fire already run (`claimed_elsewhere`).
+    elsewhere: u64,
+    /// Claims that found the lock held (`skipped`, `overlap = "skip"`).
+    busy: u64,
+    misfired: u64,
+    /// From `T` to the claim's outcome event, in µs, one per fire of the window.
+    outcome_us: Vec<i64>,
+}
+
+impl Outcomes {
+    fn total(&self) -> u64 {
+        self.won + self.elsewhere + self.busy + self.misfired
+    }
+}
+
+/// Values in µs of every `cronguard_claim_latency_seconds` sample since the last snapshot.
+fn claim_latencies_us(snapshotter: &metrics_util::debugging::Snapshotter) -> Vec<i64> {
+    let mut out = Vec::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        if key.key().name() != "cronguard_claim_latency_seconds" {
+            continue;
+        }
+        if let metrics_util::debugging::DebugValue::Histogram(values) = value {
+            out.extend(values.iter().map(|v| (v.into_inner() * 1e6).round() as i64));
+        }
+    }
+    out
+}
+
+fn joined(values: impl Iterator<Item = String>) -> String {
+    values.collect::<Vec<_>>().join(" ")
+}
+
+/// One of the three scheduler processes: `SCALE_CHILD=cronguard:redis:<n>`, with the server's
+/// URL in `SCALE_REDIS_URL`, the first measured fire in `SCALE_REDIS_WINDOW` (set by the parent,
+/// the same for all three) and this process's number in `SCALE_REDIS_INSTANCE`.
+fn redis_child(spec: &str) {
+    let cfg = Config::from_env();
+    let n: usize = spec
+        .rsplit(':')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("SCALE_CHILD `{spec}`: no job count"));
+    let url = std::env::var("SCALE_REDIS_URL").expect("SCALE_REDIS_URL");
+    let window_start: i64 = std::env::var("SCALE_REDIS_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .expect("SCALE_REDIS_WINDOW");
+    let instance = std::env::var("SCALE_REDIS_INSTANCE").unwrap_or_else(|_| "0".to_owned());
+    let secs = i64::try_from(cfg.seconds).expect("SCALE_SECONDS");
+    let slots_per_job = usize::try_from(cfg.seconds).expect("SCALE_SECONDS");
+    let rec: &'static Recorder = Box::leak(Box::new(Recorder::new(n, slots_per_job)));
+    rec.window_start.store(window_start, Ordering::Release);
+
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().expect("the only metrics recorder");
+
+    let outcomes: &'static std::sync::Mutex<Outcomes> =
+        Box::leak(Box::new(std::sync::Mutex::new(Outcomes::default())));
+    let in_window =
+        move |t: DateTime<Utc>| (window_start..window_start + secs).contains(&t.timestamp());
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let t0 = Instant::now();
+    let handle = rt.block_on(async {
+        let mut builder = cronguard::builder()
+            .registered_jobs(false)
+            .redis_url(url)
+            .instance(format!("scale-{instance}"))
+            .shutdown_timeout(Duration::from_secs(5))
+            .on_event(move |e: &cronguard::Event| {
+                if !in_window(e.fire_time) {
+                    return;
+                }
+                let mut o = outcomes.lock().expect("not poisoned");
+                match e.kind {
+                    cronguard::EventKind::Started => o.won += 1,
+                    cronguard::EventKind::ClaimedElsewhere => o.elsewhere += 1,
+                    cronguard::EventKind::Skipped { .. } => o.busy += 1,
+                    cronguard::EventKind::Misfired { .. } => o.misfired += 1,
+                    _ => return,
+                }
+                let us = (e.at - e.fire_time).num_microseconds().unwrap_or(i64::MAX);
+                o.outcome_us.push(us);
+            });
+        for i in 0..n {
+            let schedule = Schedule::every(Duration::from_secs(1)).expect("a valid schedule");
+            builder = builder.job(
+                Job::new(format!("job{i}"), schedule)
+                    .lock(cronguard::Lock::Redis)
+                    .lease(Duration::from_secs(30))
+                    .run(move |ctx: JobContext| async move {
+                        rec.record(i, ctx.fire_time());
+                    }),
+            );
+        }
+        builder.start().await.expect("cronguard starts")
+    });
+    let startup = t0.elapsed();
+
+    // The same window as the parent's `INFO commandstats` samples: S bursts of claims.
+    let half = TimeDelta::milliseconds(500);
+    sleep_until_wall(at_second(window_start) - half);
+    let warmup_claims = claim_latencies_us(&snapshotter).len();
+    sleep_until_wall(at_second(window_start + secs) - half);
+    let mut claim_us = claim_latencies_us(&snapshotter);
+    // Wait for an outcome of every fire of the window in this process.
+    let expected = (n as u64) * cfg.seconds;
+    let give_up = Instant::now() + Duration::from_secs(cfg.settle);
+    sleep_until_wall(at_second(window_start + secs) + TimeDelta::milliseconds(200));
+    while outcomes.lock().expect("not poisoned").total() < expected && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Hooks have seen every event once shutdown returns.
+    rt.block_on(handle.shutdown_within(Duration::from_secs(5)));
+    claim_us.sort_unstable();
+
+    let o = outcomes.lock().expect("not poisoned");
+    println!(
+        "SCALE_RESULT side=cronguard mode=redis n={n} startup_us={} duplicated={} outside={} won={} elsewhere={} busy={} misfired={} claims={} warmup_claims={warmup_claims}",
+        startup.as_micros(),
+        rec.duplicated.load(Ordering::Relaxed),
+        rec.outside.load(Ordering::Relaxed),
+        o.won,
+        o.elsewhere,
+        o.busy,
+        o.misfired,
+        claim_us.len(),
+    );
+    println!(
+        "SCALE_CLAIM_US {}",
+        joined(claim_us.iter().map(i64::to_string))
+    );
+    println!(
+        "SCALE_OUTCOME_US {}",
+        joined(o.outcome_us.iter().map(i64::to_string))
+    );
+    println!(
+        "SCALE_RAN {}",
+        joined(
+            rec.lateness_us
+                .iter()
+                .enumerate()
+                .map(|(slot, l)| (slot, l.load(Ordering::Relaxed)))
+                .filter(|&(_, l)| l != NOT_RUN)
+                .map(|(slot, l)| format!("{slot}:{l}"))
+        )
+    );
+}
+
+/// `cmdstat_evalsha` + `cmdstat_eval` calls so far.
+fn script_calls(conn: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(conn)
+        .expect("INFO commandstats");
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+            let calls: u64 = rest.split(',').next()?.parse().ok()?;
+            matches!(name, "evalsha" | "eval").then_some(calls)
+        })
+        .sum()
+}
+
+/// What one Redis child printed.
+struct RedisOutcome {
+    fields: Outcome,
+    claim_us: Vec<i64>,
+    outcome_us: Vec<i64>,
+    /// (slot, lateness in µs) of every fire of the window this process ran.
+    ran: Vec<(usize, i64)>,
+}
+
+fn parse_redis_child(stdout: &str) -> Option<RedisOutcome> {
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .map(str::to_owned)
+    };
+    let numbers = |l: String| -> Vec<i64> {
+        l.split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect()
+    };
+    Some(RedisOutcome {
+        fields: Outcome(
+            line("SCALE_RESULT ")?
+                .split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        ),
+        claim_us: numbers(line("SCALE_CLAIM_US")?),
+        outcome_us: numbers(line("SCALE_OUTCOME_US")?),
+        ran: line("SCALE_RAN")?
+            .split_whitespace()
+            .filter_map(|kv| {
+                let (slot, l) = kv.split_once(':')?;
+                Some((slot.parse().ok()?, l.parse().ok()?))
+            })
+            .collect(),
+    })
+}
+
+/// One row of the Redis table: metric, value, expected, verdict.
+fn redis_row(metric: &str, value: String, target: &str, verdict: &str) {
+    println!("  {metric:<42} {value:>22}  {target:<28} {verdict}");
+}
+
+fn redis_scenario(cfg: &Config, v: &mut Verdicts) {
+    let n = cfg.redis_n;
+    let title = format!(
+        "Redis: N = {} jobs, every 1 s (redis guard, lease 30 s, empty body), {REDIS_PROCESSES} scheduler processes, one redis-server",
+        thousands(n as u64)
+    );
+    let Some(server) = cronguard_testkit::RedisServer::start() else {
+        println!("\n{title}\n  skipped: redis-server is not installed");
+        return;
+    };
+    let url = server.url();
+    eprintln!("scale: running cronguard:redis:{n} x {REDIS_PROCESSES} against {url} ...");
+    let secs = i64::try_from(cfg.seconds).expect("SCALE_SECONDS");
+    let warmup = i64::try_from(cfg.warmup).expect("SCALE_WARMUP");
+    // Two more seconds for three processes to start and connect.
+    let window_start = Utc::now().timestamp() + 1 + warmup + 2;
+    let exe = std::env::current_exe().expect("the path of this benchmark");
+    let children: Vec<_> = (0..REDIS_PROCESSES)
+        .map(|i| {
+            Command::new(&exe)
+                .env("SCALE_CHILD", format!("cronguard:redis:{n}"))
+                .env("SCALE_REDIS_URL", &url)
+                .env("SCALE_REDIS_WINDOW", window_start.to_string())
+                .env("SCALE_REDIS_INSTANCE", i.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("the benchmark can start itself")
+        })
+        .collect();
+
+    let mut conn = redis::Client::open(url.as_str())
+        .and_then(|c| c.get_connection())
+        .expect("the parent connects to redis-server");
+    let half = TimeDelta::milliseconds(500);
+    sleep_until_wall(at_second(window_start) - half);
+    let calls0 = script_calls(&mut conn);
+    sleep_until_wall(at_second(window_start + secs) - half);
+    let calls = script_calls(&mut conn) - calls0;
+
+    let mut outs = Vec::new();
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("the child runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match parse_redis_child(&stdout) {
+            Some(o) if out.status.success() => outs.push(o),
+            _ => eprintln!(
+                "scale: redis child {i} failed ({}): {}",
+                out.status,
+                stdout.lines().take(3).collect::<Vec<_>>().join("\n")
+            ),
+        }
+    }
+    drop(server);
+    println!();
+    println!("{title}");
+    if outs.len() != REDIS_PROCESSES {
+        println!("  a child process failed (see above)");
+        v.failed.push("redis: the run failed".to_owned());
+        return;
+    }
+
+    // Merge: each (job, T) of the window must have run in exactly one process.
+    let seconds = usize::try_from(cfg.seconds).expect("SCALE_SECONDS");
+    let expected = n * seconds;
+    let mut runs_of = vec![0u32; expected];
+    let mut lateness = Vec::with_capacity(expected);
+    for o in &outs {
+        for &(slot, l) in &o.ran {
+            runs_of[slot] += 1;
+            lateness.push(l);
+        }
+    }
+    let local_dup: u64 = outs.iter().map(|o| o.fields.u("duplicated")).sum();
+    let missed = runs_of.iter().filter(|&&r| r == 0).count() as u64;
+    let duplicated = runs_of
+        .iter()
+        .map(|&r| u64::from(r.saturating_sub(1)))
+        .sum::<u64>()
+        + local_dup;
+    let ran = runs_of.iter().filter(|&&r| r > 0).count() as u64;
+    lateness.sort_unstable();
+    let mut claim_us: Vec<i64> = outs
+        .iter()
+        .flat_map(|o| o.claim_us.iter().copied())
+        .collect();
+    claim_us.sort_unstable();
+    let mut outcome_us: Vec<i64> = outs
+        .iter()
+        .flat_map(|o| o.outcome_us.iter().copied())
+        .collect();
+    outcome_us.sort_unstable();
+    let sum = |key: &str| outs.iter().map(|o| o.fields.u(key)).sum::<u64>();
+    let (won, elsewhere, busy, misfired) =
+        (sum("won"), sum("elsewhere"), sum("busy"), sum("misfired"));
+    let ms = |us: i64| format!("{:.3}", us as f64 / 1000.0);
+    let fires = expected as f64;
+    // A claim that lost (already ran, or lock held) is one round trip; the rest is the winners'.
+    let losing = elsewhere + busy;
+    let per_fire = calls as f64 / fires;
+    let expected_per_fire = 2.0 + losing as f64 / fires;
+    let per_run = if won > 0 {
+        calls.saturating_sub(losing) as f64 / won as f64
+    } else {
+        0.0
+    };
+    let label = |what: &str| format!("redis N={}: {what}", thousands(n as u64));
+
+    println!("  fires = the (job, T) pairs of the {} s window, each to run exactly once in one of the {REDIS_PROCESSES} processes", cfg.seconds);
+    println!("  lateness = run start - T, over all runs; claims = claim attempts of all processes (one EVALSHA each)");
+    println!("  claim latency = one claim's round trip (`cronguard_claim_latency_seconds`); T -> claim outcome = from T to each");
+    println!("  process's `started` / `claimed_elsewhere` / `skipped` event of the fire; round trips = `cmdstat_evalsha` + `cmdstat_eval`");
+    println!("  calls (`INFO commandstats`) over the window, per fire, and per run without the losing claims (1 round trip each)");
+    redis_row("", "value".into(), "expected", "");
+    redis_row(
+        "start-up, slowest process (ms)",
+        format!(
+            "{:.1}",
+            outs.iter()
+                .map(|o| o.fields.ms("startup_us"))
+                .fold(0.0, f64::max)
+        ),
+        "",
+        "",
+    );
+    redis_row(
+        "fires run / expected",
+        format!("{}/{}", thousands(ran), thousands(expected as u64)),
+        "",
+        "",
+    );
+    redis_row(
+        "runs per process",
+        outs.iter()
+            .map(|o| thousands(o.ran.len() as u64))
+            .collect::<Vec<_>>()
+            .join(" / "),
+        "",
+        "",
+    );
+    redis_row(
+        "duplicated (across the processes)",
+        thousands(duplicated),
+        "= 0",
+        v.check(duplicated == 0, label("0 duplicated")),
+    );
+    redis_row(
+        "missed",
+        thousands(missed),
+        "= 0",
+        v.check(missed == 0, label("0 missed")),
+    );
+    redis_row("lateness p50 (ms)", ms(percentile(&lateness, 0.50)), "", "");
+    redis_row("lateness p99 (ms)", ms(percentile(&lateness, 0.99)), "", "");
+    redis_row(
+        "lateness max (ms)",
+        ms(lateness.last().copied().unwrap_or(0)),
+        "",
+        "",
+    );
+    redis_row(
+        "claims per second (all processes)",
+        format!("{:.0}", claim_us.len() as f64 / cfg.seconds as f64),
+        &format!("{} x N", REDIS_PROCESSES),
+        "",
+    );
+    redis_row(
+        "claims won / ran elsewhere / busy / misfired",
+        format!(
+            "{}/{}/{}/{}",
+            thousands(won),
+            thousands(elsewhere),
+            thousands(busy),
+            thousands(misfired)
+        ),
+        "",
+        "",
+    );
+    redis_row(
+        "claim latency p50 (ms)",
+        ms(percentile(&claim_us, 0.50)),
+        "",
+        "",
+    );
+    redis_row(
+        "claim latency p99 (ms)",
+        ms(percentile(&claim_us, 0.99)),
+        "",
+        "",
+    );
+    redis_row(
+        "T -> claim outcome p50 (ms)",
+        ms(percentile(&outcome_us, 0.50)),
+        "",
+        "",
+    );
+    redis_row(
+        "T -> claim outcome p99 (ms)",
+        ms(percentile(&outcome_us, 0.99)),
+        "",
+        "",
+    );
+    redis_row(
+        "round trips per fire (all processes)",
+        format!("{per_fire:.3}"),
+        &format!("2 + losing claims = {expected_per_fire:.3}"),
+        "",
+    );
+    redis_row(
+        "round trips per run (claiming process)",
+        format!("{per_run:.3}"),
+        "= 2",
+        v.check(
+            (per_run - 2.0).abs() < 0.005,
+            label("round trips per run == 2"),
+        ),
+    );
+    if misfired > 0 {
+        println!(
+            "  note: cronguard reported {} misfired fires in the window",
+            thousands(misfired)
+        );
+    }
+}
+
 fn main() {
     match std::env::var("SCALE_CHILD") {
+        Ok(spec) if spec.starts_with("cronguard:redis:") => redis_child(&spec),
         Ok(spec) => child(&spec),
         Err(_) => parent(),
     }
