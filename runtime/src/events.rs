@@ -134,7 +134,7 @@ pub(crate) type Hook = Arc<dyn Fn(&Event) + Send + Sync>;
 enum ToHooks {
     Event(Box<Event>),
     /// Answered once every event sent before it has been handed to the hooks.
-    Flush(tokio::sync::oneshot::Sender<()>),
+    Flush(std::sync::mpsc::Sender<()>),
 }
 
 /// Where the scheduler sends events: logged at once, handed to hooks on a thread of their own so
@@ -209,14 +209,20 @@ impl EventSink {
         }
     }
 
-    /// Waits until every event emitted so far has been handed to the hooks.
-    pub(crate) async fn flush(&self) {
-        if let Some(tx) = &self.hooks {
-            let (done, wait) = tokio::sync::oneshot::channel();
-            if tx.send(ToHooks::Flush(done)).is_ok() {
-                let _ = wait.await;
-            }
+    /// Waits until every event emitted so far has been handed to the hooks, for at most `limit`
+    /// of real time (measured on the blocking pool, so that a paused tokio clock cannot cut it
+    /// short). `false` when the hooks did not catch up in time.
+    pub(crate) async fn flush(&self, limit: std::time::Duration) -> bool {
+        let Some(tx) = &self.hooks else {
+            return true;
+        };
+        let (done, wait) = std::sync::mpsc::channel();
+        if tx.send(ToHooks::Flush(done)).is_err() {
+            return true;
         }
+        tokio::task::spawn_blocking(move || wait.recv_timeout(limit).is_ok())
+            .await
+            .unwrap_or(false)
     }
 }
 

@@ -167,8 +167,15 @@ impl Cronguard {
                 tracing::error!(error = %e, "a job task ended abnormally during shutdown");
             }
         }
-        // Every event, up to the last run's end, reaches the hooks before shutdown returns.
-        self.shared.events.flush().await;
+        // Every event, up to the last run's end, reaches the hooks before shutdown returns —
+        // unless a hook is stuck: then shutdown does not hang on it for longer than the timeout.
+        let hooks_wait = timeout.max(Duration::from_secs(1));
+        if !self.shared.events.flush(hooks_wait).await {
+            tracing::warn!(
+                waited_ms = hooks_wait.as_millis() as u64,
+                "event hooks are still busy; shutting down without waiting for them to catch up"
+            );
+        }
         tracing::info!("cronguard stopped");
     }
 

@@ -252,3 +252,21 @@ async fn status_and_health_serialize_to_json() {
     assert_eq!(health["jobs"][0]["state"]["state"], "on_time");
     handle.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hook_that_never_returns_cannot_hang_shutdown() {
+    let job = Job::new("stuck-hook", every(1)).run(|_| async {});
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
+        .on_event(|_| loop {
+            std::thread::park();
+        })
+        .job(job)
+        .start()
+        .await
+        .expect("starts");
+    sleep_s(2.5).await;
+    // Returns after the shutdown timeout (virtual time), although the hook never will.
+    handle.shutdown_within(Duration::from_secs(2)).await;
+}
