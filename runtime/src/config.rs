@@ -135,8 +135,8 @@ impl Builder {
     }
 
     /// Calls `hook` with every event, in order, on a thread of its own: a slow, blocking or
-    /// panicking hook never delays a timer or a job. [`Cronguard::shutdown`](crate::Cronguard::shutdown) returns only after
-    /// every event has reached the hooks.
+    /// panicking hook never delays a timer or a job. [`Cronguard::shutdown`](crate::Cronguard::shutdown) returns after
+    /// every event has reached the hooks, or after the shutdown timeout if a hook is stuck.
     pub fn on_event(mut self, hook: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         self.hooks.push(Arc::new(hook));
         self
