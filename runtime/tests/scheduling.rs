@@ -495,9 +495,7 @@ async fn every_outcome_of_a_fire_is_reported_exactly_once() {
 async fn single_run(job: Job, run_s: u64) -> Vec<Event> {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
-    let handle = cronguard::builder()
-        .registered_jobs(false)
-        .clock(Clock::anchored(t0()))
+    let handle = paused_builder()
         .on_event(move |e| sink.lock().expect("lock").push(e.clone()))
         .job(job)
         .start()
@@ -508,6 +506,13 @@ async fn single_run(job: Job, run_s: u64) -> Vec<Event> {
     tokio::time::sleep(Duration::from_millis(1)).await;
     let out = events.lock().expect("lock").clone();
     out
+}
+
+/// A builder with no `#[scheduled]` jobs whose clock follows tokio's paused clock from `t0`.
+fn paused_builder() -> cronguard::Builder {
+    cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
 }
 
 fn every(s: u64) -> Schedule {
@@ -606,9 +611,7 @@ async fn shutdown_lets_a_run_finish_within_the_timeout() {
         .run(|_| async { tokio::time::sleep(Duration::from_secs(3)).await });
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
-    let handle = cronguard::builder()
-        .registered_jobs(false)
-        .clock(Clock::anchored(t0()))
+    let handle = paused_builder()
         .on_event(move |e| sink.lock().expect("lock").push(e.kind.name()))
         .job(job)
         .start()
@@ -624,13 +627,7 @@ async fn shutdown_lets_a_run_finish_within_the_timeout() {
 #[tokio::test(start_paused = true)]
 async fn status_lists_next_fire_last_run_and_counts() {
     let job = Job::new("status", every(5)).run(|_| async {});
-    let handle = cronguard::builder()
-        .registered_jobs(false)
-        .clock(Clock::anchored(t0()))
-        .job(job)
-        .start()
-        .await
-        .expect("starts");
+    let handle = paused_builder().job(job).start().await.expect("starts");
     tokio::time::sleep(Duration::from_secs(11)).await;
     let status = handle.jobs();
     assert_eq!(status.len(), 1);
@@ -732,13 +729,7 @@ async fn a_huge_grace_or_interval_neither_overflows_nor_panics() {
     let never = Job::new("never", Schedule::every(Duration::MAX).expect("valid")).run(|_| async {});
     let events = single_run(job, 4).await;
     assert!(events.iter().any(|e| e.kind.name() == "succeeded"));
-    let handle = cronguard::builder()
-        .registered_jobs(false)
-        .clock(Clock::anchored(t0()))
-        .job(never)
-        .start()
-        .await
-        .expect("starts");
+    let handle = paused_builder().job(never).start().await.expect("starts");
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
         handle.jobs()[0].next_fire,
