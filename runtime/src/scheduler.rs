@@ -401,7 +401,7 @@ impl JobTask {
                 self.retries = 0;
                 self.last_guard_error = None;
                 if self.shared.clock.now() >= self.grace_end(fire) {
-                    release_in_background(lease, Arc::clone(&self.job.name));
+                    release_soon(lease, Arc::clone(&self.job.name));
                     let reason = format!(
                         "claimed only after the misfire grace of {} had passed",
                         human(self.job.misfire_grace)
@@ -493,10 +493,7 @@ impl JobTask {
             // delays nothing but this job's own bookkeeping.
             let mut cx = Context::from_waker(Waker::noop());
             if let Poll::Ready(end) = span.in_scope(|| run.as_mut().poll(&mut cx)) {
-                let mut release = lease.release();
-                if release.as_mut().poll(&mut cx).is_pending() {
-                    tokio::spawn(release);
-                }
+                release_soon(lease, job);
                 self.on_finished(id, end);
                 return;
             }
@@ -519,12 +516,7 @@ impl JobTask {
             } else {
                 run.await
             };
-            let release = std::panic::AssertUnwindSafe(lease.release())
-                .catch_unwind()
-                .await;
-            if !matches!(release, Ok(Ok(()))) {
-                tracing::warn!(job = %job, "could not release the guard after the run; it frees itself when it expires or the process exits");
-            }
+            release(lease, job).await;
             let _ = tx.send(Box::new(Msg::Finished { id, end }));
         };
         if span.is_disabled() {
@@ -576,7 +568,7 @@ impl JobTask {
                     Msg::Claimed { fire, result, .. } => {
                         self.claiming = None;
                         if let Ok(Claim::Acquired(lease)) = result {
-                            release_in_background(lease, Arc::clone(&self.job.name));
+                            release_soon(lease, Arc::clone(&self.job.name));
                         }
                         let reason = "the scheduler shut down before the fire could start".to_owned();
                         self.emit(fire, EventKind::Misfired { reason });
@@ -706,12 +698,34 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-fn release_in_background(lease: Box<dyn Lease>, job: Arc<str>) {
-    tokio::spawn(async move {
-        if let Err(e) = lease.release().await {
-            tracing::warn!(job = %job, error = %e, "could not release an unused claim");
+/// Gives a lease back. A failure is only logged: the guard frees itself when the lease expires
+/// or the process exits.
+async fn release(lease: Box<dyn Lease>, job: Arc<str>) {
+    match std::panic::AssertUnwindSafe(lease.release())
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(job = %job, error = %e, "could not release the guard; it frees itself when the lease expires or the process exits")
         }
-    });
+        Err(panic) => {
+            tracing::warn!(job = %job, panic = %panic_message(&*panic), "the guard panicked while releasing; it frees itself when the lease expires or the process exits")
+        }
+    }
+}
+
+/// [`release`] without waiting: done at once when the guard answers at once (in-memory guards),
+/// otherwise on a task of its own.
+fn release_soon(lease: Box<dyn Lease>, job: Arc<str>) {
+    let mut releasing = Box::pin(release(lease, job));
+    if releasing
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+        .is_pending()
+    {
+        tokio::spawn(releasing);
+    }
 }
 
 pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
