@@ -11,10 +11,9 @@ use crate::events::{Event, EventSink, Hook};
 use crate::guard::file::FileGuard;
 use crate::guard::local::LocalGuard;
 use crate::guard::Guard;
-use crate::handle::{Cronguard, JobHandle, JobView};
+use crate::handle::Cronguard;
 use crate::job::{registered, Job};
 use crate::scheduler::{self, Shared};
-use crate::status::StatusCell;
 use crate::{Clock, Error, Lock};
 
 /// The default time running jobs get to finish at shutdown.
@@ -228,7 +227,7 @@ impl Builder {
             )
             .await;
         }
-        let mut handles = Vec::with_capacity(jobs.len());
+        let mut runnable = Vec::with_capacity(jobs.len());
         for job in jobs {
             let guard: Arc<dyn Guard> = match (job.lock, &redis) {
                 (Lock::File, _) => Arc::new(FileGuard::new(&lock_dir, &job.name)),
@@ -243,34 +242,15 @@ impl Builder {
                 )),
                 _ => Arc::new(LocalGuard::new(job.max_instances)),
             };
-            let status = Arc::new(StatusCell::new(
-                &job.name,
-                job.schedule.to_string(),
-                job.lock,
-                job.enabled,
-            ));
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start
             };
-            let grace = job.misfire_grace;
-            let task = scheduler::spawn(
-                job,
-                body,
-                Arc::clone(&guard),
-                shared.clone(),
-                Arc::clone(&status),
-            );
-            handles.push(JobHandle {
-                view: JobView {
-                    status,
-                    guard,
-                    grace,
-                },
-                task,
-            });
+            runnable.push((job, body, guard));
         }
-        tracing::info!(jobs = handles.len(), instance = %shared.instance, "cronguard started");
-        Ok(Cronguard::new(handles, shared, self.shutdown_timeout))
+        let count = runnable.len();
+        let shards = scheduler::start(runnable, &shared);
+        tracing::info!(jobs = count, instance = %shared.instance, "cronguard started");
+        Ok(Cronguard::new(shards, shared, self.shutdown_timeout))
     }
 }
 

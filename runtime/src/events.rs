@@ -128,6 +128,54 @@ impl EventKind {
     }
 }
 
+/// An event before it is given its job and instance: what the scheduler keeps in a job's status
+/// and turns into an [`Event`] only when something consumes events.
+#[derive(Debug, Clone)]
+pub(crate) struct Occurrence {
+    pub(crate) fire_time: DateTime<Utc>,
+    pub(crate) fencing_token: Option<u64>,
+    pub(crate) at: DateTime<Utc>,
+    pub(crate) first_report: bool,
+    pub(crate) lateness: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
+    pub(crate) kind: EventKind,
+}
+
+impl Occurrence {
+    /// A dropped fire (no run, no token).
+    pub(crate) fn drop(
+        fire_time: DateTime<Utc>,
+        at: DateTime<Utc>,
+        kind: EventKind,
+        first_report: bool,
+    ) -> Self {
+        Occurrence {
+            fire_time,
+            fencing_token: None,
+            at,
+            first_report,
+            lateness: None,
+            duration: None,
+            kind,
+        }
+    }
+
+    pub(crate) fn to_event(&self, job: &Arc<str>, instance: &Arc<str>) -> Event {
+        Event {
+            job: Arc::clone(job),
+            fire_time: self.fire_time,
+            run_key: Arc::from(crate::scheduler::run_key(job, self.fire_time)),
+            fencing_token: self.fencing_token,
+            instance: Arc::clone(instance),
+            at: self.at,
+            first_report: self.first_report,
+            lateness: self.lateness,
+            duration: self.duration,
+            kind: self.kind.clone(),
+        }
+    }
+}
+
 /// A user's event hook.
 pub(crate) type Hook = Arc<dyn Fn(&Event) + Send + Sync>;
 
@@ -199,6 +247,14 @@ impl EventSink {
         receiver
     }
 
+    /// Whether an event of this kind reaches anyone: a hook, a subscriber, or a log subscriber at
+    /// its level. Events nobody consumes are never built (a run key is formatted text).
+    pub(crate) fn wants(&self, kind: &EventKind, first_report: bool) -> bool {
+        self.hooks.is_some()
+            || self.subscribed.load(std::sync::atomic::Ordering::Relaxed)
+            || log_enabled(level(kind, first_report))
+    }
+
     pub(crate) fn emit(&self, event: &Event) {
         log(event);
         if self.stream.receiver_count() > 0 {
@@ -255,6 +311,32 @@ impl fmt::Display for Token {
             Some(t) => write!(f, "{t}"),
             None => Ok(()),
         }
+    }
+}
+
+/// The level [`log`] writes an event at.
+fn level(kind: &EventKind, first_report: bool) -> tracing::Level {
+    use tracing::Level;
+    match kind {
+        EventKind::Started | EventKind::Succeeded | EventKind::Coalesced { .. } => Level::INFO,
+        EventKind::Failed { .. } | EventKind::LeaseLost { .. } => Level::ERROR,
+        EventKind::Cancelled { .. } => Level::WARN,
+        EventKind::Skipped { .. } | EventKind::Misfired { .. } if first_report => Level::WARN,
+        EventKind::Skipped { .. } | EventKind::Misfired { .. } | EventKind::ClaimedElsewhere => {
+            Level::DEBUG
+        }
+    }
+}
+
+fn log_enabled(level: tracing::Level) -> bool {
+    use tracing::Level;
+    // `enabled!` needs a constant level.
+    match level {
+        Level::ERROR => tracing::enabled!(Level::ERROR),
+        Level::WARN => tracing::enabled!(Level::WARN),
+        Level::INFO => tracing::enabled!(Level::INFO),
+        Level::DEBUG => tracing::enabled!(Level::DEBUG),
+        _ => tracing::enabled!(Level::TRACE),
     }
 }
 

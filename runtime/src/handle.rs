@@ -6,24 +6,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::events::Event;
-use crate::guard::Guard;
 use crate::health::{judge, Health, HealthState, JobHealth};
-use crate::scheduler::Shared;
-use crate::status::{JobStatus, StatusCell};
+use crate::scheduler::{lock, ShardJobs, Shards, Shared};
+use crate::status::JobStatus;
 use crate::Error;
-
-pub(crate) struct JobHandle {
-    pub(crate) view: JobView,
-    pub(crate) task: tokio::task::JoinHandle<()>,
-}
-
-/// What the monitor reads of one job.
-#[derive(Clone)]
-pub(crate) struct JobView {
-    pub(crate) status: Arc<StatusCell>,
-    pub(crate) guard: Arc<dyn Guard>,
-    pub(crate) grace: Duration,
-}
 
 /// A cloneable, read-only view of a running scheduler: the jobs' status and health.
 ///
@@ -31,16 +17,28 @@ pub(crate) struct JobView {
 /// after shutdown (then it reports the last state).
 #[derive(Clone)]
 pub struct Monitor {
-    jobs: Arc<[JobView]>,
+    shards: Arc<[ShardJobs]>,
     clock: crate::Clock,
+    instance: Arc<str>,
 }
 
 impl Monitor {
     /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
     pub fn jobs(&self) -> Vec<JobStatus> {
-        let mut all: Vec<JobStatus> = self.jobs.iter().map(|j| j.status.snapshot()).collect();
+        let mut all = Vec::new();
+        for shard in self.shards.iter() {
+            all.extend(lock(shard).iter().map(|j| j.snapshot(&self.instance)));
+        }
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
+    }
+
+    /// Runs going on now, over all jobs.
+    fn running(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| lock(s).iter().map(|j| j.running()).sum::<usize>())
+            .sum()
     }
 
     /// Whether every job is on time (see [`Health`] for the rule). Shared guards are asked for the
@@ -48,15 +46,20 @@ impl Monitor {
     /// state [`HealthState::Unknown`] and the whole report unhealthy.
     pub async fn health(&self) -> Health {
         let now = self.clock.now();
-        let checks = self.jobs.iter().map(|job| async move {
-            let name = job.status.snapshot().name;
-            let due = job.status.due_by(now, job.grace);
-            let asked =
-                tokio::time::timeout(Duration::from_secs(2), job.guard.last_claimed()).await;
+        let mut asks = Vec::new();
+        for shard in self.shards.iter() {
+            for job in lock(shard).iter() {
+                let grace = job.misfire_grace();
+                let due = job.status().window.due_by(now, grace);
+                asks.push((job.name().to_string(), due, Arc::clone(job.guard()), grace));
+            }
+        }
+        let checks = asks.into_iter().map(|(name, due, guard, grace)| async move {
+            let asked = tokio::time::timeout(Duration::from_secs(2), guard.last_claimed()).await;
             match asked {
                 Ok(Ok(last_claimed)) => JobHealth {
                     name,
-                    state: judge(due, last_claimed, job.grace),
+                    state: judge(due, last_claimed, grace),
                     last_claimed,
                 },
                 Ok(Err(e)) => JobHealth {
@@ -88,7 +91,7 @@ impl Monitor {
 impl std::fmt::Debug for Monitor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Monitor")
-            .field("jobs", &self.jobs.len())
+            .field("shards", &self.shards.len())
             .finish()
     }
 }
@@ -106,14 +109,13 @@ pub struct Cronguard {
 }
 
 impl Cronguard {
-    pub(crate) fn new(jobs: Vec<JobHandle>, shared: Shared, shutdown_timeout: Duration) -> Self {
-        let (views, tasks): (Vec<JobView>, Vec<_>) =
-            jobs.into_iter().map(|j| (j.view, j.task)).unzip();
+    pub(crate) fn new(shards: Shards, shared: Shared, shutdown_timeout: Duration) -> Self {
         Cronguard {
-            tasks,
+            tasks: shards.tasks,
             monitor: Monitor {
-                jobs: views.into(),
+                shards: shards.jobs.into(),
                 clock: shared.clock.clone(),
+                instance: Arc::clone(&shared.instance),
             },
             shared,
             shutdown_timeout,
@@ -152,7 +154,7 @@ impl Cronguard {
 
     /// [`shutdown`](Cronguard::shutdown) with an explicit timeout.
     pub async fn shutdown_within(self, timeout: Duration) {
-        let running: usize = self.monitor.jobs().iter().map(|j| j.running).sum();
+        let running = self.monitor.running();
         if running > 0 {
             tracing::info!(
                 running,
@@ -164,7 +166,7 @@ impl Cronguard {
         self.shared.stop.cancel();
         for task in self.tasks {
             if let Err(e) = task.await {
-                tracing::error!(error = %e, "a job task ended abnormally during shutdown");
+                tracing::error!(error = %e, "a scheduler task ended abnormally during shutdown");
             }
         }
         // Every event, up to the last run's end, reaches the hooks before shutdown returns —

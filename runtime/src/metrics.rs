@@ -15,7 +15,7 @@
 
 use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
-use crate::events::{Event, EventKind};
+use crate::events::{EventKind, Occurrence};
 use crate::Lock;
 
 pub(crate) struct JobMetrics {
@@ -57,7 +57,7 @@ impl JobMetrics {
         }
     }
 
-    pub(crate) fn record(&self, event: &Event) {
+    pub(crate) fn record(&self, event: &Occurrence) {
         match &event.kind {
             EventKind::Started => {
                 if let Some(l) = event.lateness {

@@ -1,13 +1,11 @@
 //! The status snapshot of each job: what the handle's [`Cronguard::jobs`](crate::Cronguard::jobs)
 //! returns.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use std::time::Duration;
-
-use crate::events::{Event, EventKind};
+use crate::events::{Event, EventKind, Occurrence};
 use crate::health::FireWindow;
 use crate::Lock;
 
@@ -52,7 +50,7 @@ pub struct RunRecord {
     /// Its fencing token.
     pub fencing_token: u64,
     /// The process that ran it.
-    pub instance: std::sync::Arc<str>,
+    pub instance: Arc<str>,
 }
 
 /// Counts of events by kind.
@@ -80,77 +78,40 @@ pub struct Counts {
     pub lease_lost: u64,
 }
 
-pub(crate) struct StatusCell {
-    status: Mutex<JobStatus>,
-    window: Mutex<FireWindow>,
+/// What the scheduler keeps of one job for its status and health, built into a [`JobStatus`]
+/// only when someone asks.
+#[derive(Debug, Default)]
+pub(crate) struct StatusRecord {
+    pub(crate) next_fire: Option<DateTime<Utc>>,
+    last_run: Option<LastRun>,
+    last_event: Option<Occurrence>,
+    counts: Counts,
+    /// The fires the timer reached, for the health check.
+    pub(crate) window: FireWindow,
 }
 
-impl StatusCell {
-    pub(crate) fn new(name: &str, schedule: String, lock: Lock, enabled: bool) -> Self {
-        let status = Mutex::new(JobStatus {
-            name: name.to_owned(),
-            schedule,
-            lock,
-            enabled,
-            next_fire: None,
-            last_run: None,
-            last_event: None,
-            running: 0,
-            counts: Counts::default(),
-        });
-        StatusCell {
-            status,
-            window: Mutex::new(FireWindow::default()),
-        }
-    }
+#[derive(Debug)]
+struct LastRun {
+    fire_time: DateTime<Utc>,
+    started_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+    outcome: Option<EventKind>,
+    fencing_token: u64,
+}
 
-    /// Notes that the timer reached fire `fire` (for the health check).
-    pub(crate) fn observe_fire(&self, fire: DateTime<Utc>, now: DateTime<Utc>, grace: Duration) {
-        self.window
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .observe(fire, now, grace);
-    }
-
-    /// The newest fire the timer reached whose grace had passed at `now`.
-    pub(crate) fn due_by(&self, now: DateTime<Utc>, grace: Duration) -> Option<DateTime<Utc>> {
-        self.window
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .due_by(now, grace)
-    }
-
-    pub(crate) fn snapshot(&self) -> JobStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    pub(crate) fn update(&self, f: impl FnOnce(&mut JobStatus)) {
-        f(&mut self.status.lock().unwrap_or_else(PoisonError::into_inner));
-    }
-
+impl StatusRecord {
     /// Counts `event` and keeps it as the last event.
-    pub(crate) fn record(&self, event: Event, running: usize) {
-        self.update(|s| {
-            Self::count(s, &event, running);
-            s.last_event = Some(event);
-        });
-    }
-
-    fn count(s: &mut JobStatus, event: &Event, running: usize) {
-        let c = &mut s.counts;
+    pub(crate) fn record(&mut self, event: Occurrence) {
+        let c = &mut self.counts;
         match &event.kind {
             EventKind::Started => {
                 c.started += 1;
-                s.last_run = Some(RunRecord {
+                self.last_run = Some(LastRun {
                     fire_time: event.fire_time,
                     started_at: event.at,
                     finished_at: None,
                     outcome: None,
                     fencing_token: event.fencing_token.unwrap_or_default(),
-                    instance: std::sync::Arc::clone(&event.instance),
                 });
             }
             EventKind::Succeeded => c.succeeded += 1,
@@ -166,7 +127,7 @@ impl StatusCell {
             event.kind,
             EventKind::Succeeded | EventKind::Failed { .. } | EventKind::Cancelled { .. }
         ) {
-            if let Some(run) = s
+            if let Some(run) = self
                 .last_run
                 .as_mut()
                 .filter(|r| r.fire_time == event.fire_time)
@@ -175,6 +136,35 @@ impl StatusCell {
                 run.outcome = Some(event.kind.clone());
             }
         }
-        s.running = running;
+        self.last_event = Some(event);
+    }
+
+    pub(crate) fn snapshot(
+        &self,
+        job: &crate::Job,
+        instance: &Arc<str>,
+        running: usize,
+    ) -> JobStatus {
+        JobStatus {
+            name: job.name.to_string(),
+            schedule: job.schedule.to_string(),
+            lock: job.lock,
+            enabled: job.enabled,
+            next_fire: self.next_fire,
+            last_run: self.last_run.as_ref().map(|r| RunRecord {
+                fire_time: r.fire_time,
+                started_at: r.started_at,
+                finished_at: r.finished_at,
+                outcome: r.outcome.clone(),
+                fencing_token: r.fencing_token,
+                instance: Arc::clone(instance),
+            }),
+            last_event: self
+                .last_event
+                .as_ref()
+                .map(|e| e.to_event(&job.name, instance)),
+            running,
+            counts: self.counts,
+        }
     }
 }

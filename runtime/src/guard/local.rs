@@ -1,15 +1,16 @@
-//! `lock = "local"`: a semaphore of `max_instances` and the last claimed fire, in memory.
+//! `lock = "local"`: `max_instances` slots and the last claimed fire, in memory.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{Claim, Guard, GuardError, Lease};
 use crate::registry::BoxFuture;
 
-pub(crate) struct LocalGuard {
-    slots: Arc<Semaphore>,
+pub(crate) struct LocalGuard(Arc<Slots>);
+
+struct Slots {
+    max_instances: u32,
     state: Mutex<State>,
 }
 
@@ -17,28 +18,36 @@ pub(crate) struct LocalGuard {
 struct State {
     last_claimed: Option<DateTime<Utc>>,
     last_token: u64,
+    running: u32,
+}
+
+impl Slots {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl LocalGuard {
     pub(crate) fn new(max_instances: u32) -> Self {
-        LocalGuard {
-            slots: Arc::new(Semaphore::new(max_instances as usize)),
+        LocalGuard(Arc::new(Slots {
+            max_instances,
             state: Mutex::new(State::default()),
-        }
+        }))
     }
 
     fn claim_sync(&self, fire_time: DateTime<Utc>) -> Claim {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.0.state();
         if state.last_claimed.is_some_and(|last| last >= fire_time) {
             return Claim::AlreadyRan;
         }
-        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+        if state.running >= self.0.max_instances {
             return Claim::Busy { first_report: true };
-        };
+        }
+        state.running += 1;
         state.last_claimed = Some(fire_time);
         state.last_token += 1;
         Claim::Acquired(Box::new(LocalLease {
-            _permit: permit,
+            slots: Arc::clone(&self.0),
             token: state.last_token,
         }))
     }
@@ -55,18 +64,22 @@ impl Guard for LocalGuard {
     }
 
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
-        let last = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .last_claimed;
+        let last = self.0.state().last_claimed;
         Box::pin(async move { Ok(last) })
     }
 }
 
+/// Frees its slot when dropped, released or not (a panic cannot leak a slot).
 struct LocalLease {
-    _permit: OwnedSemaphorePermit,
+    slots: Arc<Slots>,
     token: u64,
+}
+
+impl Drop for LocalLease {
+    fn drop(&mut self) {
+        let mut state = self.slots.state();
+        state.running = state.running.saturating_sub(1);
+    }
 }
 
 impl Lease for LocalLease {

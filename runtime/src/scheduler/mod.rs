@@ -1,0 +1,100 @@
+//! The scheduler. Jobs are split into shards; a shard is one task with one timer for all of its
+//! jobs, so a process with 100,000 jobs has a handful of timers, not 100,000. Each job keeps the
+//! due-fire model of DESIGN §3 (slots, overlap, coalescing, misfires) in a compact
+//! [`JobSlot`](slot::JobSlot); claims that wait on a guard and every run are tasks of their own
+//! that report back to their shard by message, so a shard never waits for a job or a guard.
+
+mod run;
+mod shard;
+mod slot;
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::EventSink;
+use crate::guard::Guard;
+use crate::job::Body;
+use crate::{Clock, Job};
+
+pub(crate) use slot::JobSlot;
+
+/// What every shard shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) clock: Clock,
+    pub(crate) events: EventSink,
+    pub(crate) instance: Arc<str>,
+    /// Cancelled when the scheduler stops firing.
+    pub(crate) stop: CancellationToken,
+    /// Set before `stop` is cancelled: when running jobs are cancelled.
+    pub(crate) deadline: Arc<OnceLock<Instant>>,
+}
+
+/// The jobs of one shard. The shard task holds the lock while it handles a batch of fires or
+/// messages (never across an await); the monitor takes it to read status and health.
+pub(crate) type ShardJobs = Arc<Mutex<Vec<JobSlot>>>;
+
+pub(crate) fn lock(jobs: &ShardJobs) -> std::sync::MutexGuard<'_, Vec<JobSlot>> {
+    jobs.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A shard takes this many jobs before another shard is started.
+const JOBS_PER_SHARD: usize = 1024;
+/// Shards per CPU at most: enough to spread a burst of fires over every worker thread.
+const SHARDS_PER_CPU: usize = 4;
+
+/// The running shards.
+pub(crate) struct Shards {
+    pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
+    pub(crate) jobs: Vec<ShardJobs>,
+}
+
+/// Starts the shards that run `jobs`.
+pub(crate) fn start(jobs: Vec<(Job, Body, Arc<dyn Guard>)>, shared: &Shared) -> Shards {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let count = jobs
+        .len()
+        .div_ceil(JOBS_PER_SHARD)
+        .clamp(1, cpus * SHARDS_PER_CPU);
+    let mut split: Vec<Vec<JobSlot>> = (0..count)
+        .map(|_| Vec::with_capacity(jobs.len() / count + 1))
+        .collect();
+    for (i, (job, body, guard)) in jobs.into_iter().enumerate() {
+        split[i % count].push(JobSlot::new(job, body, guard));
+    }
+    let mut shards = Shards {
+        tasks: Vec::with_capacity(count),
+        jobs: Vec::with_capacity(count),
+    };
+    for slots in split.into_iter().filter(|s| !s.is_empty()) {
+        let jobs: ShardJobs = Arc::new(Mutex::new(slots));
+        shards
+            .tasks
+            .push(tokio::spawn(shard::run(Arc::clone(&jobs), shared.clone())));
+        shards.jobs.push(jobs);
+    }
+    shards
+}
+
+pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `job@T`: the identity of a fire in every process.
+pub(crate) fn run_key(job: &str, fire: DateTime<Utc>) -> String {
+    format!("{job}@{}", fmt_time(fire))
+}
+
+/// `1500ms`, `60s`: durations as the attribute writes them.
+fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 || ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{}s", ms / 1000)
+    }
+}

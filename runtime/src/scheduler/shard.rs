@@ -1,0 +1,323 @@
+//! A shard: one task, one timer and one inbox for a group of jobs.
+//!
+//! Jobs wait in buckets keyed by their next fire instant; the timer is armed for the earliest
+//! bucket or the earliest wake-up (a misfire deadline or a claim retry). When a bucket comes due,
+//! its jobs are handled in chunks, with a yield between chunks so that the runs just started, the
+//! other shards and the monitor get their turn during a burst of fires.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
+
+use super::run::RunEnd;
+use super::slot::Cx;
+use super::{lock, ShardJobs, Shared};
+use crate::clock::MAX_TIMER_WAIT;
+use crate::events::EventKind;
+use crate::guard::{Claim, GuardError};
+use crate::watchdog::Verdict;
+
+/// Jobs handled between two yields during a burst of fires.
+const CHUNK: usize = 256;
+/// Messages handled per batch.
+const INBOX_BATCH: usize = 256;
+/// How long runs cancelled at the shutdown deadline get to stop before they are abandoned.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// A report to a shard about one of its jobs.
+pub(super) struct Msg {
+    pub(super) job: u32,
+    pub(super) report: Report,
+}
+
+pub(super) enum Report {
+    Claimed {
+        fire: DateTime<Utc>,
+        result: Result<Claim, GuardError>,
+        latency: Duration,
+    },
+    /// A dropped fire, once the shared guard said whether this process reports it first.
+    Dropped {
+        fire: DateTime<Utc>,
+        kind: EventKind,
+        first_report: bool,
+    },
+    Finished {
+        id: u32,
+        end: RunEnd,
+    },
+    /// The watchdog stopped a run.
+    Stopped {
+        id: u32,
+        verdict: Verdict,
+    },
+}
+
+struct Shard {
+    jobs: ShardJobs,
+    shared: Shared,
+    tx: mpsc::UnboundedSender<Msg>,
+    rx: mpsc::UnboundedReceiver<Msg>,
+    /// Jobs by their next fire instant.
+    fires: BTreeMap<DateTime<Utc>, Vec<u32>>,
+    /// Misfire deadlines and claim retries; an entry is stale unless it equals its job's `armed`.
+    wakeups: BinaryHeap<Reverse<(Instant, u32)>>,
+    /// Jobs whose fire came due and that have not been handled yet.
+    backlog: VecDeque<u32>,
+}
+
+/// Runs the shard until the scheduler stops, then drains it.
+pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut shard = Shard {
+        jobs,
+        shared,
+        tx,
+        rx,
+        fires: BTreeMap::new(),
+        wakeups: BinaryHeap::new(),
+        backlog: VecDeque::new(),
+    };
+    shard.schedule_all();
+    shard.fire_loop().await;
+    shard.drain().await;
+}
+
+impl Shard {
+    fn schedule_all(&mut self) {
+        let now = self.shared.clock.now();
+        let mut jobs = lock(&self.jobs);
+        for (idx, slot) in (0u32..).zip(jobs.iter_mut()) {
+            if let Some(next) = slot.schedule_from(now) {
+                self.fires.entry(next).or_default().push(idx);
+            }
+        }
+    }
+
+    async fn fire_loop(&mut self) {
+        let stop = self.shared.stop.clone();
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
+        let far = || Instant::now() + MAX_TIMER_WAIT;
+        let timer = sleep_until(far());
+        tokio::pin!(timer);
+        // What the timer is armed for: the first bucket and the first wake-up.
+        let mut armed_for = None;
+        let mut inbox = Vec::with_capacity(INBOX_BATCH);
+        loop {
+            if !self.backlog.is_empty() {
+                self.fire_chunk();
+                tokio::task::yield_now().await;
+                if stop.is_cancelled() {
+                    return;
+                }
+                while let Ok(msg) = self.rx.try_recv() {
+                    inbox.push(msg);
+                    if inbox.len() == INBOX_BATCH {
+                        self.handle(&mut inbox);
+                    }
+                }
+                self.handle(&mut inbox);
+                continue;
+            }
+            let first_fire = self.fires.first_key_value().map(|(t, _)| *t);
+            let first_wake = self.wakeups.peek().map(|w| w.0 .0);
+            if armed_for != Some((first_fire, first_wake)) {
+                let fire_at = first_fire.map(|t| self.shared.clock.deadline_for(t));
+                let at = fire_at.into_iter().chain(first_wake).min();
+                timer.as_mut().reset(at.unwrap_or_else(far).min(far()));
+                armed_for = Some((first_fire, first_wake));
+            }
+            tokio::select! {
+                biased;
+                _ = &mut stopped => return,
+                n = self.rx.recv_many(&mut inbox, INBOX_BATCH) => {
+                    if n > 0 {
+                        self.handle(&mut inbox);
+                    }
+                }
+                _ = &mut timer => {
+                    armed_for = None;
+                    self.take_due();
+                }
+            }
+        }
+    }
+
+    /// Moves the jobs of every bucket that came due to the backlog, and handles due wake-ups.
+    fn take_due(&mut self) {
+        let now = self.shared.clock.now();
+        while let Some(entry) = self.fires.first_entry() {
+            if *entry.key() > now {
+                break;
+            }
+            self.backlog.extend(entry.remove());
+        }
+        let now = Instant::now();
+        let mut jobs = lock(&self.jobs);
+        while let Some(&Reverse((at, idx))) = self.wakeups.peek() {
+            if at > now {
+                break;
+            }
+            self.wakeups.pop();
+            let Some(slot) = jobs.get_mut(idx as usize) else {
+                continue;
+            };
+            if slot.armed != Some(at) {
+                continue; // stale
+            }
+            slot.armed = None;
+            let cx = Cx {
+                idx,
+                shared: &self.shared,
+                tx: &self.tx,
+            };
+            slot.on_wake(&cx);
+            arm(&mut self.wakeups, &self.shared, slot, idx);
+        }
+    }
+
+    /// Handles the fires of up to [`CHUNK`] jobs of the backlog.
+    fn fire_chunk(&mut self) {
+        let now = self.shared.clock.now();
+        let mut jobs = lock(&self.jobs);
+        for _ in 0..CHUNK {
+            let Some(idx) = self.backlog.pop_front() else {
+                break;
+            };
+            let Some(slot) = jobs.get_mut(idx as usize) else {
+                continue;
+            };
+            let cx = Cx {
+                idx,
+                shared: &self.shared,
+                tx: &self.tx,
+            };
+            if let Some(next) = slot.fire(&cx, now) {
+                self.fires.entry(next).or_default().push(idx);
+            }
+            arm(&mut self.wakeups, &self.shared, slot, idx);
+        }
+    }
+
+    fn handle(&mut self, inbox: &mut Vec<Msg>) {
+        if inbox.is_empty() {
+            return;
+        }
+        let mut jobs = lock(&self.jobs);
+        for msg in inbox.drain(..) {
+            let Some(slot) = jobs.get_mut(msg.job as usize) else {
+                continue;
+            };
+            let cx = Cx {
+                idx: msg.job,
+                shared: &self.shared,
+                tx: &self.tx,
+            };
+            slot.on_report(&cx, msg.report);
+            arm(&mut self.wakeups, &self.shared, slot, msg.job);
+        }
+    }
+
+    /// After the scheduler stopped firing: report fires that will not run, let running jobs
+    /// finish until the deadline, then cancel them.
+    async fn drain(mut self) {
+        let mut busy: Vec<u32> = Vec::new();
+        {
+            let now = self.shared.clock.now();
+            let mut jobs = lock(&self.jobs);
+            // Fires that came due but were not handled yet are reported with the waiting ones.
+            for idx in self.backlog.drain(..) {
+                if let Some(slot) = jobs.get_mut(idx as usize) {
+                    let cx = Cx {
+                        idx,
+                        shared: &self.shared,
+                        tx: &self.tx,
+                    };
+                    slot.take_fires(&cx, now);
+                }
+            }
+            for (idx, slot) in (0u32..).zip(jobs.iter_mut()) {
+                let cx = Cx {
+                    idx,
+                    shared: &self.shared,
+                    tx: &self.tx,
+                };
+                slot.stop_firing(&cx);
+                if slot.busy() {
+                    busy.push(idx);
+                }
+            }
+        }
+        let deadline = self
+            .shared
+            .deadline
+            .get()
+            .copied()
+            .unwrap_or_else(Instant::now);
+        let mut cancelled_at: Option<Instant> = None;
+        let mut inbox = Vec::with_capacity(INBOX_BATCH);
+        while !busy.is_empty() {
+            let wake = match cancelled_at {
+                None => deadline,
+                Some(at) => at + CANCEL_GRACE,
+            };
+            tokio::select! {
+                n = self.rx.recv_many(&mut inbox, INBOX_BATCH) => {
+                    if n == 0 {
+                        return;
+                    }
+                    let mut jobs = lock(&self.jobs);
+                    for msg in inbox.drain(..) {
+                        let Some(slot) = jobs.get_mut(msg.job as usize) else {
+                            continue;
+                        };
+                        let cx = Cx {
+                            idx: msg.job,
+                            shared: &self.shared,
+                            tx: &self.tx,
+                        };
+                        slot.on_report_stopping(&cx, msg.report);
+                    }
+                    busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));
+                }
+                _ = sleep_until(wake) => {
+                    let mut jobs = lock(&self.jobs);
+                    if cancelled_at.is_some() {
+                        for &idx in &busy {
+                            if let Some(slot) = jobs.get(idx as usize) {
+                                slot.abandon_runs();
+                            }
+                        }
+                        return;
+                    }
+                    for &idx in &busy {
+                        if let Some(slot) = jobs.get_mut(idx as usize) {
+                            slot.cancel_runs();
+                        }
+                    }
+                    cancelled_at = Some(Instant::now());
+                }
+            }
+        }
+    }
+}
+
+/// Queues the next wake-up of job `idx` when it needs one earlier than the one it has.
+fn arm(
+    wakeups: &mut BinaryHeap<Reverse<(Instant, u32)>>,
+    shared: &Shared,
+    slot: &mut super::JobSlot,
+    idx: u32,
+) {
+    if let Some(at) = slot.wake_at(shared) {
+        if slot.armed.is_none_or(|armed| at < armed) {
+            wakeups.push(Reverse((at, idx)));
+            slot.armed = Some(at);
+        }
+    }
+}
