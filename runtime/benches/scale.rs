@@ -245,7 +245,7 @@ async fn baseline_job(job: usize, rec: &'static Recorder, step: Duration) {
 
 enum Running {
     Baseline(Vec<tokio::task::JoinHandle<()>>),
-    Cronguard(cronguard::Cronguard),
+    Cronguard(Box<cronguard::Cronguard>),
 }
 
 /// Builds, registers and starts `n` jobs.
@@ -278,7 +278,7 @@ async fn start(side: Side, mode: Mode, n: usize, rec: &'static Recorder) -> Runn
                     },
                 ));
             }
-            Running::Cronguard(builder.start().await.expect("cronguard starts"))
+            Running::Cronguard(Box::new(builder.start().await.expect("cronguard starts")))
         }
     }
 }
@@ -293,7 +293,7 @@ async fn stop(running: Running) {
                 let _ = t.await;
             }
         }
-        Running::Cronguard(handle) => handle.shutdown_within(Duration::from_secs(5)).await,
+        Running::Cronguard(handle) => (*handle).shutdown_within(Duration::from_secs(5)).await,
     }
 }
 

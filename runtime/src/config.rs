@@ -9,7 +9,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, EventSink, Hook};
 use crate::guard::file::FileGuard;
-use crate::guard::local::LocalGuard;
 use crate::guard::Guard;
 use crate::handle::Cronguard;
 use crate::job::{registered, Job};
@@ -229,23 +228,23 @@ impl Builder {
         }
         let mut runnable = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let guard: Arc<dyn Guard> = match (job.lock, &redis) {
-                (Lock::File, _) => Arc::new(FileGuard::new(&lock_dir, &job.name)),
+            let guard: Option<Arc<dyn Guard>> = match (job.lock, &redis) {
+                (Lock::File, _) => Some(Arc::new(FileGuard::new(&lock_dir, &job.name))),
                 #[cfg(feature = "redis")]
-                (Lock::Redis, Some(redis)) => Arc::new(crate::guard::redis::RedisGuard::new(
+                (Lock::Redis, Some(redis)) => Some(Arc::new(crate::guard::redis::RedisGuard::new(
                     redis.conn.clone(),
                     Arc::clone(&redis.scripts),
                     &self.redis_prefix,
                     &job.name,
                     job.lease_or_default(),
                     job.overlap,
-                )),
-                _ => Arc::new(LocalGuard::new(job.max_instances)),
+                ))),
+                _ => None,
             };
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start
             };
-            runnable.push((job, body, guard));
+            runnable.push(scheduler::Runnable { job, body, guard });
         }
         let count = runnable.len();
         let shards = scheduler::start(runnable, &shared);

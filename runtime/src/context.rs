@@ -1,5 +1,5 @@
+use crate::cancel::RunCancel;
 use chrono::{DateTime, Utc};
-use tokio_util::sync::CancellationToken;
 
 /// What a running job knows about its run: which fire it is, its fencing token, and whether it
 /// should stop.
@@ -8,7 +8,7 @@ pub struct JobContext {
     pub(crate) job: std::sync::Arc<str>,
     pub(crate) fire_time: DateTime<Utc>,
     pub(crate) fencing_token: u64,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: RunCancel,
 }
 
 impl JobContext {

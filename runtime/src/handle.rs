@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use crate::events::Event;
 use crate::health::{judge, Health, HealthState, JobHealth};
-use crate::scheduler::{lock, ShardJobs, Shards, Shared};
+use crate::scheduler::{lock, GuardView, ShardJobs, Shards, Shared};
 use crate::status::JobStatus;
 use crate::Error;
 
@@ -51,33 +51,40 @@ impl Monitor {
             for job in lock(shard).iter() {
                 let grace = job.misfire_grace();
                 let due = job.status().window.due_by(now, grace);
-                asks.push((job.name().to_string(), due, Arc::clone(job.guard()), grace));
+                asks.push((job.name().to_string(), due, job.guard(), grace));
             }
         }
-        let checks = asks.into_iter().map(|(name, due, guard, grace)| async move {
-            let asked = tokio::time::timeout(Duration::from_secs(2), guard.last_claimed()).await;
-            match asked {
-                Ok(Ok(last_claimed)) => JobHealth {
-                    name,
-                    state: judge(due, last_claimed, grace),
-                    last_claimed,
-                },
-                Ok(Err(e)) => JobHealth {
-                    name,
-                    state: HealthState::Unknown {
-                        reason: e.to_string(),
+        let checks = asks
+            .into_iter()
+            .map(|(name, due, guard, grace)| async move {
+                let asked = match guard {
+                    GuardView::Local(last) => Ok(Ok(last)),
+                    GuardView::Shared(guard) => {
+                        tokio::time::timeout(Duration::from_secs(2), guard.last_claimed()).await
+                    }
+                };
+                match asked {
+                    Ok(Ok(last_claimed)) => JobHealth {
+                        name,
+                        state: judge(due, last_claimed, grace),
+                        last_claimed,
                     },
-                    last_claimed: None,
-                },
-                Err(_) => JobHealth {
-                    name,
-                    state: HealthState::Unknown {
-                        reason: "the guard did not answer within 2 s".to_owned(),
+                    Ok(Err(e)) => JobHealth {
+                        name,
+                        state: HealthState::Unknown {
+                            reason: e.to_string(),
+                        },
+                        last_claimed: None,
                     },
-                    last_claimed: None,
-                },
-            }
-        });
+                    Err(_) => JobHealth {
+                        name,
+                        state: HealthState::Unknown {
+                            reason: "the guard did not answer within 2 s".to_owned(),
+                        },
+                        last_claimed: None,
+                    },
+                }
+            });
         let mut jobs = futures_util::future::join_all(checks).await;
         jobs.sort_by(|a, b| a.name.cmp(&b.name));
         Health {

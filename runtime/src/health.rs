@@ -74,7 +74,9 @@ pub enum HealthState {
 /// are kept as arithmetic runs (`first`, `first + step`, ...): one run for a periodic schedule.
 #[derive(Debug, Default)]
 pub(crate) struct FireWindow {
-    runs: std::collections::VecDeque<FireRun>,
+    /// The oldest run, kept inline: a periodic job never needs more.
+    head: Option<FireRun>,
+    rest: std::collections::VecDeque<FireRun>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +109,7 @@ impl FireWindow {
     }
 
     fn push(&mut self, fire: DateTime<Utc>) {
-        if let Some(run) = self.runs.back_mut() {
+        if let Some(run) = self.rest.back_mut().or(self.head.as_mut()) {
             let gap = (fire - run.last()).num_microseconds().unwrap_or(0);
             if gap > 0 && run.count < u32::MAX && (run.count == 1 || gap == run.step_us) {
                 run.step_us = gap;
@@ -115,38 +117,43 @@ impl FireWindow {
                 return;
             }
         }
-        self.runs.push_back(FireRun {
+        let run = FireRun {
             first: fire,
             step_us: 0,
             count: 1,
-        });
+        };
+        if self.head.is_none() {
+            self.head = Some(run);
+        } else {
+            self.rest.push_back(run);
+        }
     }
 
     /// The second-oldest fire kept.
     fn second(&self) -> Option<DateTime<Utc>> {
-        let front = self.runs.front()?;
+        let front = self.head.as_ref()?;
         if front.count > 1 {
             Some(front.nth(1))
         } else {
-            self.runs.get(1).map(|r| r.first)
+            self.rest.front().map(|r| r.first)
         }
     }
 
     fn pop_first(&mut self) {
-        let Some(front) = self.runs.front_mut() else {
+        let Some(front) = self.head.as_mut() else {
             return;
         };
         if front.count > 1 {
             front.first = front.nth(1);
             front.count -= 1;
         } else {
-            self.runs.pop_front();
+            self.head = self.rest.pop_front();
         }
     }
 
     /// The newest observed fire whose grace had passed at `now`.
     pub(crate) fn due_by(&self, now: DateTime<Utc>, grace: Duration) -> Option<DateTime<Utc>> {
-        for run in self.runs.iter().rev() {
+        for run in self.rest.iter().rev().chain(self.head.iter()) {
             if after(run.first, grace) > now {
                 continue;
             }
@@ -206,11 +213,15 @@ mod tests {
             let next = fires.get(i + 1).copied().unwrap_or(f + 10_000);
             for q in (f + 300..next + 300).step_by(100) {
                 let now = at(q);
-                let expected = seen.iter().rev().find(|t| after(**t, grace) <= now).copied();
+                let expected = seen
+                    .iter()
+                    .rev()
+                    .find(|t| after(**t, grace) <= now)
+                    .copied();
                 assert_eq!(window.due_by(now, grace), expected, "fire {f}, query {q}");
             }
         }
-        assert!(window.runs.len() <= 3, "{:?}", window.runs);
+        assert!(window.rest.len() <= 2, "{window:?}");
     }
 
     #[test]
@@ -220,8 +231,8 @@ mod tests {
         for s in 0..1_000 {
             window.observe(at(s * 1_000), at(s * 1_000), grace);
         }
-        assert_eq!(window.runs.len(), 1);
-        assert_eq!(window.runs[0].count, 61);
+        assert!(window.rest.is_empty(), "{window:?}");
+        assert_eq!(window.head.map(|r| r.count), Some(61));
         assert_eq!(window.due_by(at(999_000), grace), Some(at(939_000)));
     }
 }

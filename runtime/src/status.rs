@@ -141,7 +141,7 @@ impl StatusRecord {
 
     pub(crate) fn snapshot(
         &self,
-        job: &crate::Job,
+        job: &crate::scheduler::JobSpec,
         instance: &Arc<str>,
         running: usize,
     ) -> JobStatus {

@@ -1,12 +1,12 @@
 //! One suite that every guard must pass: acquire, busy, already-ran for an older or equal fire,
-//! release and renewal by the owner only, expiry, and fencing tokens that only rise.
+//! release and renewal by the owner only, expiry, and fencing tokens that only rise. (The
+//! in-process guard, which the scheduler holds inline, has the same checks in its own module.)
 
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::file::FileGuard;
-use super::local::LocalGuard;
 use super::{Claim, Guard, Lease, Renewal};
 
 fn t(s: i64) -> DateTime<Utc> {
@@ -92,20 +92,6 @@ async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard) {
     assert!(guard.first_report(t(301)).await.expect("answers"));
     acquire(guard, 302).await.release().await.expect("release");
     assert_eq!(guard.last_claimed().await.expect("answers"), Some(t(302)));
-}
-
-#[tokio::test]
-async fn local_guard_conforms() {
-    exclusion_and_uniqueness(&LocalGuard::new(1)).await;
-}
-
-#[tokio::test]
-async fn local_guard_allows_max_instances() {
-    let guard = LocalGuard::new(2);
-    let a = acquire(&guard, 1).await;
-    let b = acquire(&guard, 2).await;
-    assert_eq!(answer(&guard, 3).await, "busy");
-    drop((a, b));
 }
 
 fn scratch_dir(name: &str) -> std::path::PathBuf {

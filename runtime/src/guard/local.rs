@@ -1,94 +1,104 @@
-//! `lock = "local"`: `max_instances` slots and the last claimed fire, in memory.
-
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+//! `lock = "local"`: at most `max_instances` runs at once and each fire once, in this process.
+//!
+//! The job's own slot in the scheduler holds this guard, so a claim takes no lock and allocates
+//! nothing: it is a comparison and a counter.
 
 use chrono::{DateTime, Utc};
 
-use super::{Claim, Guard, GuardError, Lease};
-use crate::registry::BoxFuture;
-
-pub(crate) struct LocalGuard(Arc<Slots>);
-
-struct Slots {
+pub(crate) struct LocalGuard {
     max_instances: u32,
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
     last_claimed: Option<DateTime<Utc>>,
     last_token: u64,
-    running: u32,
 }
 
-impl Slots {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+/// The answer of a [`LocalGuard`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LocalClaim {
+    /// The fire may run, with this fencing token.
+    Acquired { token: u64 },
+    /// This fire, or a later one, was already claimed.
+    AlreadyRan,
+    /// `max_instances` runs are going on.
+    Busy,
 }
 
 impl LocalGuard {
     pub(crate) fn new(max_instances: u32) -> Self {
-        LocalGuard(Arc::new(Slots {
+        LocalGuard {
             max_instances,
-            state: Mutex::new(State::default()),
-        }))
-    }
-
-    fn claim_sync(&self, fire_time: DateTime<Utc>) -> Claim {
-        let mut state = self.0.state();
-        if state.last_claimed.is_some_and(|last| last >= fire_time) {
-            return Claim::AlreadyRan;
+            last_claimed: None,
+            last_token: 0,
         }
-        if state.running >= self.0.max_instances {
-            return Claim::Busy { first_report: true };
+    }
+
+    /// Claims `fire_time` while `running` runs of the job are going on.
+    pub(crate) fn claim(&mut self, fire_time: DateTime<Utc>, running: usize) -> LocalClaim {
+        if self.last_claimed.is_some_and(|last| last >= fire_time) {
+            return LocalClaim::AlreadyRan;
         }
-        state.running += 1;
-        state.last_claimed = Some(fire_time);
-        state.last_token += 1;
-        Claim::Acquired(Box::new(LocalLease {
-            slots: Arc::clone(&self.0),
-            token: state.last_token,
-        }))
+        if running >= self.max_instances as usize {
+            return LocalClaim::Busy;
+        }
+        self.last_claimed = Some(fire_time);
+        self.last_token += 1;
+        LocalClaim::Acquired {
+            token: self.last_token,
+        }
+    }
+
+    /// The latest fire claimed.
+    pub(crate) fn last_claimed(&self) -> Option<DateTime<Utc>> {
+        self.last_claimed
     }
 }
 
-impl Guard for LocalGuard {
-    fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
-        let claim = self.claim_sync(fire_time);
-        Box::pin(async move { Ok(claim) })
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+
+    use super::*;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
     }
 
-    fn claim_now(&self, fire_time: DateTime<Utc>) -> Option<Result<Claim, GuardError>> {
-        Some(Ok(self.claim_sync(fire_time)))
+    /// The checks of the guard conformance suite, for the in-process guard.
+    #[test]
+    fn exclusion_uniqueness_and_rising_tokens() {
+        let mut guard = LocalGuard::new(1);
+        let LocalClaim::Acquired { token: t1 } = guard.claim(t(10), 0) else {
+            panic!("the first claim is acquired");
+        };
+        assert_eq!(guard.claim(t(20), 1), LocalClaim::Busy, "held: busy");
+        assert_eq!(guard.claim(t(10), 1), LocalClaim::AlreadyRan, "same fire");
+        assert_eq!(guard.claim(t(5), 0), LocalClaim::AlreadyRan, "older fire");
+        assert_eq!(
+            guard.claim(t(10), 0),
+            LocalClaim::AlreadyRan,
+            "after release"
+        );
+        assert_eq!(guard.last_claimed(), Some(t(10)));
+        let mut last = t1;
+        for fire in 20..40 {
+            let LocalClaim::Acquired { token } = guard.claim(t(fire), 0) else {
+                panic!("fire {fire} is acquired");
+            };
+            assert!(token > last, "fencing tokens rise");
+            last = token;
+        }
+        assert_eq!(guard.last_claimed(), Some(t(39)));
     }
 
-    fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
-        let last = self.0.state().last_claimed;
-        Box::pin(async move { Ok(last) })
-    }
-}
-
-/// Frees its slot when dropped, released or not (a panic cannot leak a slot).
-struct LocalLease {
-    slots: Arc<Slots>,
-    token: u64,
-}
-
-impl Drop for LocalLease {
-    fn drop(&mut self) {
-        let mut state = self.slots.state();
-        state.running = state.running.saturating_sub(1);
-    }
-}
-
-impl Lease for LocalLease {
-    fn fencing_token(&self) -> u64 {
-        self.token
-    }
-
-    fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
-        drop(self);
-        Box::pin(async { Ok(()) })
+    #[test]
+    fn max_instances_runs_at_once() {
+        let mut guard = LocalGuard::new(2);
+        assert!(matches!(guard.claim(t(1), 0), LocalClaim::Acquired { .. }));
+        assert!(matches!(guard.claim(t(2), 1), LocalClaim::Acquired { .. }));
+        assert_eq!(guard.claim(t(3), 2), LocalClaim::Busy);
+        assert_eq!(
+            guard.last_claimed(),
+            Some(t(2)),
+            "a busy fire is not claimed"
+        );
     }
 }

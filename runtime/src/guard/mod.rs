@@ -36,13 +36,6 @@ pub(crate) trait Guard: Send + Sync + 'static {
     /// Claims fire `fire_time`.
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>>;
 
-    /// The answer of [`claim`](Guard::claim) when the guard can give it without waiting (an
-    /// in-memory guard); `None` sends the claim to a task of its own.
-    fn claim_now(&self, fire_time: DateTime<Utc>) -> Option<Result<Claim, GuardError>> {
-        let _ = fire_time;
-        None
-    }
-
     /// Records that fire `fire_time` was dropped; `true` when no process recorded it before,
     /// so that a drop seen by several processes is reported at warn level once.
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {

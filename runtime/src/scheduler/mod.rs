@@ -4,6 +4,7 @@
 //! [`JobSlot`](slot::JobSlot); claims that wait on a guard and every run are tasks of their own
 //! that report back to their shard by message, so a shard never waits for a job or a guard.
 
+mod due;
 mod run;
 mod shard;
 mod slot;
@@ -20,7 +21,7 @@ use crate::guard::Guard;
 use crate::job::Body;
 use crate::{Clock, Job};
 
-pub(crate) use slot::JobSlot;
+pub(crate) use slot::{GuardView, JobSlot, JobSpec};
 
 /// What every shard shares.
 #[derive(Clone)]
@@ -53,8 +54,16 @@ pub(crate) struct Shards {
     pub(crate) jobs: Vec<ShardJobs>,
 }
 
+/// A job ready to run.
+pub(crate) struct Runnable {
+    pub(crate) job: Job,
+    pub(crate) body: Body,
+    /// Its shared guard; `None` for the in-process guard.
+    pub(crate) guard: Option<Arc<dyn Guard>>,
+}
+
 /// Starts the shards that run `jobs`.
-pub(crate) fn start(jobs: Vec<(Job, Body, Arc<dyn Guard>)>, shared: &Shared) -> Shards {
+pub(crate) fn start(jobs: Vec<Runnable>, shared: &Shared) -> Shards {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let count = jobs
         .len()
@@ -63,8 +72,8 @@ pub(crate) fn start(jobs: Vec<(Job, Body, Arc<dyn Guard>)>, shared: &Shared) -> 
     let mut split: Vec<Vec<JobSlot>> = (0..count)
         .map(|_| Vec::with_capacity(jobs.len() / count + 1))
         .collect();
-    for (i, (job, body, guard)) in jobs.into_iter().enumerate() {
-        split[i % count].push(JobSlot::new(job, body, guard));
+    for (i, r) in jobs.into_iter().enumerate() {
+        split[i % count].push(JobSlot::new(r.job, r.body, r.guard));
     }
     let mut shards = Shards {
         tasks: Vec::with_capacity(count),

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
+use crate::cancel::RunCancel;
 use futures_util::FutureExt;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::shard::{Msg, Report};
@@ -35,12 +37,33 @@ pub(super) struct ReportTo {
 /// their own from the start.
 pub(super) const INLINE_POLL_LIMIT: Duration = Duration::from_millis(1);
 
+/// A run's hold on its guard.
+pub(super) enum Hold {
+    /// A claim of the in-process guard: nothing to renew or give back.
+    Local { token: u64 },
+    /// A lease of a shared guard.
+    Lease(Box<dyn Lease>),
+}
+
+impl Hold {
+    pub(super) fn fencing_token(&self) -> u64 {
+        match self {
+            Hold::Local { token } => *token,
+            Hold::Lease(lease) => lease.fencing_token(),
+        }
+    }
+
+    fn expires(&self) -> bool {
+        matches!(self, Hold::Lease(lease) if lease.expiry().is_some())
+    }
+}
+
 /// A run to start.
 pub(super) struct Start {
     pub(super) body: Body,
     pub(super) ctx: JobContext,
-    pub(super) cancel: CancellationToken,
-    pub(super) lease: Box<dyn Lease>,
+    pub(super) cancel: RunCancel,
+    pub(super) hold: Hold,
     pub(super) renewals: metrics::Counter,
     /// Whether the first poll may happen on the shard (see [`INLINE_POLL_LIMIT`]).
     pub(super) inline: bool,
@@ -48,8 +71,8 @@ pub(super) struct Start {
 
 /// What became of a started run.
 pub(super) enum Started {
-    /// It finished during its first poll, on the shard.
-    Finished { end: RunEnd, first_poll: Duration },
+    /// It finished during its first poll, on the shard, at `ended`.
+    Finished { end: RunEnd, ended: Instant },
     /// It goes on as a task of its own, and reports its end to the shard.
     Spawned { first_poll: Option<Duration> },
 }
@@ -57,55 +80,57 @@ pub(super) enum Started {
 /// Starts a run. An async body whose lease never expires is polled once right here, and gets a
 /// task of its own only if it does not finish at once: most runs of a quick job never need one.
 /// Otherwise the run is a task from the start, with the watchdog renewing an expiring lease.
-pub(super) fn start(run: Start, to: ReportTo) -> Started {
+/// `started` is when the run was claimed; the first poll's length is measured from there.
+pub(super) fn start(run: Start, started: Instant, to: ReportTo) -> Started {
     let Start {
         body,
         ctx,
         cancel,
-        lease,
+        hold,
         renewals,
         inline,
     } = run;
     let job = Arc::clone(&ctx.job);
     let span = tracing::info_span!("cronguard.run", job = %job, fire_time = %super::fmt_time(ctx.fire_time), fencing_token = ctx.fencing_token);
-    let expires = lease.expiry().is_some();
+    let expires = hold.expires();
     let blocking = matches!(body, Body::Blocking(_));
     let mut running = Box::pin(run_body(body, ctx, cancel));
     let mut first_poll = None;
     if inline && !expires && !blocking {
-        let began = std::time::Instant::now();
         let polled = span.in_scope(|| {
             running
                 .as_mut()
                 .poll(&mut Context::from_waker(Waker::noop()))
         });
-        let took = began.elapsed();
+        let ended = Instant::now();
         if let Poll::Ready(end) = polled {
-            release_soon(lease, job);
-            return Started::Finished {
-                end,
-                first_poll: took,
-            };
+            if let Hold::Lease(lease) = hold {
+                release_soon(lease, job);
+            }
+            return Started::Finished { end, ended };
         }
-        first_poll = Some(took);
+        first_poll = Some(ended - started);
     }
     let task = async move {
-        let end = if expires {
-            let watchdog = async {
-                let verdict = watch(&*lease, &renewals).await;
-                to.send(Report::Stopped { id: to.id, verdict });
-                // The run now ends at its next await point (or, if blocking, when it returns).
-                std::future::pending::<()>().await;
-            };
-            tokio::select! {
-                biased;
-                end = &mut running => end,
-                _ = watchdog => RunEnd::Cancelled,
+        let end = match &hold {
+            Hold::Lease(lease) if expires => {
+                let watchdog = async {
+                    let verdict = watch(&**lease, &renewals).await;
+                    to.send(Report::Stopped { id: to.id, verdict });
+                    // The run now ends at its next await point (or, if blocking, when it returns).
+                    std::future::pending::<()>().await;
+                };
+                tokio::select! {
+                    biased;
+                    end = &mut running => end,
+                    _ = watchdog => RunEnd::Cancelled,
+                }
             }
-        } else {
-            running.await
+            _ => running.await,
         };
-        release(lease, job).await;
+        if let Hold::Lease(lease) = hold {
+            release(lease, job).await;
+        }
         to.send(Report::Finished { id: to.id, end });
     };
     if span.is_disabled() {
@@ -127,14 +152,16 @@ impl ReportTo {
 }
 
 /// Runs a job body: panics become failures, cancellation stops an async body at its next await.
-async fn run_body(body: Body, ctx: JobContext, cancel: CancellationToken) -> RunEnd {
+async fn run_body(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
     let outcome = match body {
         Body::Async(f) => {
             let fut = std::panic::AssertUnwindSafe(async move { f(ctx).await }).catch_unwind();
+            // The body first: a run that finishes in one poll never registers for cancellation
+            // (a run cancelled before its first poll still ends as cancelled, below).
             tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return RunEnd::Cancelled,
                 result = fut => result,
+                _ = cancel.cancelled() => return RunEnd::Cancelled,
             }
         }
         Body::Blocking(f) => {

@@ -22,7 +22,7 @@ use crate::guard::{Claim, GuardError};
 use crate::watchdog::Verdict;
 
 /// Jobs handled between two yields during a burst of fires.
-const CHUNK: usize = 256;
+const CHUNK: usize = 64;
 /// Messages handled per batch.
 const INBOX_BATCH: usize = 256;
 /// How long runs cancelled at the shutdown deadline get to stop before they are abandoned.

@@ -1,27 +1,30 @@
 //! One job inside its shard: the due-fire model of DESIGN §3 (slots, overlap, coalescing,
 //! misfires), its claims, its runs, and what it reports.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cancel::RunCancel;
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-use super::run::{self, panic_message, release_soon, ReportTo, RunEnd, Started, INLINE_POLL_LIMIT};
+use super::due::Due;
+use super::run::{
+    self, panic_message, release_soon, Hold, ReportTo, RunEnd, Started, INLINE_POLL_LIMIT,
+};
 use super::shard::{Msg, Report};
 use super::{fmt_time, human, Shared};
 use crate::clock::after;
 use crate::events::{CancelReason, EventKind, Occurrence};
-use crate::guard::{Claim, Guard, GuardError, Lease};
+use crate::guard::local::{LocalClaim, LocalGuard};
+use crate::guard::{Claim, Guard, GuardError};
 use crate::job::Body;
 use crate::metrics::JobMetrics;
 use crate::status::{JobStatus, StatusRecord};
 use crate::watchdog::Verdict;
-use crate::{Job, JobContext, Lock, Overlap};
+use crate::{Job, JobContext, Lock, Overlap, Schedule};
 
 /// What a job's handlers need of their shard.
 pub(super) struct Cx<'a> {
@@ -37,18 +40,61 @@ struct Running {
     token: u64,
     started: Instant,
     lateness: Duration,
-    cancel: CancellationToken,
+    cancel: RunCancel,
     cancel_reason: Option<CancelReason>,
+}
+
+/// A job's settings, as the scheduler needs them (the guard keeps its lease).
+pub(crate) struct JobSpec {
+    pub(crate) name: Arc<str>,
+    pub(crate) schedule: Schedule,
+    pub(crate) misfire_grace: Duration,
+    pub(crate) max_instances: u32,
+    pub(crate) lock: Lock,
+    pub(crate) overlap: Overlap,
+    pub(crate) coalesce: bool,
+    pub(crate) enabled: bool,
+}
+
+/// The guard of a job: the in-process one inline, a shared one behind its trait.
+enum SlotGuard {
+    Local(LocalGuard),
+    Shared(Arc<dyn Guard>),
+}
+
+/// What the health check asks of a job's guard.
+pub(crate) enum GuardView {
+    /// The in-process guard's last claimed fire, read at once.
+    Local(Option<DateTime<Utc>>),
+    /// A shared guard, to be asked.
+    Shared(Arc<dyn Guard>),
+}
+
+/// A guard's answer, whichever guard gave it.
+enum Answer {
+    Acquired(Hold),
+    AlreadyRan,
+    Busy { first_report: bool },
+}
+
+impl From<Claim> for Answer {
+    fn from(claim: Claim) -> Self {
+        match claim {
+            Claim::Acquired(lease) => Answer::Acquired(Hold::Lease(lease)),
+            Claim::AlreadyRan => Answer::AlreadyRan,
+            Claim::Busy { first_report } => Answer::Busy { first_report },
+        }
+    }
 }
 
 /// One job and its state.
 pub(crate) struct JobSlot {
-    job: Job,
+    job: JobSpec,
     body: Body,
-    guard: Arc<dyn Guard>,
+    guard: SlotGuard,
     metrics: JobMetrics,
     status: StatusRecord,
-    due: VecDeque<DateTime<Utc>>,
+    due: Due,
     claiming: Option<DateTime<Utc>>,
     running: Vec<Running>,
     next_run_id: u32,
@@ -65,17 +111,29 @@ pub(crate) struct JobSlot {
 }
 
 impl JobSlot {
-    pub(super) fn new(mut job: Job, body: Body, guard: Arc<dyn Guard>) -> Self {
-        job.body = None;
-        job.defined_at = None;
+    /// A job with a shared guard, or the in-process guard when `guard` is `None`.
+    pub(super) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>) -> Self {
         let metrics = JobMetrics::new(&job.name, job.lock);
+        let guard = match guard {
+            Some(shared) => SlotGuard::Shared(shared),
+            None => SlotGuard::Local(LocalGuard::new(job.max_instances)),
+        };
         JobSlot {
-            job,
+            job: JobSpec {
+                name: job.name,
+                schedule: job.schedule,
+                misfire_grace: job.misfire_grace,
+                max_instances: job.max_instances,
+                lock: job.lock,
+                overlap: job.overlap,
+                coalesce: job.coalesce,
+                enabled: job.enabled,
+            },
             body,
             guard,
             metrics,
             status: StatusRecord::default(),
-            due: VecDeque::new(),
+            due: Due::default(),
             claiming: None,
             running: Vec::new(),
             next_run_id: 0,
@@ -92,8 +150,11 @@ impl JobSlot {
         &self.job.name
     }
 
-    pub(crate) fn guard(&self) -> &Arc<dyn Guard> {
-        &self.guard
+    pub(crate) fn guard(&self) -> GuardView {
+        match &self.guard {
+            SlotGuard::Local(local) => GuardView::Local(local.last_claimed()),
+            SlotGuard::Shared(shared) => GuardView::Shared(Arc::clone(shared)),
+        }
     }
 
     pub(crate) fn misfire_grace(&self) -> Duration {
@@ -109,7 +170,8 @@ impl JobSlot {
     }
 
     pub(crate) fn snapshot(&self, instance: &Arc<str>) -> JobStatus {
-        self.status.snapshot(&self.job, instance, self.running.len())
+        self.status
+            .snapshot(&self.job, instance, self.running.len())
     }
 
     /// The first fire after `now`.
@@ -145,7 +207,7 @@ impl JobSlot {
         let misfire = self
             .due
             .iter()
-            .map(|t| self.grace_end(*t))
+            .map(|t| self.grace_end(t))
             .min()
             .map(|t| shared.clock.deadline_for(t));
         match (misfire, self.retry) {
@@ -203,7 +265,7 @@ impl JobSlot {
             let Some(old) = self.due.pop_front() else {
                 break;
             };
-            let covered_by = self.due.back().copied().unwrap_or(old);
+            let covered_by = self.due.back().unwrap_or(old);
             self.emit_drop(cx, old, EventKind::Coalesced { covered_by }, true);
         }
     }
@@ -211,13 +273,18 @@ impl JobSlot {
     fn drop_misfires(&mut self, cx: &Cx<'_>) {
         let now = cx.shared.clock.now();
         let grace = self.job.misfire_grace;
-        if self.due.iter().all(|t| now < after(*t, grace)) {
+        if self.due.iter().all(|t| now < after(t, grace)) {
             return;
         }
         // Usually only the front is late, but a fire put back after a failed claim may not be.
-        let (keep, late): (VecDeque<_>, VecDeque<_>) =
-            self.due.drain(..).partition(|t| now < after(*t, grace));
-        self.due = keep;
+        let mut late = Vec::new();
+        for t in self.due.take_all() {
+            if now < after(t, grace) {
+                self.due.push_back(t);
+            } else {
+                late.push(t);
+            }
+        }
         for t in late {
             let reason = match &self.last_guard_error {
                 Some(e) => format!(
@@ -236,12 +303,12 @@ impl JobSlot {
     /// Reports a dropped fire. A shared guard is asked first whether another process already
     /// reported it, so that it is reported at warn level once.
     fn report_drop(&mut self, cx: &Cx<'_>, fire: DateTime<Utc>, kind: EventKind) {
-        if self.job.lock == Lock::Local {
+        let SlotGuard::Shared(guard) = &self.guard else {
             self.emit_drop(cx, fire, kind, true);
             return;
-        }
+        };
         self.pending_reports += 1;
-        let guard = Arc::clone(&self.guard);
+        let guard = Arc::clone(guard);
         let (tx, job) = (cx.tx.clone(), cx.idx);
         tokio::spawn(async move {
             let asked = tokio::time::timeout(Duration::from_secs(1), guard.first_report(fire));
@@ -261,7 +328,7 @@ impl JobSlot {
             if self.claiming.is_some() {
                 return;
             }
-            let Some(&fire) = self.due.front() else {
+            let Some(fire) = self.due.front() else {
                 return;
             };
             // A shared guard is asked even when this process holds the slot, so that it records
@@ -299,17 +366,25 @@ impl JobSlot {
                 return;
             }
             self.due.pop_front();
-            // An in-memory guard answers at once: no task, no message.
-            let sent = Instant::now();
-            if let Some(result) = self.guard.claim_now(fire) {
-                self.metrics
-                    .claim_latency
-                    .record(sent.elapsed().as_secs_f64());
-                self.on_claimed(cx, fire, result);
-                continue;
-            }
+            let guard = match &mut self.guard {
+                // The in-process guard answers at once: no task, no message.
+                SlotGuard::Local(local) => {
+                    let sent = Instant::now();
+                    let answer = match local.claim(fire, self.running.len()) {
+                        LocalClaim::Acquired { token } => Answer::Acquired(Hold::Local { token }),
+                        LocalClaim::AlreadyRan => Answer::AlreadyRan,
+                        LocalClaim::Busy => Answer::Busy { first_report: true },
+                    };
+                    let claimed = Instant::now();
+                    self.metrics
+                        .claim_latency
+                        .record((claimed - sent).as_secs_f64());
+                    self.on_claimed(cx, fire, Ok(answer), claimed);
+                    continue;
+                }
+                SlotGuard::Shared(shared) => Arc::clone(shared),
+            };
             self.claiming = Some(fire);
-            let guard = Arc::clone(&self.guard);
             let (tx, job) = (cx.tx.clone(), cx.idx);
             tokio::spawn(async move {
                 let sent = Instant::now();
@@ -343,7 +418,7 @@ impl JobSlot {
                 latency,
             } => {
                 self.metrics.claim_latency.record(latency.as_secs_f64());
-                self.on_claimed(cx, fire, result)
+                self.on_claimed(cx, fire, result.map(Answer::from), Instant::now())
             }
             Report::Dropped {
                 fire,
@@ -386,29 +461,38 @@ impl JobSlot {
         }
     }
 
-    fn on_claimed(&mut self, cx: &Cx<'_>, fire: DateTime<Utc>, result: Result<Claim, GuardError>) {
+    /// The guard answered at `claimed` for fire `fire`.
+    fn on_claimed(
+        &mut self,
+        cx: &Cx<'_>,
+        fire: DateTime<Utc>,
+        result: Result<Answer, GuardError>,
+        claimed: Instant,
+    ) {
         self.claiming = None;
         match result {
-            Ok(Claim::Acquired(lease)) => {
+            Ok(Answer::Acquired(hold)) => {
                 self.retries = 0;
                 self.last_guard_error = None;
                 let now = cx.shared.clock.now();
                 if now >= self.grace_end(fire) {
-                    release_soon(lease, Arc::clone(&self.job.name));
+                    if let Hold::Lease(lease) = hold {
+                        release_soon(lease, Arc::clone(&self.job.name));
+                    }
                     let reason = format!(
                         "claimed only after the misfire grace of {} had passed",
                         human(self.job.misfire_grace)
                     );
                     self.report_drop(cx, fire, EventKind::Misfired { reason });
                 } else {
-                    self.start_run(cx, fire, lease, now);
+                    self.start_run(cx, fire, hold, (now, claimed));
                 }
             }
-            Ok(Claim::AlreadyRan) => {
+            Ok(Answer::AlreadyRan) => {
                 self.retries = 0;
                 self.emit_drop(cx, fire, EventKind::ClaimedElsewhere, true);
             }
-            Ok(Claim::Busy { first_report }) => match self.job.overlap {
+            Ok(Answer::Busy { first_report }) => match self.job.overlap {
                 Overlap::Skip => {
                     let reason = match self.running.first() {
                         Some(r) => format!(
@@ -439,15 +523,16 @@ impl JobSlot {
         self.retries = self.retries.saturating_add(1);
     }
 
+    /// Starts the run of `fire`, claimed at `now` (wall clock) and `claimed` (monotonic).
     fn start_run(
         &mut self,
         cx: &Cx<'_>,
         fire: DateTime<Utc>,
-        lease: Box<dyn Lease>,
-        now: DateTime<Utc>,
+        hold: Hold,
+        (now, claimed): (DateTime<Utc>, Instant),
     ) {
-        let token = lease.fencing_token();
-        let cancel = CancellationToken::new();
+        let token = hold.fencing_token();
+        let cancel = RunCancel::default();
         let ctx = JobContext {
             job: Arc::clone(&self.job.name),
             fire_time: fire,
@@ -457,16 +542,16 @@ impl JobSlot {
         let id = self.next_run_id;
         self.next_run_id = self.next_run_id.wrapping_add(1);
         let lateness = (now - fire).to_std().unwrap_or_default();
-        self.running.push(Running {
+        let run = Running {
             id,
             fire,
             token,
-            started: Instant::now(),
+            started: claimed,
             lateness,
             cancel: cancel.clone(),
             cancel_reason: None,
-        });
-        self.metrics.running.set(self.running.len() as f64);
+        };
+        self.metrics.running.set((self.running.len() + 1) as f64);
         let started = Occurrence {
             fire_time: fire,
             fencing_token: Some(token),
@@ -486,12 +571,12 @@ impl JobSlot {
             body: self.body.clone(),
             ctx,
             cancel,
-            lease,
+            hold,
             renewals: self.metrics.renewals.clone(),
             inline: !self.own_task,
         };
-        let (end, first_poll) = match run::start(start, to) {
-            Started::Finished { end, first_poll } => (Some(end), Some(first_poll)),
+        let (end, first_poll) = match run::start(start, claimed, to) {
+            Started::Finished { end, ended } => (Some((end, ended)), Some(ended - claimed)),
             Started::Spawned { first_poll } => (None, first_poll),
         };
         if let Some(took) = first_poll.filter(|t| *t > INLINE_POLL_LIMIT) {
@@ -503,8 +588,16 @@ impl JobSlot {
                 took.as_millis()
             );
         }
-        if let Some(end) = end {
-            self.on_finished(cx, id, end);
+        match end {
+            Some((end, ended)) => {
+                let duration = ended - claimed;
+                self.finish(cx, run, end, (after(now, duration), duration));
+            }
+            None => {
+                // Most jobs never run twice at once: room for exactly one run, not the usual four.
+                self.running.reserve_exact(1);
+                self.running.push(run);
+            }
         }
     }
 
@@ -513,6 +606,18 @@ impl JobSlot {
             return;
         };
         let run = self.running.swap_remove(pos);
+        let duration = run.started.elapsed();
+        self.finish(cx, run, end, (cx.shared.clock.now(), duration));
+    }
+
+    /// Reports the end of `run`, at `at` after running for `duration`.
+    fn finish(
+        &mut self,
+        cx: &Cx<'_>,
+        run: Running,
+        end: RunEnd,
+        (at, duration): (DateTime<Utc>, Duration),
+    ) {
         self.metrics.running.set(self.running.len() as f64);
         let kind = match (end, run.cancel_reason) {
             (RunEnd::Cancelled, reason) | (_, reason @ Some(_)) => EventKind::Cancelled {
@@ -524,10 +629,10 @@ impl JobSlot {
         let ended = Occurrence {
             fire_time: run.fire,
             fencing_token: Some(run.token),
-            at: cx.shared.clock.now(),
+            at,
             first_report: true,
             lateness: Some(run.lateness),
-            duration: Some(run.started.elapsed()),
+            duration: Some(duration),
             kind,
         };
         self.emit(cx, ended);
@@ -536,8 +641,7 @@ impl JobSlot {
     /// The scheduler stopped firing: fires still waiting will not run.
     pub(super) fn stop_firing(&mut self, cx: &Cx<'_>) {
         self.status.next_fire = None;
-        let waiting: Vec<_> = self.due.drain(..).collect();
-        for t in waiting {
+        for t in self.due.take_all() {
             let reason = "the scheduler shut down before the fire could start".to_owned();
             self.emit_drop(cx, t, EventKind::Misfired { reason }, true);
         }
