@@ -26,7 +26,10 @@
 //! read after the window, before shutdown); the time to build, register and start the N jobs
 //! (for cronguard: `Job::new` + `Builder::job` + `start()`; for the baseline: `tokio::spawn`).
 //! Each side and N runs in a fresh child process of this same binary (re-executed with
-//! `SCALE_CHILD=<side>:<mode>:<n>`) so that CPU and RSS are its own. The CPU window is
+//! `SCALE_CHILD=<side>:<mode>:<n>`) so that CPU and RSS are its own. Each N runs
+//! `SCALE_ROUNDS` rounds (default 3; the sides alternate which goes first), and the table shows
+//! the median of the rounds (fire counts summed) with the ratios of every round under it: on a
+//! shared 2-core machine one round's p99 varies by ±30 % on either side. The CPU window is
 //! `[W − 0.5 s, W + S − 0.5 s]` for the first measured fire `W`: it holds exactly S bursts of
 //! fires. Runs of the window's last fires may come up to `SCALE_SETTLE` (default 10) seconds late
 //! before they count as missed. When cronguard reports skipped or misfired fires (its own status
@@ -72,6 +75,9 @@ struct Config {
     settle: u64,
     /// Jobs of the Redis scenario (`SCALE_REDIS_N`, default 1,000; 0 skips it).
     redis_n: usize,
+    /// Rounds per N (`SCALE_ROUNDS`, default 3): baseline and cronguard alternate, and the table
+    /// shows the median of the rounds, so one noisy second of a shared machine does not decide.
+    rounds: usize,
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -108,6 +114,7 @@ impl Config {
             idle_seconds: env_u64("SCALE_IDLE_SECONDS", seconds).max(1),
             settle: env_u64("SCALE_SETTLE", 10),
             redis_n: usize::try_from(env_u64("SCALE_REDIS_N", 1_000)).expect("SCALE_REDIS_N"),
+            rounds: usize::try_from(env_u64("SCALE_ROUNDS", 3).max(1)).expect("SCALE_ROUNDS"),
         }
     }
 }
@@ -491,6 +498,47 @@ fn run_child(side: Side, mode: Mode, n: usize) -> Option<Outcome> {
     }
 }
 
+/// Counts that add up over rounds; every other figure is the median of the rounds.
+const SUMMED: [&str; 10] = [
+    "expected",
+    "run",
+    "missed",
+    "duplicated",
+    "outside",
+    "misaligned",
+    "early",
+    "started",
+    "skipped",
+    "misfired",
+];
+
+/// The rounds of one side and N as one outcome: counts summed, figures the median.
+fn combine(rounds: &[Outcome]) -> Outcome {
+    let mut out = HashMap::new();
+    let Some(first) = rounds.first() else {
+        return Outcome(out);
+    };
+    for (key, value) in &first.0 {
+        let combined = if SUMMED.contains(&key.as_str()) {
+            rounds.iter().map(|o| o.u(key)).sum::<u64>().to_string()
+        } else if value.parse::<f64>().is_ok() {
+            let mut all: Vec<f64> = rounds.iter().map(|o| o.f(key)).collect();
+            all.sort_by(f64::total_cmp);
+            let mid = all.len() / 2;
+            let median = if all.len() % 2 == 1 {
+                all[mid]
+            } else {
+                (all[mid - 1] + all[mid]) / 2.0
+            };
+            median.to_string()
+        } else {
+            value.clone()
+        };
+        out.insert(key.clone(), combined);
+    }
+    Outcome(out)
+}
+
 /// `12,345`.
 fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -566,10 +614,27 @@ fn startup_row(n: usize, b: &Outcome, c: &Outcome, v: &mut Verdicts, target: Str
     );
 }
 
-fn print_busy(n: usize, b: &Outcome, c: &Outcome, v: &mut Verdicts) {
+fn print_busy(n: usize, rounds: &[(Outcome, Outcome)], v: &mut Verdicts) {
+    let b = &combine(
+        &rounds
+            .iter()
+            .map(|r| Outcome(r.0 .0.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let c = &combine(
+        &rounds
+            .iter()
+            .map(|r| Outcome(r.1 .0.clone()))
+            .collect::<Vec<_>>(),
+    );
     header(&format!(
-        "N = {} jobs, every 1 s (local guard, empty body)",
-        thousands(n as u64)
+        "N = {} jobs, every 1 s (local guard, empty body){}",
+        thousands(n as u64),
+        if rounds.len() > 1 {
+            format!(": median of {} rounds, fire counts summed", rounds.len())
+        } else {
+            String::new()
+        }
     ));
     let label = |what: &str| format!("N={}: {what}", thousands(n as u64));
     startup_row(n, b, c, v, label("start-up < 1 s"));
@@ -648,6 +713,20 @@ fn print_busy(n: usize, b: &Outcome, c: &Outcome, v: &mut Verdicts) {
         ),
     );
     print_rss(n, b, c, v);
+    if rounds.len() > 1 {
+        let per_round = |key: &str| {
+            joined(
+                rounds
+                    .iter()
+                    .map(|(b, c)| ratio(c.f(key), b.f(key)).trim_end_matches('x').to_owned()),
+            )
+        };
+        println!("  ratio per round: lateness p99 {}", per_round("p99_us"));
+        println!(
+            "                   CPU           {}",
+            per_round("cpu_per_10s")
+        );
+    }
     if c.u("skipped") + c.u("misfired") > 0 {
         println!(
             "  note: cronguard reported {} runs started, {} fires skipped, {} misfired (whole run, warm-up included)",
@@ -731,9 +810,19 @@ fn parent() {
     let mut v = Verdicts::default();
     let mut results = Vec::new();
     for &n in &cfg.ns {
-        let b = run_child(Side::Baseline, Mode::Busy, n);
-        let c = run_child(Side::Cronguard, Mode::Busy, n);
-        results.push((n, b, c));
+        let mut rounds = Vec::new();
+        for round in 0..cfg.rounds {
+            // Alternate which side goes first, so that neither always runs on a warmer machine.
+            let (b, c) = if round % 2 == 0 {
+                let b = run_child(Side::Baseline, Mode::Busy, n);
+                (b, run_child(Side::Cronguard, Mode::Busy, n))
+            } else {
+                let c = run_child(Side::Cronguard, Mode::Busy, n);
+                (run_child(Side::Baseline, Mode::Busy, n), c)
+            };
+            rounds.push(b.zip(c));
+        }
+        results.push((n, rounds.into_iter().collect::<Option<Vec<_>>>()));
     }
     let idle = (cfg.idle_n > 0).then(|| {
         (
@@ -744,14 +833,14 @@ fn parent() {
 
     println!();
     println!(
-        "cronguard scale benchmark: {} s measured after {} s warm-up; tokio multi-thread, 2 workers; each side and N in a fresh process",
-        cfg.seconds, cfg.warmup
+        "cronguard scale benchmark: {} s measured after {} s warm-up, {} round(s) per N; tokio multi-thread, 2 workers; each side, N and round in a fresh process",
+        cfg.seconds, cfg.warmup, cfg.rounds
     );
     println!("lateness = actual start - fire instant T; CPU = user + sys of the measured window, per 10 s; ratio = cronguard / baseline");
-    for (n, b, c) in &results {
-        match (b, c) {
-            (Some(b), Some(c)) => print_busy(*n, b, c, &mut v),
-            _ => {
+    for (n, rounds) in &results {
+        match rounds {
+            Some(rounds) => print_busy(*n, rounds, &mut v),
+            None => {
                 println!(
                     "\nN = {}: a child process failed (see above)",
                     thousands(*n as u64)

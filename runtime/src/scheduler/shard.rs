@@ -5,6 +5,7 @@
 //! its jobs are handled in chunks, with a yield between chunks so that the runs just started, the
 //! other shards and the monitor get their turn during a burst of fires.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::time::Duration;
@@ -13,8 +14,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
-use super::run::RunEnd;
-use super::slot::Cx;
+use super::run::{self, RunEnd, Started, INLINE_POLL_LIMIT};
+use super::slot::{Cx, Launch};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
 use crate::events::EventKind;
@@ -68,6 +69,8 @@ struct Shard {
     wakeups: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Jobs whose fire came due and that have not been handled yet.
     backlog: VecDeque<u32>,
+    /// Runs claimed under the lock, started by [`launch`](Shard::launch) after it.
+    launches: RefCell<Vec<Launch>>,
 }
 
 /// Runs the shard until the scheduler stops, then drains it.
@@ -81,6 +84,7 @@ pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
         fires: BTreeMap::new(),
         wakeups: BinaryHeap::new(),
         backlog: VecDeque::new(),
+        launches: RefCell::default(),
     };
     shard.schedule_all();
     shard.fire_loop().await;
@@ -111,6 +115,7 @@ impl Shard {
         loop {
             if !self.backlog.is_empty() {
                 self.fire_chunk();
+                self.launch();
                 tokio::task::yield_now().await;
                 if stop.is_cancelled() {
                     return;
@@ -122,6 +127,7 @@ impl Shard {
                     }
                 }
                 self.handle(&mut inbox);
+                self.launch();
                 continue;
             }
             let first_fire = self.fires.first_key_value().map(|(t, _)| *t);
@@ -145,6 +151,7 @@ impl Shard {
                     self.take_due();
                 }
             }
+            self.launch();
         }
     }
 
@@ -175,6 +182,7 @@ impl Shard {
                 idx,
                 shared: &self.shared,
                 tx: &self.tx,
+                launches: &self.launches,
             };
             slot.on_wake(&cx);
             arm(&mut self.wakeups, &self.shared, slot, idx);
@@ -196,11 +204,61 @@ impl Shard {
                 idx,
                 shared: &self.shared,
                 tx: &self.tx,
+                launches: &self.launches,
             };
             if let Some(next) = slot.fire(&cx, now) {
                 self.fires.entry(next).or_default().push(idx);
             }
             arm(&mut self.wakeups, &self.shared, slot, idx);
+        }
+    }
+
+    /// Starts the runs claimed under the lock: each is polled once here, without the lock, and
+    /// goes on as a task of its own unless it finished. Finishing frees a slot, which may claim
+    /// a waiting fire, so this repeats until no run is left to start.
+    fn launch(&mut self) {
+        loop {
+            let launches = std::mem::take(&mut *self.launches.borrow_mut());
+            if launches.is_empty() {
+                return;
+            }
+            let mut polled = Vec::new();
+            for launch in launches {
+                let Launch {
+                    idx,
+                    id,
+                    start,
+                    to,
+                    claimed,
+                } = launch;
+                let (first_poll, ended) = match run::start(start, claimed, to) {
+                    Started::Finished { end, ended } => (
+                        Some(ended.saturating_duration_since(claimed)),
+                        Some((end, ended)),
+                    ),
+                    Started::Spawned { first_poll } => (first_poll, None),
+                };
+                if ended.is_some() || first_poll.is_some_and(|t| t > INLINE_POLL_LIMIT) {
+                    polled.push((idx, id, first_poll, ended));
+                }
+            }
+            if polled.is_empty() {
+                return;
+            }
+            let mut jobs = lock(&self.jobs);
+            for (idx, id, first_poll, ended) in polled {
+                let Some(slot) = jobs.get_mut(idx as usize) else {
+                    continue;
+                };
+                let cx = Cx {
+                    idx,
+                    shared: &self.shared,
+                    tx: &self.tx,
+                    launches: &self.launches,
+                };
+                slot.polled(&cx, id, first_poll, ended);
+                arm(&mut self.wakeups, &self.shared, slot, idx);
+            }
         }
     }
 
@@ -217,6 +275,7 @@ impl Shard {
                 idx: msg.job,
                 shared: &self.shared,
                 tx: &self.tx,
+                launches: &self.launches,
             };
             slot.on_report(&cx, msg.report);
             arm(&mut self.wakeups, &self.shared, slot, msg.job);
@@ -237,6 +296,7 @@ impl Shard {
                         idx,
                         shared: &self.shared,
                         tx: &self.tx,
+                        launches: &self.launches,
                     };
                     slot.take_fires(&cx, now);
                 }
@@ -246,6 +306,7 @@ impl Shard {
                     idx,
                     shared: &self.shared,
                     tx: &self.tx,
+                    launches: &self.launches,
                 };
                 slot.stop_firing(&cx);
                 if slot.busy() {
@@ -280,6 +341,7 @@ impl Shard {
                             idx: msg.job,
                             shared: &self.shared,
                             tx: &self.tx,
+                            launches: &self.launches,
                         };
                         slot.on_report_stopping(&cx, msg.report);
                     }

@@ -1,6 +1,7 @@
 //! One job inside its shard: the due-fire model of DESIGN §3 (slots, overlap, coalescing,
 //! misfires), its claims, its runs, and what it reports.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,9 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::due::Due;
-use super::run::{
-    self, panic_message, release_soon, Hold, ReportTo, RunEnd, Started, INLINE_POLL_LIMIT,
-};
+use super::run::{self, panic_message, release_soon, Hold, ReportTo, RunEnd, INLINE_POLL_LIMIT};
 use super::shard::{Msg, Report};
 use super::{fmt_time, human, Shared};
 use crate::clock::after;
@@ -32,6 +31,19 @@ pub(super) struct Cx<'a> {
     pub(super) idx: u32,
     pub(super) shared: &'a Shared,
     pub(super) tx: &'a mpsc::UnboundedSender<Msg>,
+    /// Runs claimed while the shard holds its lock; the shard starts them once it let go, so
+    /// that no job code runs under the lock (a job may read the monitor).
+    pub(super) launches: &'a RefCell<Vec<Launch>>,
+}
+
+/// A claimed run, counted as running, waiting for its first poll.
+pub(super) struct Launch {
+    pub(super) idx: u32,
+    pub(super) id: u32,
+    pub(super) start: run::Start,
+    pub(super) to: ReportTo,
+    /// When it was claimed: its first poll is measured from here.
+    pub(super) claimed: Instant,
 }
 
 struct Running {
@@ -542,7 +554,8 @@ impl JobSlot {
         let id = self.next_run_id;
         self.next_run_id = self.next_run_id.wrapping_add(1);
         let lateness = (now - fire).to_std().unwrap_or_default();
-        let run = Running {
+        self.running.reserve_exact(1); // most jobs never run twice at once
+        self.running.push(Running {
             id,
             fire,
             token,
@@ -550,8 +563,8 @@ impl JobSlot {
             lateness,
             cancel: cancel.clone(),
             cancel_reason: None,
-        };
-        self.metrics.running.set((self.running.len() + 1) as f64);
+        });
+        self.metrics.running.set(self.running.len() as f64);
         let started = Occurrence {
             fire_time: fire,
             fencing_token: Some(token),
@@ -575,30 +588,45 @@ impl JobSlot {
             renewals: self.metrics.renewals.clone(),
             inline: !self.own_task,
         };
-        let (end, first_poll) = match run::start(start, claimed, to) {
-            Started::Finished { end, ended } => (Some((end, ended)), Some(ended - claimed)),
-            Started::Spawned { first_poll } => (None, first_poll),
-        };
+        cx.launches.borrow_mut().push(Launch {
+            idx: cx.idx,
+            id,
+            start,
+            to,
+            claimed,
+        });
+    }
+
+    /// Run `id` had its first poll, which took `first_poll` on the shard (`None`: it was not
+    /// polled there), and ended at `ended` if it finished.
+    pub(super) fn polled(
+        &mut self,
+        cx: &Cx<'_>,
+        id: u32,
+        first_poll: Option<Duration>,
+        ended: Option<(RunEnd, Instant)>,
+    ) {
         if let Some(took) = first_poll.filter(|t| *t > INLINE_POLL_LIMIT) {
-            self.own_task = true;
-            tracing::warn!(
-                job = %self.job.name,
-                first_poll_ms = took.as_secs_f64() * 1000.0,
-                "the job's code before its first `.await` ran for {} ms on the scheduler's task, which delays other jobs; its runs now start on a task of their own. Move blocking work into `tokio::task::spawn_blocking` or make the job a plain `fn`",
-                took.as_millis()
-            );
-        }
-        match end {
-            Some((end, ended)) => {
-                let duration = ended - claimed;
-                self.finish(cx, run, end, (after(now, duration), duration));
-            }
-            None => {
-                // Most jobs never run twice at once: room for exactly one run, not the usual four.
-                self.running.reserve_exact(1);
-                self.running.push(run);
+            if !self.own_task {
+                self.own_task = true;
+                tracing::warn!(
+                    job = %self.job.name,
+                    first_poll_ms = took.as_millis() as u64,
+                    "the job's code before its first `.await` ran for {} ms on the scheduler's task, which delays other jobs; its runs now start on a task of their own. Move blocking work into `tokio::task::spawn_blocking` or make the job a plain `fn`",
+                    took.as_millis()
+                );
             }
         }
+        let Some((end, ended)) = ended else {
+            return;
+        };
+        let Some(pos) = self.running.iter().position(|r| r.id == id) else {
+            return;
+        };
+        let run = self.running.swap_remove(pos);
+        let duration = ended.saturating_duration_since(run.started);
+        self.finish(cx, run, end, (cx.shared.clock.now(), duration));
+        self.try_start(cx);
     }
 
     fn on_finished(&mut self, cx: &Cx<'_>, id: u32, end: RunEnd) {

@@ -1,0 +1,176 @@
+//! The scheduler groups jobs into shards (one task and one timer per shard) and polls a run once
+//! on its shard before giving it a task of its own. These tests hold it to the same contract as
+//! one job alone: every fire of every job once, in order; and a job whose code blocks before its
+//! first `.await` is moved off the shard so that it cannot delay its neighbours again.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cronguard::{Clock, EventKind, Job, Schedule};
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .expect("a valid instant")
+        .with_timezone(&Utc)
+}
+
+#[tokio::test(start_paused = true)]
+async fn thousands_of_jobs_in_several_shards_run_every_fire_once_in_order() {
+    const JOBS: usize = 3_000; // three shards of at most 1,024 jobs
+    const SECONDS: i64 = 12;
+    let runs: Arc<Mutex<BTreeMap<usize, Vec<DateTime<Utc>>>>> = Arc::default();
+    let mut builder = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
+        .shutdown_timeout(Duration::from_secs(5));
+    for i in 0..JOBS {
+        let period = 1 + (i % 3) as u64;
+        let runs = Arc::clone(&runs);
+        let schedule = Schedule::every(Duration::from_secs(period)).expect("valid");
+        builder = builder.job(Job::new(format!("job{i}"), schedule).run(move |ctx| {
+            let runs = Arc::clone(&runs);
+            async move {
+                runs.lock()
+                    .expect("lock")
+                    .entry(i)
+                    .or_default()
+                    .push(ctx.fire_time());
+                // Every other job waits once: its run goes on as a task of its own.
+                if i % 2 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }));
+    }
+    let handle = builder.start().await.expect("starts");
+    tokio::time::sleep(Duration::from_millis(SECONDS as u64 * 1000 + 500)).await;
+    let jobs = handle.jobs();
+    handle.shutdown().await;
+
+    let runs = runs.lock().expect("lock");
+    for i in 0..JOBS {
+        let period = 1 + (i % 3) as i64;
+        let expected: Vec<_> = (1..=SECONDS)
+            .filter(|s| s % period == 0)
+            .map(|s| t0() + TimeDelta::seconds(s))
+            .collect();
+        assert_eq!(runs.get(&i), Some(&expected), "job{i}");
+    }
+    let started: u64 = jobs.iter().map(|j| j.counts.started).sum();
+    let succeeded: u64 = jobs.iter().map(|j| j.counts.succeeded).sum();
+    let expected: u64 = (0..JOBS).map(|i| 12 / (1 + (i % 3) as u64)).sum();
+    assert_eq!((started, succeeded), (expected, expected));
+    assert!(jobs.iter().all(|j| j.running == 0 && j.counts.skipped == 0));
+}
+
+/// The id of the task a run's first poll happened on.
+type Polls = Arc<Mutex<Vec<(&'static str, tokio::task::Id)>>>;
+
+fn recording(name: &'static str, polls: &Polls, block: Duration) -> Job {
+    let polls = Arc::clone(polls);
+    Job::new(
+        name,
+        Schedule::every(Duration::from_millis(100)).expect("valid"),
+    )
+    .run(move |_ctx| {
+        let polls = Arc::clone(&polls);
+        async move {
+            polls.lock().expect("lock").push((name, tokio::task::id()));
+            // Blocking code before the first `.await`: what a job must not do, and what the
+            // scheduler must survive.
+            std::thread::sleep(block);
+            tokio::task::yield_now().await;
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_blocks_before_its_first_await_gets_a_task_of_its_own() {
+    let polls: Polls = Arc::default();
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .job(recording("blocker", &polls, Duration::from_millis(20)))
+        .job(recording("quick", &polls, Duration::ZERO))
+        .start()
+        .await
+        .expect("starts");
+    let mut events = handle.subscribe();
+    let mut blocker_runs = 0;
+    let waited = tokio::time::timeout(Duration::from_secs(20), async {
+        while blocker_runs < 4 {
+            let event = events.recv().await.expect("the event stream stays open");
+            if &*event.job == "blocker" && event.kind == EventKind::Succeeded {
+                blocker_runs += 1;
+            }
+        }
+    })
+    .await;
+    handle.shutdown().await;
+    assert!(waited.is_ok(), "four runs of `blocker` within 20 s");
+
+    let polls = polls.lock().expect("lock").clone();
+    let first = |name| polls.iter().position(|(n, _)| *n == name).expect("it ran");
+    let blocker: Vec<_> = polls.iter().filter(|(n, _)| *n == "blocker").collect();
+    // Its first run was polled on the shard, the task that quick runs are polled on.
+    let shard = blocker[0].1;
+    assert!(
+        polls.iter().any(|(n, id)| *n == "quick" && *id == shard),
+        "quick runs share the shard's task: {polls:?} (first blocker poll at {})",
+        first("blocker")
+    );
+    // Every later run of `blocker` has a task of its own.
+    for (_, id) in &blocker[1..] {
+        assert_ne!(*id, shard, "{polls:?}");
+    }
+    let later: std::collections::HashSet<_> = blocker[1..].iter().map(|(_, id)| *id).collect();
+    assert_eq!(
+        later.len(),
+        blocker.len() - 1,
+        "a new task per run: {polls:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_may_read_the_monitor_from_its_own_body() {
+    let monitor: Arc<std::sync::OnceLock<cronguard::Monitor>> = Arc::default();
+    let seen: Arc<Mutex<Vec<(usize, bool)>>> = Arc::default();
+    let (job_monitor, job_seen) = (Arc::clone(&monitor), Arc::clone(&seen));
+    let job = Job::new(
+        "reporter",
+        Schedule::every(Duration::from_millis(100)).expect("valid"),
+    )
+    .run(move |_ctx| {
+        let (monitor, seen) = (Arc::clone(&job_monitor), Arc::clone(&job_seen));
+        async move {
+            // Before its first `.await`: the run is being polled by its shard.
+            if let Some(monitor) = monitor.get() {
+                let jobs = monitor.jobs().len();
+                let healthy = monitor.health().await.healthy;
+                seen.lock().expect("lock").push((jobs, healthy));
+            }
+        }
+    });
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .job(job)
+        .start()
+        .await
+        .expect("starts");
+    let _ = monitor.set(handle.monitor());
+    let mut events = handle.subscribe();
+    let waited = tokio::time::timeout(Duration::from_secs(20), async {
+        while seen.lock().expect("lock").len() < 3 {
+            let _ = events.recv().await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the job read the monitor three times");
+    handle.shutdown().await;
+    assert!(seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .all(|&(jobs, healthy)| jobs == 1 && healthy));
+}
