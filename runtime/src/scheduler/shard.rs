@@ -71,7 +71,13 @@ struct Shard {
     backlog: VecDeque<u32>,
     /// Runs claimed under the lock, started by [`launch`](Shard::launch) after it.
     launches: RefCell<Vec<Launch>>,
+    /// Buffers of [`launch`](Shard::launch), kept so that a fire allocates none.
+    launching: Vec<Launch>,
+    polled: Vec<Polled>,
 }
+
+/// A run after its first poll: (job, run id, how long the poll took, its end if it finished).
+type Polled = (u32, u32, Option<Duration>, Option<(RunEnd, Instant)>);
 
 /// Runs the shard until the scheduler stops, then drains it.
 pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
@@ -85,6 +91,8 @@ pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
         wakeups: BinaryHeap::new(),
         backlog: VecDeque::new(),
         launches: RefCell::default(),
+        launching: Vec::new(),
+        polled: Vec::new(),
     };
     shard.schedule_all();
     shard.fire_loop().await;
@@ -115,7 +123,6 @@ impl Shard {
         loop {
             if !self.backlog.is_empty() {
                 self.fire_chunk();
-                self.launch();
                 tokio::task::yield_now().await;
                 if stop.is_cancelled() {
                     return;
@@ -189,27 +196,31 @@ impl Shard {
         }
     }
 
-    /// Handles the fires of up to [`CHUNK`] jobs of the backlog.
+    /// Handles the fires of up to [`CHUNK`] jobs of the backlog, one job at a time: its fires
+    /// under the lock, then its run's first poll without it, while the job is still in cache.
     fn fire_chunk(&mut self) {
         let now = self.shared.clock.now();
-        let mut jobs = lock(&self.jobs);
         for _ in 0..CHUNK {
             let Some(idx) = self.backlog.pop_front() else {
                 break;
             };
-            let Some(slot) = jobs.get_mut(idx as usize) else {
-                continue;
-            };
-            let cx = Cx {
-                idx,
-                shared: &self.shared,
-                tx: &self.tx,
-                launches: &self.launches,
-            };
-            if let Some(next) = slot.fire(&cx, now) {
-                self.fires.entry(next).or_default().push(idx);
+            {
+                let mut jobs = lock(&self.jobs);
+                let Some(slot) = jobs.get_mut(idx as usize) else {
+                    continue;
+                };
+                let cx = Cx {
+                    idx,
+                    shared: &self.shared,
+                    tx: &self.tx,
+                    launches: &self.launches,
+                };
+                if let Some(next) = slot.fire(&cx, now) {
+                    self.fires.entry(next).or_default().push(idx);
+                }
+                arm(&mut self.wakeups, &self.shared, slot, idx);
             }
-            arm(&mut self.wakeups, &self.shared, slot, idx);
+            self.launch();
         }
     }
 
@@ -218,12 +229,11 @@ impl Shard {
     /// a waiting fire, so this repeats until no run is left to start.
     fn launch(&mut self) {
         loop {
-            let launches = std::mem::take(&mut *self.launches.borrow_mut());
-            if launches.is_empty() {
+            std::mem::swap(&mut *self.launches.borrow_mut(), &mut self.launching);
+            if self.launching.is_empty() {
                 return;
             }
-            let mut polled = Vec::new();
-            for launch in launches {
+            for launch in self.launching.drain(..) {
                 let Launch {
                     idx,
                     id,
@@ -239,14 +249,14 @@ impl Shard {
                     Started::Spawned { first_poll } => (first_poll, None),
                 };
                 if ended.is_some() || first_poll.is_some_and(|t| t > INLINE_POLL_LIMIT) {
-                    polled.push((idx, id, first_poll, ended));
+                    self.polled.push((idx, id, first_poll, ended));
                 }
             }
-            if polled.is_empty() {
+            if self.polled.is_empty() {
                 return;
             }
             let mut jobs = lock(&self.jobs);
-            for (idx, id, first_poll, ended) in polled {
+            for (idx, id, first_poll, ended) in self.polled.drain(..) {
                 let Some(slot) = jobs.get_mut(idx as usize) else {
                     continue;
                 };
