@@ -146,7 +146,7 @@ impl Builder {
         self
     }
 
-    /// Checks the settings against the jobs and starts one timer per job.
+    /// Checks the settings against the jobs and starts the scheduler.
     ///
     /// # Errors
     ///
