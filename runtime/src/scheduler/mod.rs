@@ -1,8 +1,10 @@
 //! The scheduler. Jobs are split into shards; a shard is one task with one timer for all of its
 //! jobs, so a process with 100,000 jobs has a handful of timers, not 100,000. Each job keeps the
 //! due-fire model of DESIGN §3 (slots, overlap, coalescing, misfires) in a compact
-//! [`JobSlot`](slot::JobSlot); claims that wait on a guard and every run are tasks of their own
-//! that report back to their shard by message, so a shard never waits for a job or a guard.
+//! [`JobSlot`](slot::JobSlot). A claim that waits on a guard is a task of its own; a run is
+//! polled once by its shard (outside the shard's lock) and becomes a task of its own unless it
+//! finished there. Tasks report back to their shard by message, so a shard never waits for a job
+//! or a guard.
 
 mod due;
 mod run;

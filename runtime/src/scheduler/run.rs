@@ -1,5 +1,5 @@
-//! A run: the job's body on a task of its own, its lease kept alive by the watchdog, and its end
-//! reported back to the shard.
+//! A run: the job's body, polled once by its shard and then on a task of its own unless it
+//! finished, its lease kept alive by the watchdog, and its end reported back to the shard.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,10 +27,17 @@ pub(super) enum RunEnd {
 }
 
 /// Where a run reports to: its shard, its job, its id.
-pub(super) struct ReportTo {
-    pub(super) tx: mpsc::UnboundedSender<Msg>,
+pub(super) struct ReportTo<'a> {
+    pub(super) tx: &'a mpsc::UnboundedSender<Msg>,
     pub(super) job: u32,
     pub(super) id: u32,
+}
+
+/// [`ReportTo`] owned by a run's task.
+struct Reporter {
+    tx: mpsc::UnboundedSender<Msg>,
+    job: u32,
+    id: u32,
 }
 
 /// How long a run's first poll on its shard may take before the job's later runs get a task of
@@ -81,7 +88,7 @@ pub(super) enum Started {
 /// task of its own only if it does not finish at once: most runs of a quick job never need one.
 /// Otherwise the run is a task from the start, with the watchdog renewing an expiring lease.
 /// `started` is when the run was claimed; the first poll's length is measured from there.
-pub(super) fn start(run: Start, started: Instant, to: ReportTo) -> Started {
+pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let Start {
         body,
         ctx,
@@ -90,10 +97,11 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo) -> Started {
         renewals,
         inline,
     } = run;
-    let job = Arc::clone(&ctx.job);
-    let span = tracing::info_span!("cronguard.run", job = %job, fire_time = %super::fmt_time(ctx.fire_time), fencing_token = ctx.fencing_token);
+    let span = tracing::info_span!("cronguard.run", job = %ctx.job, fire_time = %super::fmt_time(ctx.fire_time), fencing_token = ctx.fencing_token);
     let expires = hold.expires();
     let blocking = matches!(body, Body::Blocking(_));
+    // The job's name, for the log line of a lease that cannot be given back.
+    let lease_job = matches!(hold, Hold::Lease(_)).then(|| Arc::clone(&ctx.job));
     let mut running = Box::pin(run_body(body, ctx, cancel));
     let mut first_poll = None;
     if inline && !expires && !blocking {
@@ -104,13 +112,18 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo) -> Started {
         });
         let ended = Instant::now();
         if let Poll::Ready(end) = polled {
-            if let Hold::Lease(lease) = hold {
+            if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
                 release_soon(lease, job);
             }
             return Started::Finished { end, ended };
         }
         first_poll = Some(ended - started);
     }
+    let to = Reporter {
+        tx: to.tx.clone(),
+        job: to.job,
+        id: to.id,
+    };
     let task = async move {
         let end = match &hold {
             Hold::Lease(lease) if expires => {
@@ -128,7 +141,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo) -> Started {
             }
             _ => running.await,
         };
-        if let Hold::Lease(lease) = hold {
+        if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
             release(lease, job).await;
         }
         to.send(Report::Finished { id: to.id, end });
@@ -141,7 +154,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo) -> Started {
     Started::Spawned { first_poll }
 }
 
-impl ReportTo {
+impl Reporter {
     fn send(&self, report: Report) {
         // Fails only when the shard is gone, and then nobody waits for the report.
         let _ = self.tx.send(Msg {

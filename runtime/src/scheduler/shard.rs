@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
-use super::run::{self, RunEnd, Started, INLINE_POLL_LIMIT};
+use super::run::{self, ReportTo, RunEnd, Started, INLINE_POLL_LIMIT};
 use super::slot::{Cx, Launch};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
@@ -238,9 +238,13 @@ impl Shard {
                     idx,
                     id,
                     start,
-                    to,
                     claimed,
                 } = launch;
+                let to = ReportTo {
+                    tx: &self.tx,
+                    job: idx,
+                    id,
+                };
                 let (first_poll, ended) = match run::start(start, claimed, to) {
                     Started::Finished { end, ended } => (
                         Some(ended.saturating_duration_since(claimed)),

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::due::Due;
-use super::run::{self, panic_message, release_soon, Hold, ReportTo, RunEnd, INLINE_POLL_LIMIT};
+use super::run::{self, panic_message, release_soon, Hold, RunEnd, INLINE_POLL_LIMIT};
 use super::shard::{Msg, Report};
 use super::{fmt_time, human, Shared};
 use crate::clock::after;
@@ -41,7 +41,6 @@ pub(super) struct Launch {
     pub(super) idx: u32,
     pub(super) id: u32,
     pub(super) start: run::Start,
-    pub(super) to: ReportTo,
     /// When it was claimed: its first poll is measured from here.
     pub(super) claimed: Instant,
 }
@@ -575,11 +574,6 @@ impl JobSlot {
             kind: EventKind::Started,
         };
         self.emit(cx, started);
-        let to = ReportTo {
-            tx: cx.tx.clone(),
-            job: cx.idx,
-            id,
-        };
         let start = run::Start {
             body: self.body.clone(),
             ctx,
@@ -592,7 +586,6 @@ impl JobSlot {
             idx: cx.idx,
             id,
             start,
-            to,
             claimed,
         });
     }
