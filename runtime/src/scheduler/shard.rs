@@ -60,8 +60,7 @@ pub(super) enum Report {
 
 struct Shard {
     jobs: ShardJobs,
-    shared: Shared,
-    tx: mpsc::UnboundedSender<Msg>,
+    links: Links,
     rx: mpsc::UnboundedReceiver<Msg>,
     /// Jobs by their next fire instant.
     fires: BTreeMap<DateTime<Utc>, Vec<u32>>,
@@ -69,11 +68,28 @@ struct Shard {
     wakeups: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Jobs whose fire came due and that have not been handled yet.
     backlog: VecDeque<u32>,
-    /// Runs claimed under the lock, started by [`launch`](Shard::launch) after it.
-    launches: RefCell<Vec<Launch>>,
     /// Buffers of [`launch`](Shard::launch), kept so that a fire allocates none.
     launching: Vec<Launch>,
     polled: Vec<Polled>,
+}
+
+/// What a job's handlers reach of their shard (see [`Cx`]).
+struct Links {
+    shared: Shared,
+    tx: mpsc::UnboundedSender<Msg>,
+    /// Runs claimed under the lock, started by [`launch`](Shard::launch) after it.
+    launches: RefCell<Vec<Launch>>,
+}
+
+impl Links {
+    fn cx(&self, idx: u32) -> Cx<'_> {
+        Cx {
+            idx,
+            shared: &self.shared,
+            tx: &self.tx,
+            launches: &self.launches,
+        }
+    }
 }
 
 /// A run after its first poll: (job, run id, how long the poll took, its end if it finished).
@@ -84,13 +100,15 @@ pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut shard = Shard {
         jobs,
-        shared,
-        tx,
+        links: Links {
+            shared,
+            tx,
+            launches: RefCell::default(),
+        },
         rx,
         fires: BTreeMap::new(),
         wakeups: BinaryHeap::new(),
         backlog: VecDeque::new(),
-        launches: RefCell::default(),
         launching: Vec::new(),
         polled: Vec::new(),
     };
@@ -101,7 +119,7 @@ pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
 
 impl Shard {
     fn schedule_all(&mut self) {
-        let now = self.shared.clock.now();
+        let now = self.links.shared.clock.now();
         let mut jobs = lock(&self.jobs);
         for (idx, slot) in (0u32..).zip(jobs.iter_mut()) {
             if let Some(next) = slot.schedule_from(now) {
@@ -111,7 +129,7 @@ impl Shard {
     }
 
     async fn fire_loop(&mut self) {
-        let stop = self.shared.stop.clone();
+        let stop = self.links.shared.stop.clone();
         let stopped = stop.cancelled();
         tokio::pin!(stopped);
         let far = || Instant::now() + MAX_TIMER_WAIT;
@@ -140,7 +158,7 @@ impl Shard {
             let first_fire = self.fires.first_key_value().map(|(t, _)| *t);
             let first_wake = self.wakeups.peek().map(|w| w.0 .0);
             if armed_for != Some((first_fire, first_wake)) {
-                let fire_at = first_fire.map(|t| self.shared.clock.deadline_for(t));
+                let fire_at = first_fire.map(|t| self.links.shared.clock.deadline_for(t));
                 let at = fire_at.into_iter().chain(first_wake).min();
                 timer.as_mut().reset(at.unwrap_or_else(far).min(far()));
                 armed_for = Some((first_fire, first_wake));
@@ -164,7 +182,7 @@ impl Shard {
 
     /// Moves the jobs of every bucket that came due to the backlog, and handles due wake-ups.
     fn take_due(&mut self) {
-        let now = self.shared.clock.now();
+        let now = self.links.shared.clock.now();
         while let Some(entry) = self.fires.first_entry() {
             if *entry.key() > now {
                 break;
@@ -185,21 +203,16 @@ impl Shard {
                 continue; // stale
             }
             slot.armed = None;
-            let cx = Cx {
-                idx,
-                shared: &self.shared,
-                tx: &self.tx,
-                launches: &self.launches,
-            };
+            let cx = self.links.cx(idx);
             slot.on_wake(&cx);
-            arm(&mut self.wakeups, &self.shared, slot, idx);
+            arm(&mut self.wakeups, &self.links.shared, slot, idx);
         }
     }
 
     /// Handles the fires of up to [`CHUNK`] jobs of the backlog, one job at a time: its fires
     /// under the lock, then its run's first poll without it, while the job is still in cache.
     fn fire_chunk(&mut self) {
-        let now = self.shared.clock.now();
+        let now = self.links.shared.clock.now();
         for _ in 0..CHUNK {
             let Some(idx) = self.backlog.pop_front() else {
                 break;
@@ -209,16 +222,11 @@ impl Shard {
                 let Some(slot) = jobs.get_mut(idx as usize) else {
                     continue;
                 };
-                let cx = Cx {
-                    idx,
-                    shared: &self.shared,
-                    tx: &self.tx,
-                    launches: &self.launches,
-                };
+                let cx = self.links.cx(idx);
                 if let Some(next) = slot.fire(&cx, now) {
                     self.fires.entry(next).or_default().push(idx);
                 }
-                arm(&mut self.wakeups, &self.shared, slot, idx);
+                arm(&mut self.wakeups, &self.links.shared, slot, idx);
             }
             self.launch();
         }
@@ -229,7 +237,7 @@ impl Shard {
     /// a waiting fire, so this repeats until no run is left to start.
     fn launch(&mut self) {
         loop {
-            std::mem::swap(&mut *self.launches.borrow_mut(), &mut self.launching);
+            std::mem::swap(&mut *self.links.launches.borrow_mut(), &mut self.launching);
             if self.launching.is_empty() {
                 return;
             }
@@ -241,7 +249,7 @@ impl Shard {
                     claimed,
                 } = launch;
                 let to = ReportTo {
-                    tx: &self.tx,
+                    tx: &self.links.tx,
                     job: idx,
                     id,
                 };
@@ -264,14 +272,9 @@ impl Shard {
                 let Some(slot) = jobs.get_mut(idx as usize) else {
                     continue;
                 };
-                let cx = Cx {
-                    idx,
-                    shared: &self.shared,
-                    tx: &self.tx,
-                    launches: &self.launches,
-                };
+                let cx = self.links.cx(idx);
                 slot.polled(&cx, id, first_poll, ended);
-                arm(&mut self.wakeups, &self.shared, slot, idx);
+                arm(&mut self.wakeups, &self.links.shared, slot, idx);
             }
         }
     }
@@ -285,14 +288,9 @@ impl Shard {
             let Some(slot) = jobs.get_mut(msg.job as usize) else {
                 continue;
             };
-            let cx = Cx {
-                idx: msg.job,
-                shared: &self.shared,
-                tx: &self.tx,
-                launches: &self.launches,
-            };
+            let cx = self.links.cx(msg.job);
             slot.on_report(&cx, msg.report);
-            arm(&mut self.wakeups, &self.shared, slot, msg.job);
+            arm(&mut self.wakeups, &self.links.shared, slot, msg.job);
         }
     }
 
@@ -301,27 +299,17 @@ impl Shard {
     async fn drain(mut self) {
         let mut busy: Vec<u32> = Vec::new();
         {
-            let now = self.shared.clock.now();
+            let now = self.links.shared.clock.now();
             let mut jobs = lock(&self.jobs);
             // Fires that came due but were not handled yet are reported with the waiting ones.
             for idx in self.backlog.drain(..) {
                 if let Some(slot) = jobs.get_mut(idx as usize) {
-                    let cx = Cx {
-                        idx,
-                        shared: &self.shared,
-                        tx: &self.tx,
-                        launches: &self.launches,
-                    };
+                    let cx = self.links.cx(idx);
                     slot.take_fires(&cx, now);
                 }
             }
             for (idx, slot) in (0u32..).zip(jobs.iter_mut()) {
-                let cx = Cx {
-                    idx,
-                    shared: &self.shared,
-                    tx: &self.tx,
-                    launches: &self.launches,
-                };
+                let cx = self.links.cx(idx);
                 slot.stop_firing(&cx);
                 if slot.busy() {
                     busy.push(idx);
@@ -329,6 +317,7 @@ impl Shard {
             }
         }
         let deadline = self
+            .links
             .shared
             .deadline
             .get()
@@ -351,12 +340,7 @@ impl Shard {
                         let Some(slot) = jobs.get_mut(msg.job as usize) else {
                             continue;
                         };
-                        let cx = Cx {
-                            idx: msg.job,
-                            shared: &self.shared,
-                            tx: &self.tx,
-                            launches: &self.launches,
-                        };
+                        let cx = self.links.cx(msg.job);
                         slot.on_report_stopping(&cx, msg.report);
                     }
                     busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));

@@ -422,6 +422,11 @@ impl JobSlot {
 
     /// A report from a claim, a run or a drop of this job.
     pub(super) fn on_report(&mut self, cx: &Cx<'_>, report: Report) {
+        self.apply(cx, report);
+        self.try_start(cx);
+    }
+
+    fn apply(&mut self, cx: &Cx<'_>, report: Report) {
         match report {
             Report::Claimed {
                 fire,
@@ -442,7 +447,6 @@ impl JobSlot {
             Report::Finished { id, end } => self.on_finished(cx, id, end),
             Report::Stopped { id, verdict } => self.on_stopped(cx, id, verdict),
         }
-        self.try_start(cx);
     }
 
     fn on_stopped(&mut self, cx: &Cx<'_>, id: u32, verdict: Verdict) {
@@ -679,16 +683,7 @@ impl JobSlot {
                 let reason = "the scheduler shut down before the fire could start".to_owned();
                 self.emit_drop(cx, fire, EventKind::Misfired { reason }, true);
             }
-            Report::Dropped {
-                fire,
-                kind,
-                first_report,
-            } => {
-                self.pending_reports = self.pending_reports.saturating_sub(1);
-                self.emit_drop(cx, fire, kind, first_report)
-            }
-            Report::Finished { id, end } => self.on_finished(cx, id, end),
-            Report::Stopped { id, verdict } => self.on_stopped(cx, id, verdict),
+            other => self.apply(cx, other),
         }
     }
 
