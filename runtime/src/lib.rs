@@ -8,7 +8,7 @@ mod config;
 mod context;
 mod error;
 mod events;
-mod guard;
+pub mod guard;
 mod handle;
 mod health;
 mod job;

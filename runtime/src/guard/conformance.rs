@@ -17,7 +17,7 @@ async fn acquire(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
     match guard.claim(t(fire)).await.expect("the guard answers") {
         Claim::Acquired(lease) => lease,
         Claim::AlreadyRan => panic!("fire {fire}: AlreadyRan, expected Acquired"),
-        Claim::Busy { .. } => panic!("fire {fire}: Busy, expected Acquired"),
+        other => panic!("fire {fire}: {other:?}, expected Acquired"),
     }
 }
 
@@ -29,6 +29,8 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
         }
         Claim::AlreadyRan => "already_ran",
         Claim::Busy { .. } => "busy",
+        Claim::Lapsed => "lapsed",
+        Claim::TooEarly { .. } => "too_early",
     }
 }
 

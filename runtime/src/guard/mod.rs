@@ -1,7 +1,26 @@
-//! Guards answer one question per fire: may this process run fire `T` of this job now?
+//! Shared guards: the public trait every backend that coordinates several processes implements.
 //!
-//! Every backend implements [`Guard`], so the scheduler does not know which one it talks to; a new
-//! backend is one new module.
+//! A guard answers one question per fire: *may this process run fire `T` of this job now?* The
+//! in-process rules (`max_instances`, the last fire claimed here, local fencing) are the job
+//! model's own state, so a guard is only asked when something outside the process must agree:
+//! the `file` guard (every process of one host), the `redis` guard (a cluster), or a user's own
+//! backend. The scheduler does not know which one it talks to; a new backend is one new module.
+//!
+//! # What a guard must guarantee
+//!
+//! - **Mutual exclusion**: while a lease is held, every other claim of the job answers
+//!   [`Claim::Busy`].
+//! - **Per-fire uniqueness**: once fire `T` was claimed, a claim of `T` or of an older fire answers
+//!   [`Claim::AlreadyRan`] — even after the lease was released.
+//! - **The same claimant is recognised**: a claim of fire `T` repeated by the same guard value
+//!   (because the reply to the first one was lost) answers [`Claim::Acquired`] again with the same
+//!   fencing token while that lease is held, or [`Claim::Lapsed`] once it expired — never
+//!   `AlreadyRan`, which would drop the fire without a word.
+//! - **Fencing tokens rise**: every acquired lease has a token greater than every earlier one of
+//!   the job, also after the backend lost its data.
+//! - **A fire far ahead of the guard's own clock is refused** ([`Claim::TooEarly`]) where the guard
+//!   has a clock of its own, so that one replica with a wrong clock cannot claim, and so silence,
+//!   the fires of every replica.
 
 use std::time::Duration;
 
@@ -19,36 +38,69 @@ pub(crate) mod redis;
 mod conformance;
 
 /// A guard's answer to a claim.
-pub(crate) enum Claim {
+#[non_exhaustive]
+pub enum Claim {
     /// This process may run the fire; the lease must be released when the run ends.
     Acquired(Box<dyn Lease>),
-    /// This fire, or a later one, was already claimed (by another process or earlier here).
+    /// This fire, or a later one, was already claimed by another claimant.
     AlreadyRan,
     /// An instance of the job is running, so no slot is free.
     Busy {
-        /// `false` when another process already reported this fire as busy.
+        /// `false` when another process already reported this busy fire (the guard records a
+        /// busy fire as reported only for `overlap = "skip"`, where a busy fire is dropped).
         first_report: bool,
+    },
+    /// This claimant's own earlier claim of the fire took effect (its reply was lost), and its
+    /// lease ran out before this retry: the fire was claimed but can no longer start.
+    Lapsed,
+    /// The fire lies further ahead of the guard's clock than it tolerates: this process's clock
+    /// is ahead. Asking again once the guard's clock has caught up may succeed.
+    TooEarly {
+        /// How far the fire lies ahead of the guard's clock.
+        ahead: Duration,
     },
 }
 
-/// Mutual exclusion and per-fire uniqueness for one job.
-pub(crate) trait Guard: Send + Sync + 'static {
-    /// Claims fire `fire_time`.
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Claim::Acquired(lease) => f
+                .debug_struct("Acquired")
+                .field("fencing_token", &lease.fencing_token())
+                .finish(),
+            Claim::AlreadyRan => f.write_str("AlreadyRan"),
+            Claim::Busy { first_report } => f
+                .debug_struct("Busy")
+                .field("first_report", first_report)
+                .finish(),
+            Claim::Lapsed => f.write_str("Lapsed"),
+            Claim::TooEarly { ahead } => f.debug_struct("TooEarly").field("ahead", ahead).finish(),
+        }
+    }
+}
+
+/// Mutual exclusion and per-fire uniqueness for one job, shared by several processes.
+///
+/// See the [module documentation](self) for what every implementation must guarantee.
+pub trait Guard: Send + Sync + 'static {
+    /// Claims fire `fire_time`. A repeated claim of the same fire by the same guard value is the
+    /// same claimant (see the module documentation).
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>>;
 
-    /// Records that fire `fire_time` was dropped; `true` when no process recorded it before,
-    /// so that a drop seen by several processes is reported at warn level once.
+    /// Records that fire `fire_time` was dropped; `true` when no *other* process recorded it
+    /// before, so that a drop seen by several processes is reported at warn level once. Asking
+    /// again for the same fire from the same guard value answers `true` again.
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
         let _ = fire_time;
         Box::pin(async { Ok(true) })
     }
 
-    /// The latest fire claimed anywhere this guard reaches (this process, this host, the cluster).
+    /// The latest fire claimed anywhere this guard reaches (this host, the cluster).
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>>;
 }
 
 /// A claimed run's hold on its guard.
-pub(crate) trait Lease: Send + Sync + 'static {
+pub trait Lease: Send + Sync + 'static {
     /// The fencing token of the run: strictly greater than every earlier token of the job.
     fn fencing_token(&self) -> u64;
 
@@ -69,8 +121,8 @@ pub(crate) trait Lease: Send + Sync + 'static {
 
 /// The answer to a renewal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-pub(crate) enum Renewal {
+#[non_exhaustive]
+pub enum Renewal {
     /// The lease was extended.
     Renewed,
     /// The lease was extended, and another process asked this run to stop (`overlap = "replace"`).
@@ -100,4 +152,7 @@ pub enum GuardError {
     /// A blocking guard operation could not run (the runtime is shutting down).
     #[error("guard task failed: {0}")]
     Task(String),
+    /// A guard of the user's own failed.
+    #[error("guard: {0}")]
+    Other(String),
 }

@@ -86,6 +86,8 @@ enum Answer {
     Acquired(Hold),
     AlreadyRan,
     Busy { first_report: bool },
+    Lapsed,
+    TooEarly(Duration),
 }
 
 impl From<Claim> for Answer {
@@ -94,6 +96,8 @@ impl From<Claim> for Answer {
             Claim::Acquired(lease) => Answer::Acquired(Hold::Lease(lease)),
             Claim::AlreadyRan => Answer::AlreadyRan,
             Claim::Busy { first_report } => Answer::Busy { first_report },
+            Claim::Lapsed => Answer::Lapsed,
+            Claim::TooEarly { ahead } => Answer::TooEarly(ahead),
         }
     }
 }
@@ -520,6 +524,18 @@ impl JobSlot {
                 }
                 Overlap::Queue | Overlap::Replace => self.wait_and_retry(cx, fire),
             },
+            Ok(Answer::Lapsed) => {
+                let reason = "this process's claim took effect but its reply was lost, and its lease ran out before the claim was retried".to_owned();
+                self.report_drop(cx, fire, EventKind::Misfired { reason });
+            }
+            Ok(Answer::TooEarly(ahead)) => {
+                tracing::error!(job = %self.job.name, fire_time = %fmt_time(fire), ahead_ms = ahead.as_millis() as u64, "the guard refused a claim of a fire that lies ahead of its clock: this host's clock is ahead; retrying until the misfire grace runs out");
+                self.last_guard_error = Some(format!(
+                    "the fire lies {} ahead of the guard's clock (this host's clock is ahead)",
+                    human(ahead)
+                ));
+                self.wait_and_retry(cx, fire);
+            }
             Err(e) => {
                 tracing::warn!(job = %self.job.name, fire_time = %fmt_time(fire), error = %e, "guard unavailable; retrying until the misfire grace runs out");
                 self.last_guard_error = Some(e.to_string());
