@@ -8,11 +8,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, EventSink, Hook};
+use crate::executor::{self, Shared};
 use crate::guard::file::FileGuard;
 use crate::guard::Guard;
 use crate::handle::Cronguard;
 use crate::job::{registered, Job};
-use crate::scheduler::{self, Shared};
 use crate::{Clock, Error, Lock};
 
 /// The default time running jobs get to finish at shutdown.
@@ -215,10 +215,12 @@ impl Builder {
             instance,
             stop: CancellationToken::new(),
             deadline: Arc::new(OnceLock::new()),
+            tasks: tokio_util::task::TaskTracker::new(),
+            origin: tokio::time::Instant::now(),
         };
         #[cfg(feature = "redis")]
         if let Some(redis) = &redis {
-            crate::skew::spawn_monitor(
+            crate::guard::skew::spawn_monitor(
                 redis.conn.clone(),
                 shared.clock.clone(),
                 &jobs,
@@ -244,10 +246,10 @@ impl Builder {
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start
             };
-            runnable.push(scheduler::Runnable { job, body, guard });
+            runnable.push(executor::Runnable { job, body, guard });
         }
         let count = runnable.len();
-        let shards = scheduler::start(runnable, &shared);
+        let shards = executor::start(runnable, &shared);
         tracing::info!(jobs = count, instance = %shared.instance, "cronguard started");
         Ok(Cronguard::new(shards, shared, self.shutdown_timeout))
     }

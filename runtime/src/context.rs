@@ -1,3 +1,5 @@
+//! What a running job knows about its run.
+
 use crate::cancel::RunCancel;
 use chrono::{DateTime, Utc};
 
@@ -29,7 +31,7 @@ impl JobContext {
 
     /// `job@T`, a natural unique key for idempotent writes.
     pub fn run_key(&self) -> String {
-        crate::scheduler::run_key(&self.job, self.fire_time)
+        crate::fire::run_key(&self.job, self.fire_time)
     }
 
     /// Resolves when the run is cancelled.

@@ -64,10 +64,16 @@ pub enum EventKind {
         /// Why no slot was free.
         reason: String,
     },
-    /// The fire was dropped because it could not start within its misfire grace.
+    /// The fire could not start within its misfire grace. After a pause, every fire that was
+    /// missed is reported in one event: [`Event::fire_time`] is the last of them.
     Misfired {
         /// Why it could not start.
         reason: String,
+        /// How many fires this event reports (1 unless the process was paused or its clock
+        /// jumped past several fires).
+        count: u64,
+        /// The first fire it reports (the event's fire time when `count` is 1).
+        first: DateTime<Utc>,
     },
     /// The fire was dropped because a later fire was waiting too (`coalesce`).
     Coalesced {
@@ -111,6 +117,15 @@ impl fmt::Display for CancelReason {
 }
 
 impl EventKind {
+    /// One misfired fire.
+    pub(crate) fn misfired(reason: String, fire: DateTime<Utc>) -> Self {
+        EventKind::Misfired {
+            reason,
+            count: 1,
+            first: fire,
+        }
+    }
+
     /// The event's name as used in logs and metrics: `started`, `succeeded`, `failed`, `cancelled`,
     /// `skipped`, `misfired`, `coalesced`, `claimed_elsewhere` or `lease_lost`.
     pub fn name(&self) -> &'static str {
@@ -164,7 +179,7 @@ impl Occurrence {
         Event {
             job: Arc::clone(job),
             fire_time: self.fire_time,
-            run_key: Arc::from(crate::scheduler::run_key(job, self.fire_time)),
+            run_key: Arc::from(crate::fire::run_key(job, self.fire_time)),
             fencing_token: self.fencing_token,
             instance: Arc::clone(instance),
             at: self.at,
@@ -363,11 +378,11 @@ fn log(e: &Event) {
         EventKind::Skipped { reason } => {
             tracing::debug!(job = %e.job, fire_time = %t, reason = %reason, "fire skipped (already reported by another process)")
         }
-        EventKind::Misfired { reason } if e.first_report => {
-            tracing::warn!(job = %e.job, fire_time = %t, reason = %reason, "fire misfired")
+        EventKind::Misfired { reason, count, .. } if e.first_report => {
+            tracing::warn!(job = %e.job, fire_time = %t, count, reason = %reason, "fire misfired")
         }
-        EventKind::Misfired { reason } => {
-            tracing::debug!(job = %e.job, fire_time = %t, reason = %reason, "fire misfired (already reported by another process)")
+        EventKind::Misfired { reason, count, .. } => {
+            tracing::debug!(job = %e.job, fire_time = %t, count, reason = %reason, "fire misfired (already reported by another process)")
         }
         EventKind::Coalesced { covered_by } => {
             tracing::info!(job = %e.job, fire_time = %t, covered_by = %covered_by.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), "fire coalesced into a later one")

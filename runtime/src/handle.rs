@@ -6,10 +6,21 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::events::Event;
+use crate::executor::{lock, GuardView, ShardJobs, Shards, Shared};
 use crate::health::{judge, Health, HealthState, JobHealth};
-use crate::scheduler::{lock, GuardView, ShardJobs, Shards, Shared};
 use crate::status::JobStatus;
 use crate::Error;
+
+/// The longest shutdown waits for leases to be given back after the runs ended.
+const RELEASE_WAIT: Duration = Duration::from_secs(5);
+
+/// `now + d`, or an instant about thirty years ahead when that overflows (`Duration::MAX`).
+fn far_instant(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
+        .unwrap_or(now)
+}
 
 /// A cloneable, read-only view of a running scheduler: the jobs' status and health.
 ///
@@ -49,8 +60,8 @@ impl Monitor {
         let mut asks = Vec::new();
         for shard in self.shards.iter() {
             for job in lock(shard).iter() {
-                let grace = job.misfire_grace();
-                let due = job.status().window.due_by(now, grace);
+                let grace = job.model().spec().misfire_grace;
+                let due = job.model().window().due_by(now, grace);
                 asks.push((job.name().to_string(), due, job.guard(), grace));
             }
         }
@@ -66,7 +77,7 @@ impl Monitor {
                 match asked {
                     Ok(Ok(last_claimed)) => JobHealth {
                         name,
-                        state: judge(due, last_claimed, grace),
+                        state: judge(due, last_claimed, grace, now),
                         last_claimed,
                     },
                     Ok(Err(e)) => JobHealth {
@@ -169,12 +180,27 @@ impl Cronguard {
                 "stopping: waiting for running jobs to finish"
             );
         }
-        let _ = self.shared.deadline.set(Instant::now() + timeout);
+        let deadline = far_instant(timeout);
+        let _ = self.shared.deadline.set(deadline);
         self.shared.stop.cancel();
         for task in self.tasks {
             if let Err(e) = task.await {
                 tracing::error!(error = %e, "a scheduler task ended abnormally during shutdown");
             }
+        }
+        // Leases given back on tasks of their own (and claims still in flight) are waited for,
+        // so that a replica that stops frees its locks at once instead of after a lease.
+        let tasks = &self.shared.tasks;
+        tasks.close();
+        let release_wait = timeout.clamp(Duration::from_secs(1), RELEASE_WAIT);
+        if tokio::time::timeout(release_wait, tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                waited_ms = release_wait.as_millis() as u64,
+                "some leases were not given back in time; they free themselves when they expire"
+            );
         }
         // Every event, up to the last run's end, reaches the hooks before shutdown returns —
         // unless a hook is stuck: then shutdown does not hang on it for longer than the timeout.

@@ -8,17 +8,16 @@ mod config;
 mod context;
 mod error;
 mod events;
+mod executor;
+mod fire;
 pub mod guard;
 mod handle;
 mod health;
 mod job;
 mod metrics;
+mod model;
 mod registry;
-mod scheduler;
-#[cfg(feature = "redis")]
-mod skew;
 mod status;
-mod watchdog;
 
 pub use crate::clock::Clock;
 pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};

@@ -7,7 +7,7 @@
 //! | `cronguard_dropped_fires_total` | counter | `job`, `reason` = `skipped` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
 //! | `cronguard_run_duration_seconds` | histogram | `job` |
 //! | `cronguard_fire_lateness_seconds` | histogram | `job` |
-//! | `cronguard_claim_latency_seconds` | histogram | `job`, `guard` |
+//! | `cronguard_claim_latency_seconds` | histogram | `job`, `guard` (shared guards: `file`, `redis`) |
 //! | `cronguard_lease_renewals_total` | counter | `job` |
 //! | `cronguard_lease_lost_total` | counter | `job` |
 //! | `cronguard_jobs_running` | gauge | `job` |

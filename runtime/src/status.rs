@@ -6,7 +6,6 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::events::{Event, EventKind, Occurrence};
-use crate::health::FireWindow;
 use crate::Lock;
 
 /// A snapshot of one job.
@@ -82,12 +81,9 @@ pub struct Counts {
 /// only when someone asks.
 #[derive(Debug, Default)]
 pub(crate) struct StatusRecord {
-    pub(crate) next_fire: Option<DateTime<Utc>>,
     last_run: Option<LastRun>,
     last_event: Option<Occurrence>,
     counts: Counts,
-    /// The fires the timer reached, for the health check.
-    pub(crate) window: FireWindow,
 }
 
 #[derive(Debug)]
@@ -141,7 +137,8 @@ impl StatusRecord {
 
     pub(crate) fn snapshot(
         &self,
-        job: &crate::scheduler::JobSpec,
+        job: &crate::model::Spec,
+        next_fire: Option<DateTime<Utc>>,
         instance: &Arc<str>,
         running: usize,
     ) -> JobStatus {
@@ -150,7 +147,7 @@ impl StatusRecord {
             schedule: job.schedule.to_string(),
             lock: job.lock,
             enabled: job.enabled,
-            next_fire: self.next_fire,
+            next_fire,
             last_run: self.last_run.as_ref().map(|r| RunRecord {
                 fire_time: r.fire_time,
                 started_at: r.started_at,

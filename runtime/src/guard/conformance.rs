@@ -2,11 +2,13 @@
 //! release and renewal by the owner only, expiry, and fencing tokens that only rise. (The
 //! in-process guard, which the scheduler holds inline, has the same checks in its own module.)
 
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::file::FileGuard;
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
 use super::{Claim, Guard, Lease, Renewal};
 
 fn t(s: i64) -> DateTime<Utc> {

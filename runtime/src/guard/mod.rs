@@ -30,9 +30,11 @@ use tokio::time::Instant;
 use crate::registry::BoxFuture;
 
 pub(crate) mod file;
-pub(crate) mod local;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
+#[cfg(feature = "redis")]
+pub(crate) mod skew;
+pub(crate) mod watchdog;
 
 #[cfg(test)]
 mod conformance;

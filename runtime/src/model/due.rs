@@ -2,19 +2,19 @@
 
 use std::collections::VecDeque;
 
-use chrono::{DateTime, Utc};
+use crate::fire::Fire;
 
 /// Due fires, oldest first. Almost always none or one, so the first is kept inline: a fire that
 /// starts at once never touches a heap buffer.
 #[derive(Debug, Default)]
-pub(super) struct Due {
+pub(crate) struct Due {
     /// The oldest; `None` only when `rest` is empty too.
-    head: Option<DateTime<Utc>>,
-    rest: VecDeque<DateTime<Utc>>,
+    head: Option<Fire>,
+    rest: VecDeque<Fire>,
 }
 
 impl Due {
-    pub(super) fn push_back(&mut self, t: DateTime<Utc>) {
+    pub(crate) fn push_back(&mut self, t: Fire) {
         if self.head.is_none() {
             self.head = Some(t);
         } else {
@@ -22,36 +22,36 @@ impl Due {
         }
     }
 
-    pub(super) fn push_front(&mut self, t: DateTime<Utc>) {
+    pub(crate) fn push_front(&mut self, t: Fire) {
         if let Some(old) = self.head.replace(t) {
             self.rest.push_front(old);
         }
     }
 
-    pub(super) fn pop_front(&mut self) -> Option<DateTime<Utc>> {
+    pub(crate) fn pop_front(&mut self) -> Option<Fire> {
         let first = self.head.take()?;
         self.head = self.rest.pop_front();
         Some(first)
     }
 
-    pub(super) fn front(&self) -> Option<DateTime<Utc>> {
+    pub(crate) fn front(&self) -> Option<Fire> {
         self.head
     }
 
-    pub(super) fn back(&self) -> Option<DateTime<Utc>> {
+    pub(crate) fn back(&self) -> Option<Fire> {
         self.rest.back().copied().or(self.head)
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         usize::from(self.head.is_some()) + self.rest.len()
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Fire> + '_ {
         self.head.into_iter().chain(self.rest.iter().copied())
     }
 
     /// Removes and returns every fire, oldest first.
-    pub(super) fn take_all(&mut self) -> Vec<DateTime<Utc>> {
+    pub(crate) fn take_all(&mut self) -> Vec<Fire> {
         let mut all = Vec::with_capacity(self.len());
         all.extend(self.head.take());
         all.extend(self.rest.drain(..));
@@ -63,8 +63,9 @@ impl Due {
 mod tests {
     use super::*;
 
-    fn t(s: i64) -> DateTime<Utc> {
-        DateTime::<Utc>::from_timestamp(1_700_000_000 + s, 0).expect("in range")
+    fn t(s: i64) -> Fire {
+        let t = chrono::DateTime::<chrono::Utc>::from_timestamp(1_700_000_000 + s, 0);
+        Fire::new(t.expect("in range"), std::time::Duration::from_secs(60))
     }
 
     #[test]

@@ -1,12 +1,12 @@
-//! The scheduler. Jobs are split into shards; a shard is one task with one timer for all of its
-//! jobs, so a process with 100,000 jobs has a handful of timers, not 100,000. Each job keeps the
-//! due-fire model of DESIGN §3 (slots, overlap, coalescing, misfires) in a compact
-//! [`JobSlot`](slot::JobSlot). A claim that waits on a guard is a task of its own; a run is
-//! polled once by its shard (outside the shard's lock) and becomes a task of its own unless it
-//! finished there. Tasks report back to their shard by message, so a shard never waits for a job
-//! or a guard.
+//! The executor: carries out what each job's [`JobModel`](crate::model::JobModel) decides.
+//!
+//! Jobs are split into shards; a shard is one task with one timer for all of its jobs, so a
+//! process with 100,000 jobs has a handful of timers, not 100,000. A claim that waits on a guard
+//! is a task of its own; a run is polled once by its shard (outside the shard's lock) and becomes
+//! a task of its own unless it finished there. Tasks report back to their shard by message, so a
+//! shard never waits for a job or a guard. Nothing here decides what happens to a fire.
 
-mod due;
+mod msg;
 mod run;
 mod shard;
 mod slot;
@@ -14,16 +14,17 @@ mod slot;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::events::EventSink;
 use crate::guard::Guard;
 use crate::job::Body;
+use crate::model::Now;
 use crate::{Clock, Job};
 
-pub(crate) use slot::{GuardView, JobSlot, JobSpec};
+pub(crate) use slot::{GuardView, JobSlot};
 
 /// What every shard shares.
 #[derive(Clone)]
@@ -35,6 +36,26 @@ pub(crate) struct Shared {
     pub(crate) stop: CancellationToken,
     /// Set before `stop` is cancelled: when running jobs are cancelled.
     pub(crate) deadline: Arc<OnceLock<Instant>>,
+    /// Claims, reports, runs and lease releases on tasks of their own, so that shutdown can wait
+    /// for every one of them.
+    pub(crate) tasks: TaskTracker,
+    /// The origin of the monotonic time the job models see.
+    pub(crate) origin: Instant,
+}
+
+impl Shared {
+    /// The current time, as the job models take it.
+    pub(crate) fn now(&self) -> Now {
+        Now {
+            wall: self.clock.now(),
+            mono: self.mono(Instant::now()),
+        }
+    }
+
+    /// A monotonic instant as the job models see it.
+    pub(crate) fn mono(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.origin)
+    }
 }
 
 /// The jobs of one shard. The shard task holds the lock while it handles a batch of fires or
@@ -75,7 +96,7 @@ pub(crate) fn start(jobs: Vec<Runnable>, shared: &Shared) -> Shards {
         .map(|_| Vec::with_capacity(jobs.len() / count + 1))
         .collect();
     for (i, r) in jobs.into_iter().enumerate() {
-        split[i % count].push(JobSlot::new(r.job, r.body, r.guard));
+        split[i % count].push(JobSlot::new(r.job, r.body, r.guard, fastrand::u64(..)));
     }
     let mut shards = Shards {
         tasks: Vec::with_capacity(count),
@@ -89,23 +110,4 @@ pub(crate) fn start(jobs: Vec<Runnable>, shared: &Shared) -> Shards {
         shards.jobs.push(jobs);
     }
     shards
-}
-
-pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// `job@T`: the identity of a fire in every process.
-pub(crate) fn run_key(job: &str, fire: DateTime<Utc>) -> String {
-    format!("{job}@{}", fmt_time(fire))
-}
-
-/// `1500ms`, `60s`: durations as the attribute writes them.
-fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms % 1000 != 0 || ms < 1000 {
-        format!("{ms}ms")
-    } else {
-        format!("{}s", ms / 1000)
-    }
 }

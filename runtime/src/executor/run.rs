@@ -2,42 +2,39 @@
 //! finished, its lease kept alive by the watchdog, and its end reported back to the shard.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 
 use crate::cancel::RunCancel;
 use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::shard::{Msg, Report};
+use super::msg::{Msg, Report};
+use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
 use crate::guard::Lease;
 use crate::job::Body;
-use crate::watchdog::watch;
+use crate::model::{RunEnd, RunId, Verdict};
 use crate::JobContext;
-
-/// How a run ended.
-pub(super) enum RunEnd {
-    Ok,
-    Failed(String),
-    Cancelled,
-}
 
 /// Where a run reports to: its shard, its job, its id.
 pub(super) struct ReportTo<'a> {
     pub(super) tx: &'a mpsc::UnboundedSender<Msg>,
     pub(super) job: u32,
-    pub(super) id: u32,
+    pub(super) id: RunId,
+    pub(super) tasks: &'a TaskTracker,
 }
 
 /// [`ReportTo`] owned by a run's task.
 struct Reporter {
     tx: mpsc::UnboundedSender<Msg>,
     job: u32,
-    id: u32,
+    id: RunId,
 }
 
 /// How long a run's first poll on its shard may take before the job's later runs get a task of
@@ -47,22 +44,9 @@ pub(super) const INLINE_POLL_LIMIT: Duration = Duration::from_millis(1);
 /// A run's hold on its guard.
 pub(super) enum Hold {
     /// A claim of the in-process guard: nothing to renew or give back.
-    Local { token: u64 },
+    Local,
     /// A lease of a shared guard.
     Lease(Box<dyn Lease>),
-}
-
-impl Hold {
-    pub(super) fn fencing_token(&self) -> u64 {
-        match self {
-            Hold::Local { token } => *token,
-            Hold::Lease(lease) => lease.fencing_token(),
-        }
-    }
-
-    fn expires(&self) -> bool {
-        matches!(self, Hold::Lease(lease) if lease.expiry().is_some())
-    }
 }
 
 /// A run to start.
@@ -97,61 +81,128 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
         renewals,
         inline,
     } = run;
-    let span = tracing::info_span!("cronguard.run", job = %ctx.job, fire_time = %super::fmt_time(ctx.fire_time), fencing_token = ctx.fencing_token);
-    let expires = hold.expires();
+    let span = tracing::info_span!("cronguard.run", job = %ctx.job, fire_time = %crate::fire::fmt_time(ctx.fire_time), fencing_token = ctx.fencing_token);
+    let expiry = match &hold {
+        Hold::Lease(lease) => lease.expiry(),
+        Hold::Local => None,
+    };
     let blocking = matches!(body, Body::Blocking(_));
     // The job's name, for the log line of a lease that cannot be given back.
     let lease_job = matches!(hold, Hold::Lease(_)).then(|| Arc::clone(&ctx.job));
-    let mut running = Box::pin(run_body(body, ctx, cancel));
     let mut first_poll = None;
-    if inline && !expires && !blocking {
-        let polled = span.in_scope(|| {
-            running
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-        });
-        let ended = Instant::now();
-        if let Poll::Ready(end) = polled {
-            if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
-                release_soon(lease, job);
-            }
-            return Started::Finished { end, ended };
-        }
-        first_poll = Some(ended - started);
-    }
-    let to = Reporter {
-        tx: to.tx.clone(),
-        job: to.job,
-        id: to.id,
-    };
-    let task = async move {
-        let end = match &hold {
-            Hold::Lease(lease) if expires => {
-                let watchdog = async {
-                    let verdict = watch(&**lease, &renewals).await;
-                    to.send(Report::Stopped { id: to.id, verdict });
-                    // The run now ends at its next await point (or, if blocking, when it returns).
-                    std::future::pending::<()>().await;
-                };
-                tokio::select! {
-                    biased;
-                    end = &mut running => end,
-                    _ = watchdog => RunEnd::Cancelled,
+    let Some((length, sent)) = expiry else {
+        let mut running = Box::pin(run_body(body, ctx, cancel));
+        if inline && !blocking {
+            let polled = span.in_scope(|| {
+                running
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()))
+            });
+            let ended = Instant::now();
+            if let Poll::Ready(end) = polled {
+                if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
+                    release_soon(lease, job, to.tasks);
                 }
+                return Started::Finished { end, ended };
             }
-            _ => running.await,
+            first_poll = Some(ended - started);
+        }
+        let reporter = to.owned();
+        spawn_run(to.tasks, &span, async move {
+            let end = running.await;
+            if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
+                release(lease, job).await;
+            }
+            reporter.send(Report::Finished {
+                id: reporter.id,
+                end,
+            });
+        });
+        return Started::Spawned { first_poll };
+    };
+    // An expiring lease: the body is never polled past the lease's local deadline, which the
+    // watchdog moves forward with every renewal; the watchdog renews until the body returned.
+    let deadline = Arc::new(LeaseDeadline::new(sent, sent + length));
+    let body_deadline = (!blocking).then(|| Arc::clone(&deadline));
+    let running = WithinLease {
+        body: Box::pin(run_body(body, ctx, cancel)),
+        deadline: body_deadline,
+    };
+    let reporter = to.owned();
+    spawn_run(to.tasks, &span, async move {
+        let Hold::Lease(lease) = hold else {
+            return;
         };
-        if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
+        let end = {
+            let watchdog = watch(&*lease, &renewals, &deadline, |w| {
+                let verdict = match w {
+                    Watch::Lost(reason) => Verdict::Lost(reason),
+                    Watch::CancelRequested => Verdict::CancelRequested,
+                };
+                reporter.send(Report::Verdict {
+                    id: reporter.id,
+                    verdict,
+                });
+            });
+            tokio::pin!(running);
+            tokio::pin!(watchdog);
+            tokio::select! {
+                biased;
+                end = &mut running => end,
+                // The lease is lost: the body ends at its next poll (an async body) or when it
+                // returns (a blocking one).
+                () = &mut watchdog => running.await,
+            }
+        };
+        if let Some(job) = lease_job {
             release(lease, job).await;
         }
-        to.send(Report::Finished { id: to.id, end });
-    };
-    if span.is_disabled() {
-        tokio::spawn(task);
-    } else {
-        tokio::spawn(task.instrument(span));
-    }
+        reporter.send(Report::Finished {
+            id: reporter.id,
+            end,
+        });
+    });
     Started::Spawned { first_poll }
+}
+
+fn spawn_run(
+    tasks: &TaskTracker,
+    span: &tracing::Span,
+    task: impl Future<Output = ()> + Send + 'static,
+) {
+    if span.is_disabled() {
+        tasks.spawn(task);
+    } else {
+        tasks.spawn(task.instrument(span.clone()));
+    }
+}
+
+impl ReportTo<'_> {
+    fn owned(&self) -> Reporter {
+        Reporter {
+            tx: self.tx.clone(),
+            job: self.job,
+            id: self.id,
+        }
+    }
+}
+
+/// A run's body that is not polled once its lease's local deadline has passed (README,
+/// "The Redis guard"): a run that was paused past its lease ends there, without another step.
+struct WithinLease<F> {
+    body: Pin<Box<F>>,
+    deadline: Option<Arc<LeaseDeadline>>,
+}
+
+impl<F: Future<Output = RunEnd>> Future for WithinLease<F> {
+    type Output = RunEnd;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RunEnd> {
+        if self.deadline.as_ref().is_some_and(|d| d.passed()) {
+            return Poll::Ready(RunEnd::LeaseExpired);
+        }
+        self.body.as_mut().poll(cx)
+    }
 }
 
 impl Reporter {
@@ -227,13 +278,13 @@ async fn release(lease: Box<dyn Lease>, job: Arc<str>) {
 
 /// [`release`] without waiting: done at once when the guard answers at once (in-memory guards),
 /// otherwise on a task of its own.
-pub(super) fn release_soon(lease: Box<dyn Lease>, job: Arc<str>) {
+pub(super) fn release_soon(lease: Box<dyn Lease>, job: Arc<str>, tasks: &TaskTracker) {
     let mut releasing = Box::pin(release(lease, job));
     if releasing
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
         .is_pending()
     {
-        tokio::spawn(releasing);
+        tasks.spawn(releasing);
     }
 }

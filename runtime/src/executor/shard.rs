@@ -14,13 +14,12 @@ use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
-use super::run::{self, ReportTo, RunEnd, Started, INLINE_POLL_LIMIT};
+use super::msg::Msg;
+use super::run::{self, ReportTo, Started, INLINE_POLL_LIMIT};
 use super::slot::{Cx, Launch};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
-use crate::events::EventKind;
-use crate::guard::{Claim, GuardError};
-use crate::watchdog::Verdict;
+use crate::model::{Action, RunEnd, RunId};
 
 /// Jobs handled between two yields during a burst of fires.
 const CHUNK: usize = 64;
@@ -28,35 +27,6 @@ const CHUNK: usize = 64;
 const INBOX_BATCH: usize = 256;
 /// How long runs cancelled at the shutdown deadline get to stop before they are abandoned.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
-/// A report to a shard about one of its jobs.
-pub(super) struct Msg {
-    pub(super) job: u32,
-    pub(super) report: Report,
-}
-
-pub(super) enum Report {
-    Claimed {
-        fire: DateTime<Utc>,
-        result: Result<Claim, GuardError>,
-        latency: Duration,
-    },
-    /// A dropped fire, once the shared guard said whether this process reports it first.
-    Dropped {
-        fire: DateTime<Utc>,
-        kind: EventKind,
-        first_report: bool,
-    },
-    Finished {
-        id: u32,
-        end: RunEnd,
-    },
-    /// The watchdog stopped a run.
-    Stopped {
-        id: u32,
-        verdict: Verdict,
-    },
-}
 
 struct Shard {
     jobs: ShardJobs,
@@ -71,6 +41,8 @@ struct Shard {
     /// Buffers of [`launch`](Shard::launch), kept so that a fire allocates none.
     launching: Vec<Launch>,
     polled: Vec<Polled>,
+    /// The job models' actions, carried out at once; kept so that a fire allocates none.
+    actions: Vec<Action>,
 }
 
 /// What a job's handlers reach of their shard (see [`Cx`]).
@@ -92,8 +64,9 @@ impl Links {
     }
 }
 
-/// A run after its first poll: (job, run id, how long the poll took, its end if it finished).
-type Polled = (u32, u32, Option<Duration>, Option<(RunEnd, Instant)>);
+/// A run after its first poll: (job, run id, how long the poll took, its end and length if it
+/// finished).
+type Polled = (u32, RunId, Option<Duration>, Option<(RunEnd, Duration)>);
 
 /// Runs the shard until the scheduler stops, then drains it.
 pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
@@ -111,6 +84,7 @@ pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
         backlog: VecDeque::new(),
         launching: Vec::new(),
         polled: Vec::new(),
+        actions: Vec::new(),
     };
     shard.schedule_all();
     shard.fire_loop().await;
@@ -204,7 +178,7 @@ impl Shard {
             }
             slot.armed = None;
             let cx = self.links.cx(idx);
-            slot.on_wake(&cx);
+            slot.on_wake(&cx, &mut self.actions);
             arm(&mut self.wakeups, &self.links.shared, slot, idx);
         }
     }
@@ -212,7 +186,6 @@ impl Shard {
     /// Handles the fires of up to [`CHUNK`] jobs of the backlog, one job at a time: its fires
     /// under the lock, then its run's first poll without it, while the job is still in cache.
     fn fire_chunk(&mut self) {
-        let now = self.links.shared.clock.now();
         for _ in 0..CHUNK {
             let Some(idx) = self.backlog.pop_front() else {
                 break;
@@ -223,7 +196,7 @@ impl Shard {
                     continue;
                 };
                 let cx = self.links.cx(idx);
-                if let Some(next) = slot.fire(&cx, now) {
+                if let Some(next) = slot.fire(&cx, &mut self.actions) {
                     self.fires.entry(next).or_default().push(idx);
                 }
                 arm(&mut self.wakeups, &self.links.shared, slot, idx);
@@ -252,12 +225,13 @@ impl Shard {
                     tx: &self.links.tx,
                     job: idx,
                     id,
+                    tasks: &self.links.shared.tasks,
                 };
                 let (first_poll, ended) = match run::start(start, claimed, to) {
-                    Started::Finished { end, ended } => (
-                        Some(ended.saturating_duration_since(claimed)),
-                        Some((end, ended)),
-                    ),
+                    Started::Finished { end, ended } => {
+                        let took = ended.saturating_duration_since(claimed);
+                        (Some(took), Some((end, took)))
+                    }
                     Started::Spawned { first_poll } => (first_poll, None),
                 };
                 if ended.is_some() || first_poll.is_some_and(|t| t > INLINE_POLL_LIMIT) {
@@ -273,7 +247,7 @@ impl Shard {
                     continue;
                 };
                 let cx = self.links.cx(idx);
-                slot.polled(&cx, id, first_poll, ended);
+                slot.polled(&cx, id, first_poll, ended, &mut self.actions);
                 arm(&mut self.wakeups, &self.links.shared, slot, idx);
             }
         }
@@ -289,7 +263,7 @@ impl Shard {
                 continue;
             };
             let cx = self.links.cx(msg.job);
-            slot.on_report(&cx, msg.report);
+            slot.on_report(&cx, msg.report, &mut self.actions);
             arm(&mut self.wakeups, &self.links.shared, slot, msg.job);
         }
     }
@@ -299,18 +273,12 @@ impl Shard {
     async fn drain(mut self) {
         let mut busy: Vec<u32> = Vec::new();
         {
-            let now = self.links.shared.clock.now();
             let mut jobs = lock(&self.jobs);
             // Fires that came due but were not handled yet are reported with the waiting ones.
-            for idx in self.backlog.drain(..) {
-                if let Some(slot) = jobs.get_mut(idx as usize) {
-                    let cx = self.links.cx(idx);
-                    slot.take_fires(&cx, now);
-                }
-            }
+            self.backlog.clear();
             for (idx, slot) in (0u32..).zip(jobs.iter_mut()) {
                 let cx = self.links.cx(idx);
-                slot.stop_firing(&cx);
+                slot.stop(&cx, &mut self.actions);
                 if slot.busy() {
                     busy.push(idx);
                 }
@@ -341,7 +309,7 @@ impl Shard {
                             continue;
                         };
                         let cx = self.links.cx(msg.job);
-                        slot.on_report_stopping(&cx, msg.report);
+                        slot.on_report(&cx, msg.report, &mut self.actions);
                     }
                     busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));
                 }
@@ -357,7 +325,8 @@ impl Shard {
                     }
                     for &idx in &busy {
                         if let Some(slot) = jobs.get_mut(idx as usize) {
-                            slot.cancel_runs();
+                            let cx = self.links.cx(idx);
+                            slot.cancel_runs(&cx, &mut self.actions);
                         }
                     }
                     cancelled_at = Some(Instant::now());

@@ -1,0 +1,34 @@
+//! What the tasks of a shard (claims, reports, runs, watchdogs) send back to it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::events::EventKind;
+use crate::guard::{Claim, GuardError};
+use crate::model::{RunEnd, RunId, Verdict};
+
+/// A report to a shard about one of its jobs.
+pub(crate) struct Msg {
+    /// The job's index in its shard.
+    pub(crate) job: u32,
+    pub(crate) report: Report,
+}
+
+pub(crate) enum Report {
+    /// The shared guard answered the job's claim in flight.
+    Claimed {
+        result: Result<Claim, GuardError>,
+        latency: Duration,
+    },
+    /// The shared guard said whether this process reports a dropped fire first.
+    Reported {
+        fire: DateTime<Utc>,
+        kind: EventKind,
+        first_report: bool,
+    },
+    /// A run's body returned (or was stopped at its lease deadline).
+    Finished { id: RunId, end: RunEnd },
+    /// The watchdog judged a run's lease.
+    Verdict { id: RunId, verdict: Verdict },
+}

@@ -1,0 +1,372 @@
+//! One job inside its shard: its [`JobModel`] and what carries out the model's actions — the
+//! guard, the body, the cancel signals of its runs, its status and metrics. No rule lives here.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::msg::{Msg, Report};
+use super::run::{self, panic_message, Hold, INLINE_POLL_LIMIT};
+use super::Shared;
+use crate::cancel::RunCancel;
+use crate::events::Occurrence;
+use crate::fire::fmt_time;
+use crate::guard::{Claim, Guard, GuardError, Lease};
+use crate::job::Body;
+use crate::metrics::JobMetrics;
+use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec};
+use crate::status::{JobStatus, StatusRecord};
+use crate::{Job, JobContext};
+
+/// What a job's handlers need of their shard.
+pub(super) struct Cx<'a> {
+    /// The job's index in its shard.
+    pub(super) idx: u32,
+    pub(super) shared: &'a Shared,
+    pub(super) tx: &'a mpsc::UnboundedSender<Msg>,
+    /// Runs started while the shard holds its lock; the shard launches them once it let go, so
+    /// that no job code runs under the lock (a job may read the monitor).
+    pub(super) launches: &'a RefCell<Vec<Launch>>,
+}
+
+impl Cx<'_> {
+    pub(super) fn now(&self) -> Now {
+        self.shared.now()
+    }
+}
+
+/// A started run, counted as running, waiting for its first poll.
+pub(super) struct Launch {
+    pub(super) idx: u32,
+    pub(super) id: RunId,
+    pub(super) start: run::Start,
+    /// When it was started: its first poll is measured from here.
+    pub(super) claimed: Instant,
+}
+
+/// What the health check asks of a job's guard.
+pub(crate) enum GuardView {
+    /// The in-process model's last started fire, read at once.
+    Local(Option<DateTime<Utc>>),
+    /// A shared guard, to be asked.
+    Shared(Arc<dyn Guard>),
+}
+
+/// One job and what carries out its model's actions.
+pub(crate) struct JobSlot {
+    model: JobModel,
+    body: Body,
+    guard: Option<Arc<dyn Guard>>,
+    metrics: JobMetrics,
+    status: StatusRecord,
+    /// Each run going on: its cancel signal and when it started.
+    cancels: Vec<(RunId, RunCancel, Instant)>,
+    /// The lease of the last claim, until the model starts its run or gives it back.
+    pending_lease: Option<Box<dyn Lease>>,
+    /// The earliest wake-up of this job in its shard's queue.
+    pub(super) armed: Option<Instant>,
+    /// Runs start on a task of their own, not with a first poll on the shard (set once a first
+    /// poll took longer than [`INLINE_POLL_LIMIT`]).
+    own_task: bool,
+}
+
+impl JobSlot {
+    /// A job with a shared guard, or only the model's in-process exclusion when `guard` is `None`.
+    pub(super) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>, seed: u64) -> Self {
+        let metrics = JobMetrics::new(&job.name, job.lock);
+        let spec = Spec {
+            name: job.name,
+            schedule: job.schedule,
+            misfire_grace: job.misfire_grace,
+            max_instances: job.max_instances,
+            lock: job.lock,
+            overlap: job.overlap,
+            coalesce: job.coalesce,
+            enabled: job.enabled,
+        };
+        JobSlot {
+            model: JobModel::new(spec, seed),
+            body,
+            guard,
+            metrics,
+            status: StatusRecord::default(),
+            cancels: Vec::new(),
+            pending_lease: None,
+            armed: None,
+            own_task: false,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.model.spec().name
+    }
+
+    pub(crate) fn model(&self) -> &JobModel {
+        &self.model
+    }
+
+    pub(crate) fn guard(&self) -> GuardView {
+        match &self.guard {
+            None => GuardView::Local(self.model.last_started()),
+            Some(shared) => GuardView::Shared(Arc::clone(shared)),
+        }
+    }
+
+    pub(crate) fn running(&self) -> usize {
+        self.model.running()
+    }
+
+    pub(crate) fn snapshot(&self, instance: &Arc<str>) -> JobStatus {
+        self.status.snapshot(
+            self.model.spec(),
+            self.model.next_fire(),
+            instance,
+            self.running(),
+        )
+    }
+
+    pub(super) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.model.schedule_from(now)
+    }
+
+    /// Takes every fire due now and starts what may start; returns the next fire instant.
+    pub(super) fn fire(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) -> Option<DateTime<Utc>> {
+        let next = self.model.on_timer(cx.now(), out);
+        self.perform(cx, out);
+        next
+    }
+
+    /// When this job next needs its shard without a fire or a message.
+    pub(super) fn wake_at(&self, shared: &Shared) -> Option<Instant> {
+        self.model.next_wake().map(|t| shared.clock.deadline_for(t))
+    }
+
+    /// A wake-up from [`wake_at`](JobSlot::wake_at) came due.
+    pub(super) fn on_wake(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
+        self.model.on_wake(cx.now(), out);
+        self.perform(cx, out);
+    }
+
+    pub(super) fn busy(&self) -> bool {
+        self.model.busy()
+    }
+
+    /// A report from a claim, a run or a drop of this job.
+    pub(super) fn on_report(&mut self, cx: &Cx<'_>, report: Report, out: &mut Vec<Action>) {
+        let now = cx.now();
+        match report {
+            Report::Claimed { result, latency } => {
+                self.metrics.claim_latency.record(latency.as_secs_f64());
+                let answer = self.answer(cx, result);
+                self.model.on_claimed(answer, now, out);
+            }
+            Report::Reported {
+                fire,
+                kind,
+                first_report,
+            } => self.model.on_reported(fire, kind, first_report, now, out),
+            Report::Finished { id, end } => {
+                let duration = self.forget_run(id);
+                self.model.on_run_ended(id, end, duration, now, out);
+            }
+            Report::Verdict { id, verdict } => self.model.on_verdict(id, verdict, now, out),
+        }
+        self.perform(cx, out);
+    }
+
+    /// A guard's answer for the model; an acquired lease waits in the slot for the model's word.
+    fn answer(&mut self, cx: &Cx<'_>, result: Result<Claim, GuardError>) -> Answer {
+        let job = &self.model.spec().name;
+        match result {
+            Ok(Claim::Acquired(lease)) => {
+                let token = lease.fencing_token();
+                let deadline = lease
+                    .expiry()
+                    .map(|(length, sent)| cx.shared.mono(sent + length));
+                if let Some(stale) = self.pending_lease.replace(lease) {
+                    run::release_soon(stale, Arc::clone(job), &cx.shared.tasks);
+                }
+                Answer::Acquired { token, deadline }
+            }
+            Ok(Claim::AlreadyRan) => Answer::AlreadyRan,
+            Ok(Claim::Busy { first_report }) => Answer::Busy { first_report },
+            Ok(Claim::Lapsed) => Answer::Lapsed,
+            Ok(Claim::TooEarly { ahead }) => {
+                tracing::error!(job = %job, ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX), "the guard refused a claim: the fire lies ahead of the guard's clock, so this host's clock is ahead; fix the clock (NTP). Retrying until the misfire grace runs out");
+                Answer::TooEarly(ahead)
+            }
+            Err(e) => {
+                tracing::warn!(job = %job, error = %e, "guard unavailable; retrying until the misfire grace runs out");
+                Answer::Failed(e.to_string())
+            }
+        }
+    }
+
+    /// Forgets the cancel signal of run `id`; returns how long it ran.
+    fn forget_run(&mut self, id: RunId) -> Duration {
+        let Some(pos) = self.cancels.iter().position(|(run, ..)| *run == id) else {
+            return Duration::ZERO;
+        };
+        let (_, _, started) = self.cancels.swap_remove(pos);
+        self.metrics.running.set(self.cancels.len() as f64);
+        started.elapsed()
+    }
+
+    /// Run `id` had its first poll, which took `first_poll` on the shard (`None`: it was not
+    /// polled there), and ended at `ended` if it finished.
+    pub(super) fn polled(
+        &mut self,
+        cx: &Cx<'_>,
+        id: RunId,
+        first_poll: Option<Duration>,
+        ended: Option<(RunEnd, Duration)>,
+        out: &mut Vec<Action>,
+    ) {
+        if let Some(took) = first_poll.filter(|t| *t > INLINE_POLL_LIMIT) {
+            if !self.own_task {
+                self.own_task = true;
+                tracing::warn!(
+                    job = %self.name(),
+                    first_poll_ms = took.as_millis() as u64,
+                    "the job's code before its first `.await` ran for {} ms on the scheduler's task, which delays other jobs; its runs now start on a task of their own. Move blocking work into `tokio::task::spawn_blocking` or make the job a plain `fn`",
+                    took.as_millis()
+                );
+            }
+        }
+        let Some((end, duration)) = ended else {
+            return;
+        };
+        self.forget_run(id);
+        self.model.on_run_ended(id, end, duration, cx.now(), out);
+        self.perform(cx, out);
+    }
+
+    /// The scheduler stopped firing: fires still waiting will not run.
+    pub(super) fn stop(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
+        self.model.stop(cx.now(), out);
+        self.perform(cx, out);
+    }
+
+    /// The shutdown deadline passed: running jobs are cancelled.
+    pub(super) fn cancel_runs(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
+        self.model.cancel_runs(out);
+        self.perform(cx, out);
+    }
+
+    /// Runs that ignored cancellation are left behind, loudly.
+    pub(super) fn abandon_runs(&self) {
+        for fire in self.model.running_fires() {
+            tracing::error!(job = %self.name(), fire_time = %fmt_time(fire), "a blocking run ignored cancellation at shutdown and was abandoned; check `ctx.is_cancelled()` in long blocking jobs");
+        }
+    }
+
+    /// Carries out the model's actions.
+    fn perform(&mut self, cx: &Cx<'_>, actions: &mut Vec<Action>) {
+        for action in actions.drain(..) {
+            match action {
+                Action::Emit(event) => self.emit(cx, event),
+                Action::Start { run, fire, token } => self.start(cx, run, fire, token),
+                Action::Cancel(run) => {
+                    if let Some((_, cancel, _)) = self.cancels.iter().find(|(id, ..)| *id == run) {
+                        cancel.cancel();
+                    }
+                }
+                Action::Release => {
+                    if let Some(lease) = self.pending_lease.take() {
+                        run::release_soon(lease, Arc::clone(self.name()), &cx.shared.tasks);
+                    }
+                }
+                Action::Claim(fire) => {
+                    let Some(guard) = self.guard.clone() else {
+                        continue;
+                    };
+                    let (tx, job) = (cx.tx.clone(), cx.idx);
+                    cx.shared.tasks.spawn(async move {
+                        let sent = Instant::now();
+                        // A report must come back whatever happens, or the job would wait forever.
+                        let result = std::panic::AssertUnwindSafe(guard.claim(fire.t))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|p| {
+                                Err(GuardError::Task(format!(
+                                    "the guard panicked: {}",
+                                    panic_message(&*p)
+                                )))
+                            });
+                        let latency = sent.elapsed();
+                        let _ = tx.send(Msg {
+                            job,
+                            report: Report::Claimed { result, latency },
+                        });
+                    });
+                }
+                Action::AskReport { fire, kind } => {
+                    let Some(guard) = self.guard.clone() else {
+                        continue;
+                    };
+                    let (tx, job) = (cx.tx.clone(), cx.idx);
+                    cx.shared.tasks.spawn(async move {
+                        let asked =
+                            tokio::time::timeout(Duration::from_secs(1), guard.first_report(fire));
+                        // When the guard cannot tell, reporting twice beats not reporting.
+                        let first_report = !matches!(asked.await, Ok(Ok(false)));
+                        let report = Report::Reported {
+                            fire,
+                            kind,
+                            first_report,
+                        };
+                        let _ = tx.send(Msg { job, report });
+                    });
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, cx: &Cx<'_>, id: RunId, fire: DateTime<Utc>, token: u64) {
+        let hold = match self.pending_lease.take() {
+            Some(lease) => Hold::Lease(lease),
+            None => Hold::Local,
+        };
+        let cancel = RunCancel::default();
+        let ctx = JobContext {
+            job: Arc::clone(self.name()),
+            fire_time: fire,
+            fencing_token: token,
+            cancel: cancel.clone(),
+        };
+        let now = Instant::now();
+        self.cancels.reserve_exact(1);
+        self.cancels.push((id, cancel.clone(), now));
+        self.metrics.running.set(self.cancels.len() as f64);
+        let start = run::Start {
+            body: self.body.clone(),
+            ctx,
+            cancel,
+            hold,
+            renewals: self.metrics.renewals.clone(),
+            inline: !self.own_task,
+        };
+        cx.launches.borrow_mut().push(Launch {
+            idx: cx.idx,
+            id,
+            start,
+            claimed: now,
+        });
+    }
+
+    /// Counts, keeps and publishes an event; it becomes an [`Event`](crate::Event) only when a
+    /// hook, a subscriber or a log subscriber takes it.
+    fn emit(&mut self, cx: &Cx<'_>, event: Occurrence) {
+        self.metrics.record(&event);
+        let events = &cx.shared.events;
+        if events.wants(&event.kind, event.first_report) {
+            events.emit(&event.to_event(self.name(), &cx.shared.instance));
+        }
+        self.status.record(event);
+    }
+}

@@ -1,0 +1,47 @@
+//! A fire as a value: the instant `T` a job's schedule fires, and the instant by which it must
+//! have started. Computed once when the fire comes due; every rule and every message reads it
+//! from here.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::clock::after;
+
+/// One fire of one job (the job is the model that holds it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Fire {
+    /// The scheduled instant: the fire's identity in every process.
+    pub(crate) t: DateTime<Utc>,
+    /// `t + misfire_grace`: the fire is a misfire if it has not started by then.
+    pub(crate) deadline: DateTime<Utc>,
+}
+
+impl Fire {
+    pub(crate) fn new(t: DateTime<Utc>, grace: Duration) -> Self {
+        Fire {
+            t,
+            deadline: after(t, grace),
+        }
+    }
+}
+
+/// An instant as logs and run keys write it (RFC 3339, milliseconds, `Z`).
+pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `job@T`: the identity of a fire in every process.
+pub(crate) fn run_key(job: &str, fire: DateTime<Utc>) -> String {
+    format!("{job}@{}", fmt_time(fire))
+}
+
+/// `1500ms`, `60s`: durations as the attribute writes them.
+pub(crate) fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 || ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{}s", ms / 1000)
+    }
+}

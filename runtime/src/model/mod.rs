@@ -1,0 +1,740 @@
+//! The job model: every rule of one job — overlap, coalescing, misfires, claims, in-process
+//! exclusion, leases, reports — as a pure state machine (README, "Overlap, coalescing and
+//! misfires").
+//!
+//! It never touches tokio, I/O or a clock. The executor feeds it what happened (a timer came due,
+//! a guard answered, a run ended, the watchdog judged a lease, a stop was asked for) together with
+//! the current time ([`Now`]), and carries out the [`Action`]s it returns: ask the guard, start or
+//! cancel a run, give a lease back, emit an event, ask who reports a dropped fire. When the model
+//! next needs to be woken without any of those is [`JobModel::next_wake`]. The deterministic
+//! simulation drives this very code through many replicas and seeded faults.
+
+pub(crate) mod due;
+pub(crate) mod window;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::clock::after;
+use crate::events::{CancelReason, EventKind, Occurrence};
+use crate::fire::{fmt_time, human, Fire};
+use crate::{Lock, Overlap, Schedule};
+use due::Due;
+use window::FireWindow;
+
+/// A job's settings, as the model needs them.
+#[derive(Debug, Clone)]
+pub(crate) struct Spec {
+    pub(crate) name: Arc<str>,
+    pub(crate) schedule: Schedule,
+    pub(crate) misfire_grace: Duration,
+    pub(crate) max_instances: u32,
+    pub(crate) lock: Lock,
+    pub(crate) overlap: Overlap,
+    pub(crate) coalesce: bool,
+    pub(crate) enabled: bool,
+}
+
+/// The current time, as the executor read it: the wall clock, and the monotonic clock as the
+/// time elapsed since an origin of the executor's choice.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Now {
+    pub(crate) wall: DateTime<Utc>,
+    pub(crate) mono: Duration,
+}
+
+/// Identifies one run of a job.
+pub(crate) type RunId = u32;
+
+/// A shared guard's answer to a claim, as the model sees it.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The fire is this process's, with this fencing token. `deadline` (monotonic) is when the
+    /// lease runs out unless renewed: the instant the claim was sent plus the lease.
+    Acquired {
+        token: u64,
+        deadline: Option<Duration>,
+    },
+    AlreadyRan,
+    Busy {
+        first_report: bool,
+    },
+    /// This process's own claim took effect earlier (its reply was lost) and its lease ran out.
+    Lapsed,
+    /// The fire lies ahead of the guard's clock by this much.
+    TooEarly(Duration),
+    /// The guard could not answer.
+    Failed(String),
+}
+
+/// How a run's body ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    Ok,
+    Failed(String),
+    Cancelled,
+    /// The run's local lease deadline passed before its next poll: it was stopped there.
+    LeaseExpired,
+}
+
+/// The watchdog's word on a running lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The lease is lost; the run must stop.
+    Lost(String),
+    /// Another process asked this run to stop (`overlap = "replace"`); the lease is still held
+    /// and kept renewed until the body has returned.
+    CancelRequested,
+}
+
+/// What the executor must do.
+#[derive(Debug)]
+pub(crate) enum Action {
+    /// Ask the shared guard to claim the fire; answer with [`JobModel::on_claimed`].
+    Claim(Fire),
+    /// Give back the lease acquired by the last claim: it will not run.
+    Release,
+    /// Start the run of `fire` under the lease acquired by the last claim (shared guard) or under
+    /// the in-process guard. Report its end with [`JobModel::on_run_ended`].
+    Start {
+        run: RunId,
+        fire: DateTime<Utc>,
+        token: u64,
+    },
+    /// Signal the run to stop (through its `JobContext`).
+    Cancel(RunId),
+    /// Ask the shared guard whether this process is the first to report this dropped fire, then
+    /// answer with [`JobModel::on_reported`].
+    AskReport {
+        fire: DateTime<Utc>,
+        kind: EventKind,
+    },
+    /// Publish an event.
+    Emit(Occurrence),
+}
+
+/// Fires walked one by one after a pause before the rest are only skipped over: the aggregated
+/// misfire then gives its count as a lower bound.
+const MISSED_WALK_LIMIT: u64 = 100_000;
+
+struct Run {
+    id: RunId,
+    fire: DateTime<Utc>,
+    token: u64,
+    lateness: Duration,
+    cancel_reason: Option<CancelReason>,
+    lease_lost: bool,
+}
+
+/// Fires that were missed after a pause, reported as one.
+struct Missed {
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+    count: u64,
+    walked_all: bool,
+}
+
+/// The policy of one job.
+pub(crate) struct JobModel {
+    spec: Spec,
+    next_fire: Option<DateTime<Utc>>,
+    due: Due,
+    claiming: Option<Fire>,
+    running: Vec<Run>,
+    next_run_id: RunId,
+    retry_at: Option<DateTime<Utc>>,
+    retries: u32,
+    last_guard_error: Option<String>,
+    /// Dropped fires waiting for the shared guard's word on who reports them.
+    pending_reports: u32,
+    /// The latest fire this process started, and its fencing token.
+    last_started: Option<DateTime<Utc>>,
+    last_token: u64,
+    window: FireWindow,
+    rng: fastrand::Rng,
+    stopping: bool,
+}
+
+impl JobModel {
+    /// A job whose retry jitter comes from `seed`.
+    pub(crate) fn new(spec: Spec, seed: u64) -> Self {
+        JobModel {
+            spec,
+            next_fire: None,
+            due: Due::default(),
+            claiming: None,
+            running: Vec::new(),
+            next_run_id: 0,
+            retry_at: None,
+            retries: 0,
+            last_guard_error: None,
+            pending_reports: 0,
+            last_started: None,
+            last_token: 0,
+            window: FireWindow::default(),
+            rng: fastrand::Rng::with_seed(seed),
+            stopping: false,
+        }
+    }
+
+    pub(crate) fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The next fire instant the executor's timer must wait for.
+    pub(crate) fn next_fire(&self) -> Option<DateTime<Utc>> {
+        self.next_fire
+    }
+
+    /// Runs going on in this process.
+    pub(crate) fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// The latest fire started in this process.
+    pub(crate) fn last_started(&self) -> Option<DateTime<Utc>> {
+        self.last_started
+    }
+
+    /// The fires the timer saw, for the health check.
+    pub(crate) fn window(&self) -> &FireWindow {
+        &self.window
+    }
+
+    /// Whether claims, runs or reports are still outstanding.
+    pub(crate) fn busy(&self) -> bool {
+        self.claiming.is_some() || !self.running.is_empty() || self.pending_reports > 0
+    }
+
+    fn shared(&self) -> bool {
+        self.spec.lock != Lock::Local
+    }
+
+    /// Starts following the schedule: the first fire after `now`.
+    pub(crate) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.next_fire = self.spec.schedule.next_after(now);
+        self.next_fire
+    }
+
+    /// When the model needs a wake-up without a fire or an answer: the misfire deadline of its
+    /// oldest waiting fire, or its claim retry.
+    pub(crate) fn next_wake(&self) -> Option<DateTime<Utc>> {
+        let misfire = self.due.iter().map(|f| f.deadline).min();
+        match (misfire, self.retry_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The timer reached `now`: every fire up to it comes due, and what may start starts.
+    /// Returns the next fire instant.
+    pub(crate) fn on_timer(&mut self, now: Now, out: &mut Vec<Action>) -> Option<DateTime<Utc>> {
+        self.take_fires(now, out);
+        self.try_start(now, out);
+        self.next_fire
+    }
+
+    /// Takes every fire up to `now` into the waiting fires. Fires already past their grace are
+    /// misfires, reported together as one event (a pause of days is one report, not thousands).
+    fn take_fires(&mut self, now: Now, out: &mut Vec<Action>) {
+        if self.stopping {
+            return;
+        }
+        let grace = self.spec.misfire_grace;
+        let mut missed: Option<Missed> = None;
+        let mut next = self.next_fire;
+        while let Some(t) = next.filter(|t| *t <= now.wall) {
+            let fire = Fire::new(t, grace);
+            if now.wall < fire.deadline {
+                self.report_missed(missed.take(), now, out);
+                self.window.observe(t, now.wall, grace);
+                if self.spec.enabled {
+                    self.due.push_back(fire);
+                    self.coalesce(now, out);
+                }
+                next = self.spec.schedule.next_after(t);
+                continue;
+            }
+            let m = missed.get_or_insert(Missed {
+                first: t,
+                last: t,
+                count: 0,
+                walked_all: true,
+            });
+            m.last = t;
+            m.count += 1;
+            next = self.spec.schedule.next_after(t);
+            if m.count >= MISSED_WALK_LIMIT {
+                // Jump to the first fire still inside its grace; the count is a lower bound.
+                m.walked_all = false;
+                let edge = now.wall - chrono::TimeDelta::from_std(grace).unwrap_or_default();
+                if let Some(n) = next.filter(|n| *n < edge) {
+                    let jumped = self.spec.schedule.next_after(edge);
+                    if jumped.is_some_and(|j| j > n) {
+                        m.last = edge.min(now.wall);
+                        next = jumped;
+                    }
+                }
+            }
+        }
+        self.report_missed(missed, now, out);
+        self.next_fire = next;
+    }
+
+    fn report_missed(&mut self, missed: Option<Missed>, now: Now, out: &mut Vec<Action>) {
+        let Some(m) = missed else {
+            return;
+        };
+        self.window
+            .observe(m.last, now.wall, self.spec.misfire_grace);
+        if !self.spec.enabled {
+            return;
+        }
+        let late = (now.wall - m.last).to_std().unwrap_or_default();
+        let what = if m.count == 1 {
+            "the timer woke".to_owned()
+        } else {
+            format!(
+                "{}{} fires from {} to {} were missed: the timer woke",
+                if m.walked_all { "" } else { "at least " },
+                m.count,
+                fmt_time(m.first),
+                fmt_time(m.last)
+            )
+        };
+        let reason = format!(
+            "{what} {} after the fire time (the process was paused, suspended or overloaded, or the clock jumped), past the misfire grace of {}",
+            human(late),
+            human(self.spec.misfire_grace)
+        );
+        let kind = EventKind::Misfired {
+            reason,
+            count: m.count,
+            first: m.first,
+        };
+        self.report_drop(m.last, kind, now, out);
+    }
+
+    /// A wake-up from [`next_wake`](JobModel::next_wake) came due.
+    pub(crate) fn on_wake(&mut self, now: Now, out: &mut Vec<Action>) {
+        if self.retry_at.is_some_and(|at| at <= now.wall) {
+            self.retry_at = None;
+        }
+        self.drop_misfires(now, out);
+        self.try_start(now, out);
+    }
+
+    /// With `coalesce`, only the latest waiting fire is kept.
+    fn coalesce(&mut self, now: Now, out: &mut Vec<Action>) {
+        if !self.spec.coalesce {
+            return;
+        }
+        while self.due.len() > 1 {
+            let Some(old) = self.due.pop_front() else {
+                break;
+            };
+            let covered_by = self.due.back().map_or(old.t, |f| f.t);
+            self.emit_drop(old.t, EventKind::Coalesced { covered_by }, true, now, out);
+        }
+    }
+
+    fn drop_misfires(&mut self, now: Now, out: &mut Vec<Action>) {
+        if self.due.iter().all(|f| now.wall < f.deadline) {
+            return;
+        }
+        // Usually only the front is late, but a fire put back after a failed claim may not be.
+        let grace = human(self.spec.misfire_grace);
+        for fire in self.due.take_all() {
+            if now.wall < fire.deadline {
+                self.due.push_back(fire);
+                continue;
+            }
+            let reason = match &self.last_guard_error {
+                Some(e) => format!(
+                    "not started within the misfire grace of {grace}: the guard could not be asked ({e})"
+                ),
+                None => format!(
+                    "not started within the misfire grace of {grace}: no instance slot became free"
+                ),
+            };
+            self.report_drop(fire.t, EventKind::misfired(reason, fire.t), now, out);
+        }
+    }
+
+    fn try_start(&mut self, now: Now, out: &mut Vec<Action>) {
+        loop {
+            if self.claiming.is_some() || self.stopping {
+                return;
+            }
+            let Some(fire) = self.due.front() else {
+                return;
+            };
+            if self.last_started.is_some_and(|last| last >= fire.t) {
+                // Only a fire already started here: never twice.
+                self.due.pop_front();
+                self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
+                continue;
+            }
+            if self.running.len() >= self.spec.max_instances as usize {
+                match self.spec.overlap {
+                    // A shared guard is asked even though no slot is free here, so that it
+                    // records the skip once for every process.
+                    Overlap::Skip if self.shared() => {}
+                    Overlap::Skip => {
+                        self.due.pop_front();
+                        let reason = self.busy_here_reason();
+                        self.emit_drop(fire.t, EventKind::Skipped { reason }, true, now, out);
+                        continue;
+                    }
+                    Overlap::Queue => return,
+                    Overlap::Replace => {
+                        self.replace_oldest(out);
+                        return;
+                    }
+                }
+            }
+            if self.retry_at.is_some_and(|at| at > now.wall) {
+                return;
+            }
+            self.due.pop_front();
+            if self.shared() {
+                self.claiming = Some(fire);
+                out.push(Action::Claim(fire));
+                return;
+            }
+            let token = self.last_token + 1;
+            self.start_run(fire, token, now, out);
+        }
+    }
+
+    fn busy_here_reason(&self) -> String {
+        match self.running.first() {
+            Some(r) => format!(
+                "the run of {} is still going (max_instances = {})",
+                fmt_time(r.fire),
+                self.spec.max_instances
+            ),
+            None => "no instance slot is free".to_owned(),
+        }
+    }
+
+    fn replace_oldest(&mut self, out: &mut Vec<Action>) {
+        if self.running.iter().any(|r| r.cancel_reason.is_some()) {
+            return;
+        }
+        if let Some(oldest) = self.running.iter_mut().min_by_key(|r| r.fire) {
+            oldest.cancel_reason = Some(CancelReason::Replaced);
+            out.push(Action::Cancel(oldest.id));
+        }
+    }
+
+    /// The shared guard answered the claim of the fire in flight.
+    pub(crate) fn on_claimed(&mut self, answer: Answer, now: Now, out: &mut Vec<Action>) {
+        let Some(fire) = self.claiming.take() else {
+            if matches!(answer, Answer::Acquired { .. }) {
+                out.push(Action::Release);
+            }
+            return;
+        };
+        self.apply_claim(fire, answer, now, out);
+        self.try_start(now, out);
+    }
+
+    fn apply_claim(&mut self, fire: Fire, answer: Answer, now: Now, out: &mut Vec<Action>) {
+        if self.stopping {
+            if matches!(answer, Answer::Acquired { .. }) {
+                out.push(Action::Release);
+            }
+            let reason = "the scheduler shut down before the fire could start".to_owned();
+            self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
+            return;
+        }
+        match answer {
+            Answer::Acquired { token, deadline } => {
+                self.retries = 0;
+                self.last_guard_error = None;
+                let refusal = if deadline.is_some_and(|d| now.mono >= d) {
+                    Some(EventKind::misfired(
+                        "the guard's answer came only after the lease had run out; the run was not started".to_owned(),
+                        fire.t,
+                    ))
+                } else if now.wall >= fire.deadline {
+                    Some(EventKind::misfired(
+                        format!(
+                            "claimed only after the misfire grace of {} had passed",
+                            human(self.spec.misfire_grace)
+                        ),
+                        fire.t,
+                    ))
+                } else if self.running.len() >= self.spec.max_instances as usize {
+                    Some(EventKind::Skipped {
+                        reason: format!(
+                            "{} (the guard granted the claim, but this process never runs more than max_instances at once)",
+                            self.busy_here_reason()
+                        ),
+                    })
+                } else if token <= self.last_token {
+                    Some(EventKind::misfired(
+                        format!(
+                            "the guard handed out fencing token {token}, not above {} of an earlier run here; the run was not started (check the guard's store)",
+                            self.last_token
+                        ),
+                        fire.t,
+                    ))
+                } else {
+                    None
+                };
+                match refusal {
+                    Some(kind) => {
+                        out.push(Action::Release);
+                        // The fire is this process's alone: nobody else will report it.
+                        self.emit_drop(fire.t, kind, true, now, out);
+                    }
+                    None => self.start_run(fire, token, now, out),
+                }
+            }
+            Answer::AlreadyRan => {
+                self.retries = 0;
+                self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
+            }
+            Answer::Busy { first_report } => match self.spec.overlap {
+                Overlap::Skip => {
+                    let reason = match self.running.first() {
+                        Some(r) => format!(
+                            "the run of {} in this process is still going",
+                            fmt_time(r.fire)
+                        ),
+                        None => "another process is running this job".to_owned(),
+                    };
+                    self.emit_drop(
+                        fire.t,
+                        EventKind::Skipped { reason },
+                        first_report,
+                        now,
+                        out,
+                    );
+                }
+                Overlap::Queue | Overlap::Replace => self.wait_and_retry(fire, now, out),
+            },
+            Answer::Lapsed => {
+                let reason = "this process's claim took effect but its reply was lost, and the lease ran out before the claim was retried".to_owned();
+                self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
+            }
+            Answer::TooEarly(ahead) => {
+                self.last_guard_error = Some(format!(
+                    "the guard refused the claim: the fire lies {} ahead of the guard's clock, so this host's clock is ahead",
+                    human(ahead)
+                ));
+                self.wait_and_retry(fire, now, out);
+            }
+            Answer::Failed(e) => {
+                self.last_guard_error = Some(e);
+                self.wait_and_retry(fire, now, out);
+            }
+        }
+    }
+
+    /// Keeps `fire` due and asks the guard again after a jittered, growing pause.
+    fn wait_and_retry(&mut self, fire: Fire, now: Now, out: &mut Vec<Action>) {
+        self.due.push_front(fire);
+        self.coalesce(now, out);
+        let base = Duration::from_millis(50)
+            .saturating_mul(1 << self.retries.min(5))
+            .min(Duration::from_secs(1));
+        let quarter = u64::try_from(base.as_millis() / 4).unwrap_or(0);
+        let jitter = Duration::from_millis(self.rng.u64(0..=quarter));
+        self.retry_at = Some(after(now.wall, base + jitter));
+        self.retries = self.retries.saturating_add(1);
+        self.drop_misfires(now, out);
+    }
+
+    fn start_run(&mut self, fire: Fire, token: u64, now: Now, out: &mut Vec<Action>) {
+        let id = self.next_run_id;
+        self.next_run_id = self.next_run_id.wrapping_add(1);
+        let lateness = (now.wall - fire.t).to_std().unwrap_or_default();
+        self.last_started = Some(fire.t);
+        self.last_token = token;
+        self.running.reserve_exact(1); // most jobs never run twice at once
+        self.running.push(Run {
+            id,
+            fire: fire.t,
+            token,
+            lateness,
+            cancel_reason: None,
+            lease_lost: false,
+        });
+        out.push(Action::Emit(Occurrence {
+            fire_time: fire.t,
+            fencing_token: Some(token),
+            at: now.wall,
+            first_report: true,
+            lateness: Some(lateness),
+            duration: None,
+            kind: EventKind::Started,
+        }));
+        out.push(Action::Start {
+            run: id,
+            fire: fire.t,
+            token,
+        });
+    }
+
+    /// The watchdog judged the lease of run `id`.
+    pub(crate) fn on_verdict(
+        &mut self,
+        id: RunId,
+        verdict: Verdict,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(run) = self.running.iter_mut().find(|r| r.id == id) else {
+            return;
+        };
+        match verdict {
+            Verdict::Lost(reason) => {
+                if run.lease_lost {
+                    return;
+                }
+                run.lease_lost = true;
+                run.cancel_reason = Some(CancelReason::LeaseLost);
+                let event = Occurrence {
+                    fire_time: run.fire,
+                    fencing_token: Some(run.token),
+                    at: now.wall,
+                    first_report: true,
+                    lateness: Some(run.lateness),
+                    duration: None,
+                    kind: EventKind::LeaseLost { reason },
+                };
+                out.push(Action::Cancel(id));
+                out.push(Action::Emit(event));
+            }
+            Verdict::CancelRequested => {
+                run.cancel_reason.get_or_insert(CancelReason::Replaced);
+                out.push(Action::Cancel(id));
+            }
+        }
+    }
+
+    /// Run `id` ended after running for `duration`. A run holds its slot until this is called,
+    /// which the executor does only once the body has really returned.
+    pub(crate) fn on_run_ended(
+        &mut self,
+        id: RunId,
+        end: RunEnd,
+        duration: Duration,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(pos) = self.running.iter().position(|r| r.id == id) else {
+            return;
+        };
+        let run = self.running.swap_remove(pos);
+        if end == RunEnd::LeaseExpired && !run.lease_lost {
+            out.push(Action::Emit(Occurrence {
+                fire_time: run.fire,
+                fencing_token: Some(run.token),
+                at: now.wall,
+                first_report: true,
+                lateness: Some(run.lateness),
+                duration: None,
+                kind: EventKind::LeaseLost {
+                    reason: "the lease's local deadline passed before the run's next step (the process was paused, or renewals failed); the run was stopped there".to_owned(),
+                },
+            }));
+        }
+        let kind = match (end, run.cancel_reason) {
+            (RunEnd::LeaseExpired, _) => EventKind::Cancelled {
+                reason: CancelReason::LeaseLost,
+            },
+            (RunEnd::Cancelled, reason) | (_, reason @ Some(_)) => EventKind::Cancelled {
+                reason: reason.unwrap_or(CancelReason::Shutdown),
+            },
+            (RunEnd::Ok, None) => EventKind::Succeeded,
+            (RunEnd::Failed(error), None) => EventKind::Failed { error },
+        };
+        out.push(Action::Emit(Occurrence {
+            fire_time: run.fire,
+            fencing_token: Some(run.token),
+            at: now.wall,
+            first_report: true,
+            lateness: Some(run.lateness),
+            duration: Some(duration),
+            kind,
+        }));
+        self.try_start(now, out);
+    }
+
+    /// The shared guard said whether this process reports a dropped fire first.
+    pub(crate) fn on_reported(
+        &mut self,
+        fire: DateTime<Utc>,
+        kind: EventKind,
+        first_report: bool,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        self.pending_reports = self.pending_reports.saturating_sub(1);
+        self.emit_drop(fire, kind, first_report, now, out);
+    }
+
+    /// The scheduler stops firing: fires still waiting will not run.
+    pub(crate) fn stop(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.take_fires(now, out);
+        self.stopping = true;
+        self.next_fire = None;
+        self.retry_at = None;
+        for fire in self.due.take_all() {
+            let reason = "the scheduler shut down before the fire could start".to_owned();
+            self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
+        }
+    }
+
+    /// The shutdown deadline passed: running jobs are cancelled.
+    pub(crate) fn cancel_runs(&mut self, out: &mut Vec<Action>) {
+        for run in &mut self.running {
+            run.cancel_reason.get_or_insert(CancelReason::Shutdown);
+            out.push(Action::Cancel(run.id));
+        }
+    }
+
+    /// The fires of runs still going on (for the log line of runs abandoned at shutdown).
+    pub(crate) fn running_fires(&self) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+        self.running.iter().map(|r| r.fire)
+    }
+
+    /// Reports a dropped fire. A shared guard is asked first whether another process already
+    /// reported it, so that it is reported at warn level once.
+    fn report_drop(
+        &mut self,
+        fire: DateTime<Utc>,
+        kind: EventKind,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        if self.shared() {
+            self.pending_reports += 1;
+            out.push(Action::AskReport { fire, kind });
+        } else {
+            self.emit_drop(fire, kind, true, now, out);
+        }
+    }
+
+    fn emit_drop(
+        &mut self,
+        fire: DateTime<Utc>,
+        kind: EventKind,
+        first_report: bool,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        out.push(Action::Emit(Occurrence::drop(
+            fire,
+            now.wall,
+            kind,
+            first_report,
+        )));
+    }
+}

@@ -1,0 +1,163 @@
+//! The fires a job's timer has seen, for the health check.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::clock::after;
+
+/// The fires a job's timer has seen, kept just long enough to answer "which fire should have
+/// started by now": the newest fire past its grace, and the ones still within it.
+///
+/// A job that fires every second with a minute of grace has sixty fires in its window, so fires
+/// are kept as arithmetic runs (`first`, `first + step`, ...): one run for a periodic schedule.
+#[derive(Debug, Default)]
+pub(crate) struct FireWindow {
+    /// The oldest run, kept inline: a periodic job never needs more.
+    head: Option<FireRun>,
+    rest: std::collections::VecDeque<FireRun>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FireRun {
+    first: DateTime<Utc>,
+    /// Microseconds between fires; 0 while the run holds one fire.
+    step_us: i64,
+    count: u32,
+}
+
+impl FireRun {
+    fn nth(&self, k: u32) -> DateTime<Utc> {
+        let offset = self.step_us.saturating_mul(i64::from(k));
+        self.first
+            .checked_add_signed(TimeDelta::microseconds(offset))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+
+    fn last(&self) -> DateTime<Utc> {
+        self.nth(self.count - 1)
+    }
+}
+
+impl FireWindow {
+    pub(crate) fn observe(&mut self, fire: DateTime<Utc>, now: DateTime<Utc>, grace: Duration) {
+        self.push(fire);
+        while self.second().is_some_and(|t| after(t, grace) <= now) {
+            self.pop_first();
+        }
+    }
+
+    fn push(&mut self, fire: DateTime<Utc>) {
+        if let Some(run) = self.rest.back_mut().or(self.head.as_mut()) {
+            let gap = (fire - run.last()).num_microseconds().unwrap_or(0);
+            if gap > 0 && run.count < u32::MAX && (run.count == 1 || gap == run.step_us) {
+                run.step_us = gap;
+                run.count += 1;
+                return;
+            }
+        }
+        let run = FireRun {
+            first: fire,
+            step_us: 0,
+            count: 1,
+        };
+        if self.head.is_none() {
+            self.head = Some(run);
+        } else {
+            self.rest.push_back(run);
+        }
+    }
+
+    /// The second-oldest fire kept.
+    fn second(&self) -> Option<DateTime<Utc>> {
+        let front = self.head.as_ref()?;
+        if front.count > 1 {
+            Some(front.nth(1))
+        } else {
+            self.rest.front().map(|r| r.first)
+        }
+    }
+
+    fn pop_first(&mut self) {
+        let Some(front) = self.head.as_mut() else {
+            return;
+        };
+        if front.count > 1 {
+            front.first = front.nth(1);
+            front.count -= 1;
+        } else {
+            self.head = self.rest.pop_front();
+        }
+    }
+
+    /// The newest observed fire whose grace had passed at `now`.
+    pub(crate) fn due_by(&self, now: DateTime<Utc>, grace: Duration) -> Option<DateTime<Utc>> {
+        for run in self.rest.iter().rev().chain(self.head.iter()) {
+            if after(run.first, grace) > now {
+                continue;
+            }
+            if run.count == 1 || run.step_us <= 0 {
+                return Some(run.first);
+            }
+            // The largest k with first + k * step + grace <= now.
+            let past = (now - after(run.first, grace))
+                .num_microseconds()
+                .unwrap_or(i64::MAX);
+            let k = u32::try_from(past / run.step_us)
+                .unwrap_or(u32::MAX)
+                .min(run.count - 1);
+            return Some(run.nth(k));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_millis(1_700_000_000_000 + ms).expect("in range")
+    }
+
+    /// The window against a plain list of every observed fire.
+    #[test]
+    fn the_window_answers_like_a_list_of_every_fire() {
+        let grace = Duration::from_millis(2_500);
+        // Regular, irregular, and a jump (a pause or a sparse cron).
+        let fires: Vec<i64> = (0..20)
+            .map(|i| i * 1_000)
+            .chain([20_500, 21_000, 21_700, 30_000, 31_000, 32_000, 32_001])
+            .collect();
+        let mut window = FireWindow::default();
+        let mut seen = Vec::new();
+        for (i, &f) in fires.iter().enumerate() {
+            let now = at(f + 300);
+            window.observe(at(f), now, grace);
+            seen.push(at(f));
+            let next = fires.get(i + 1).copied().unwrap_or(f + 10_000);
+            for q in (f + 300..next + 300).step_by(100) {
+                let now = at(q);
+                let expected = seen
+                    .iter()
+                    .rev()
+                    .find(|t| after(**t, grace) <= now)
+                    .copied();
+                assert_eq!(window.due_by(now, grace), expected, "fire {f}, query {q}");
+            }
+        }
+        assert!(window.rest.len() <= 2, "{window:?}");
+    }
+
+    #[test]
+    fn a_periodic_job_keeps_one_run() {
+        let grace = Duration::from_secs(60);
+        let mut window = FireWindow::default();
+        for s in 0..1_000 {
+            window.observe(at(s * 1_000), at(s * 1_000), grace);
+        }
+        assert!(window.rest.is_empty(), "{window:?}");
+        assert_eq!(window.head.map(|r| r.count), Some(61));
+        assert_eq!(window.due_by(at(999_000), grace), Some(at(939_000)));
+    }
+}
