@@ -61,7 +61,7 @@ impl Monitor {
         for shard in self.shards.iter() {
             for job in lock(shard).iter() {
                 let grace = job.model().spec().misfire_grace;
-                let due = job.model().window().due_by(now, grace);
+                let due = job.model().due_by(now);
                 asks.push((job.name().to_string(), due, job.guard(), grace));
             }
         }

@@ -17,6 +17,8 @@ mod job;
 mod metrics;
 mod model;
 mod registry;
+#[cfg(test)]
+mod sim;
 mod status;
 
 pub use crate::clock::Clock;

@@ -261,7 +261,7 @@ pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Gives a lease back. A failure is only logged: the guard frees itself when the lease expires
 /// or the process exits.
-async fn release(lease: Box<dyn Lease>, job: Arc<str>) {
+pub(super) async fn release(lease: Box<dyn Lease>, job: Arc<str>) {
     match std::panic::AssertUnwindSafe(lease.release())
         .catch_unwind()
         .await

@@ -19,7 +19,7 @@ use crate::fire::fmt_time;
 use crate::guard::{Claim, Guard, GuardError, Lease};
 use crate::job::Body;
 use crate::metrics::JobMetrics;
-use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec};
+use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec, ABANDON_ATTEMPTS};
 use crate::status::{JobStatus, StatusRecord};
 use crate::{Job, JobContext};
 
@@ -194,6 +194,7 @@ impl JobSlot {
                 Answer::Acquired { token, deadline }
             }
             Ok(Claim::AlreadyRan) => Answer::AlreadyRan,
+            Ok(Claim::Superseded) => Answer::Superseded,
             Ok(Claim::Busy { first_report }) => Answer::Busy { first_report },
             Ok(Claim::Lapsed) => Answer::Lapsed,
             Ok(Claim::TooEarly { ahead }) => {
@@ -276,10 +277,27 @@ impl JobSlot {
                         cancel.cancel();
                     }
                 }
-                Action::Release => {
-                    if let Some(lease) = self.pending_lease.take() {
-                        run::release_soon(lease, Arc::clone(self.name()), &cx.shared.tasks);
-                    }
+                Action::Abandon(fire) => {
+                    let lease = self.pending_lease.take();
+                    let guard = self.guard.clone();
+                    let job = Arc::clone(self.name());
+                    cx.shared.tasks.spawn(async move {
+                        if let Some(lease) = lease {
+                            run::release(lease, Arc::clone(&job)).await;
+                        }
+                        let Some(guard) = guard else {
+                            return;
+                        };
+                        for attempt in 1..=ABANDON_ATTEMPTS {
+                            match guard.abandon(fire).await {
+                                Ok(()) => return,
+                                Err(e) if attempt == ABANDON_ATTEMPTS => {
+                                    tracing::warn!(job = %job, fire_time = %fmt_time(fire), error = %e, "could not record a claim as not started; until the next fire is claimed, the health check may count this fire as run");
+                                }
+                                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                            }
+                        }
+                    });
                 }
                 Action::Claim(fire) => {
                     let Some(guard) = self.guard.clone() else {

@@ -32,6 +32,7 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
         Claim::AlreadyRan => "already_ran",
         Claim::Busy { .. } => "busy",
         Claim::Lapsed => "lapsed",
+        Claim::Superseded => "superseded",
         Claim::TooEarly { .. } => "too_early",
     }
 }

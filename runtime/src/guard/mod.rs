@@ -46,6 +46,10 @@ pub enum Claim {
     Acquired(Box<dyn Lease>),
     /// This fire, or a later one, was already claimed by another claimant.
     AlreadyRan,
+    /// No claimant claimed this fire, but a later fire has been claimed: the fire was passed
+    /// over (every process was late or busy). A guard that keeps no record of each fire's claim
+    /// answers [`Claim::AlreadyRan`] instead.
+    Superseded,
     /// An instance of the job is running, so no slot is free.
     Busy {
         /// `false` when another process already reported this busy fire (the guard records a
@@ -71,6 +75,7 @@ impl std::fmt::Debug for Claim {
                 .field("fencing_token", &lease.fencing_token())
                 .finish(),
             Claim::AlreadyRan => f.write_str("AlreadyRan"),
+            Claim::Superseded => f.write_str("Superseded"),
             Claim::Busy { first_report } => f
                 .debug_struct("Busy")
                 .field("first_report", first_report)
@@ -97,7 +102,19 @@ pub trait Guard: Send + Sync + 'static {
         Box::pin(async { Ok(true) })
     }
 
-    /// The latest fire claimed anywhere this guard reaches (this host, the cluster).
+    /// Gives up fire `fire_time`, which this guard value may have claimed without seeing the
+    /// answer (the reply was lost), or was granted but will not run (it came too late): if this
+    /// claimant's claim of the fire took effect, free its lock and record the fire as not started,
+    /// so that [`last_claimed`](Guard::last_claimed) does not count it. Guards without such a
+    /// record may keep the default, which does nothing.
+    fn abandon(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<(), GuardError>> {
+        let _ = fire_time;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The latest fire claimed anywhere this guard reaches (this host, the cluster), unless that
+    /// claim was given up unstarted ([`abandon`](Guard::abandon)): then `None`, since which
+    /// earlier fire last ran is not known.
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>>;
 }
 

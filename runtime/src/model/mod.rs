@@ -10,6 +10,8 @@
 //! simulation drives this very code through many replicas and seeded faults.
 
 pub(crate) mod due;
+#[cfg(test)]
+mod tests;
 pub(crate) mod window;
 
 use std::sync::Arc;
@@ -58,6 +60,8 @@ pub(crate) enum Answer {
         deadline: Option<Duration>,
     },
     AlreadyRan,
+    /// Nobody claimed the fire, and a later one has been claimed.
+    Superseded,
     Busy {
         first_report: bool,
     },
@@ -94,8 +98,10 @@ pub(crate) enum Verdict {
 pub(crate) enum Action {
     /// Ask the shared guard to claim the fire; answer with [`JobModel::on_claimed`].
     Claim(Fire),
-    /// Give back the lease acquired by the last claim: it will not run.
-    Release,
+    /// Give up a fire this process may hold a claim of: the lease acquired by the last claim if
+    /// there is one, and whatever claim of the fire took effect although its reply was lost. The
+    /// guard then records the fire as not started (README, "Guarantees").
+    Abandon(DateTime<Utc>),
     /// Start the run of `fire` under the lease acquired by the last claim (shared guard) or under
     /// the in-process guard. Report its end with [`JobModel::on_run_ended`].
     Start {
@@ -114,6 +120,9 @@ pub(crate) enum Action {
     /// Publish an event.
     Emit(Occurrence),
 }
+
+/// How often the executor asks the guard to record an abandoned claim before it gives up.
+pub(crate) const ABANDON_ATTEMPTS: u32 = 5;
 
 /// Fires walked one by one after a pause before the rest are only skipped over: the aggregated
 /// misfire then gives its count as a lower bound.
@@ -147,6 +156,10 @@ pub(crate) struct JobModel {
     retry_at: Option<DateTime<Utc>>,
     retries: u32,
     last_guard_error: Option<String>,
+    /// A fire whose claim failed without an answer: the claim may have taken effect.
+    uncertain: Option<DateTime<Utc>>,
+    /// The last answer for the fire at the front was `TooEarly`: this host's clock is ahead.
+    too_early: bool,
     /// Dropped fires waiting for the shared guard's word on who reports them.
     pending_reports: u32,
     /// The latest fire this process started, and its fencing token.
@@ -170,6 +183,8 @@ impl JobModel {
             retry_at: None,
             retries: 0,
             last_guard_error: None,
+            uncertain: None,
+            too_early: false,
             pending_reports: 0,
             last_started: None,
             last_token: 0,
@@ -198,9 +213,24 @@ impl JobModel {
         self.last_started
     }
 
-    /// The fires the timer saw, for the health check.
-    pub(crate) fn window(&self) -> &FireWindow {
-        &self.window
+    /// The newest fire that should have started by `now` (its grace has passed), for the health
+    /// check: among the fires the timer took, and the fires it has not taken yet (a process that
+    /// was frozen answers for the fires it slept through before its timer catches up).
+    pub(crate) fn due_by(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let grace = self.spec.misfire_grace;
+        let mut due = self.window.due_by(now, grace);
+        let mut next = self.next_fire;
+        let mut walked = 0;
+        while let Some(t) = next.filter(|t| after(*t, grace) <= now) {
+            due = Some(t);
+            walked += 1;
+            next = if walked < MISSED_WALK_LIMIT {
+                self.spec.schedule.next_after(t)
+            } else {
+                None
+            };
+        }
+        due
     }
 
     /// Whether claims, runs or reports are still outstanding.
@@ -314,7 +344,14 @@ impl JobModel {
             count: m.count,
             first: m.first,
         };
-        self.report_drop(m.last, kind, now, out);
+        if m.count == 1 {
+            self.report_drop(m.last, kind, now, out);
+        } else {
+            // The guard records reports fire by fire; one answer cannot speak for a range in
+            // which other processes may have reported some fires and not others. The pause is
+            // this process's own story: it tells it, at warn level.
+            self.emit_drop(m.last, kind, true, now, out);
+        }
     }
 
     /// A wake-up from [`next_wake`](JobModel::next_wake) came due.
@@ -336,6 +373,7 @@ impl JobModel {
                 break;
             };
             let covered_by = self.due.back().map_or(old.t, |f| f.t);
+            self.give_up(old.t, out);
             self.emit_drop(old.t, EventKind::Coalesced { covered_by }, true, now, out);
         }
     }
@@ -359,7 +397,15 @@ impl JobModel {
                     "not started within the misfire grace of {grace}: no instance slot became free"
                 ),
             };
-            self.report_drop(fire.t, EventKind::misfired(reason, fire.t), now, out);
+            self.give_up(fire.t, out);
+            let kind = EventKind::misfired(reason, fire.t);
+            if std::mem::take(&mut self.too_early) {
+                // Only this process's clock is wrong: the other processes may still run the
+                // fire, and must be free to report it if they cannot.
+                self.emit_drop(fire.t, kind, true, now, out);
+            } else {
+                self.report_drop(fire.t, kind, now, out);
+            }
         }
     }
 
@@ -433,9 +479,6 @@ impl JobModel {
     /// The shared guard answered the claim of the fire in flight.
     pub(crate) fn on_claimed(&mut self, answer: Answer, now: Now, out: &mut Vec<Action>) {
         let Some(fire) = self.claiming.take() else {
-            if matches!(answer, Answer::Acquired { .. }) {
-                out.push(Action::Release);
-            }
             return;
         };
         self.apply_claim(fire, answer, now, out);
@@ -444,13 +487,18 @@ impl JobModel {
 
     fn apply_claim(&mut self, fire: Fire, answer: Answer, now: Now, out: &mut Vec<Action>) {
         if self.stopping {
-            if matches!(answer, Answer::Acquired { .. }) {
-                out.push(Action::Release);
+            if matches!(answer, Answer::Acquired { .. } | Answer::Failed(_)) {
+                self.uncertain = None;
+                out.push(Action::Abandon(fire.t));
             }
             let reason = "the scheduler shut down before the fire could start".to_owned();
             self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }
+        if !matches!(answer, Answer::Failed(_)) && self.uncertain == Some(fire.t) {
+            self.uncertain = None;
+        }
+        self.too_early = matches!(answer, Answer::TooEarly(_));
         match answer {
             Answer::Acquired { token, deadline } => {
                 self.retries = 0;
@@ -488,7 +536,7 @@ impl JobModel {
                 };
                 match refusal {
                     Some(kind) => {
-                        out.push(Action::Release);
+                        out.push(Action::Abandon(fire.t));
                         // The fire is this process's alone: nobody else will report it.
                         self.emit_drop(fire.t, kind, true, now, out);
                     }
@@ -498,6 +546,11 @@ impl JobModel {
             Answer::AlreadyRan => {
                 self.retries = 0;
                 self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
+            }
+            Answer::Superseded => {
+                self.retries = 0;
+                let reason = "no process claimed this fire before a later fire was claimed (every process was late or busy)".to_owned();
+                self.report_drop(fire.t, EventKind::Skipped { reason }, now, out);
             }
             Answer::Busy { first_report } => match self.spec.overlap {
                 Overlap::Skip => {
@@ -530,9 +583,19 @@ impl JobModel {
                 self.wait_and_retry(fire, now, out);
             }
             Answer::Failed(e) => {
+                self.uncertain = Some(fire.t);
                 self.last_guard_error = Some(e);
                 self.wait_and_retry(fire, now, out);
             }
+        }
+    }
+
+    /// A fire leaves this process without a run: a claim of it that may have taken effect
+    /// unseen is given up, so that the guard does not count it as started.
+    fn give_up(&mut self, fire: DateTime<Utc>, out: &mut Vec<Action>) {
+        if self.uncertain == Some(fire) {
+            self.uncertain = None;
+            out.push(Action::Abandon(fire));
         }
     }
 
@@ -687,6 +750,7 @@ impl JobModel {
         self.next_fire = None;
         self.retry_at = None;
         for fire in self.due.take_all() {
+            self.give_up(fire.t, out);
             let reason = "the scheduler shut down before the fire could start".to_owned();
             self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
         }

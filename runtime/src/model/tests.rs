@@ -1,0 +1,306 @@
+//! The model's rules as plain unit tests: inputs in, actions out, no runtime.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::*;
+
+fn t(s: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 0).expect("in range")
+}
+
+fn now(s: i64) -> Now {
+    now_ms(s * 1_000)
+}
+
+fn now_ms(ms: i64) -> Now {
+    Now {
+        wall: t(0) + TimeDelta::milliseconds(ms),
+        mono: Duration::from_millis(ms as u64),
+    }
+}
+
+fn spec(lock: Lock, overlap: Overlap) -> Spec {
+    Spec {
+        name: Arc::from("job"),
+        schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
+        misfire_grace: Duration::from_secs(5),
+        max_instances: 1,
+        lock,
+        overlap,
+        coalesce: false,
+        enabled: true,
+    }
+}
+
+/// A model that follows its schedule from second 0.
+fn model(lock: Lock, overlap: Overlap) -> JobModel {
+    let mut m = JobModel::new(spec(lock, overlap), 7);
+    m.schedule_from(t(0));
+    m
+}
+
+/// What the actions say, in a form a test can compare.
+fn said(out: &mut Vec<Action>) -> Vec<String> {
+    out.drain(..)
+        .map(|a| match a {
+            Action::Claim(f) => format!("claim {}", (f.t - t(0)).num_seconds()),
+            Action::Abandon(f) => format!("abandon {}", (f - t(0)).num_seconds()),
+            Action::Start { fire, token, .. } => {
+                format!("start {} token {token}", (fire - t(0)).num_seconds())
+            }
+            Action::Cancel(run) => format!("cancel run {run}"),
+            Action::AskReport { fire, kind } => {
+                format!("ask report {} {}", (fire - t(0)).num_seconds(), kind.name())
+            }
+            Action::Emit(e) => format!(
+                "{} {}{}",
+                e.kind.name(),
+                (e.fire_time - t(0)).num_seconds(),
+                if e.first_report {
+                    ""
+                } else {
+                    " (reported elsewhere)"
+                }
+            ),
+        })
+        .collect()
+}
+
+fn acquired(token: u64) -> Answer {
+    Answer::Acquired {
+        token,
+        deadline: Some(Duration::from_secs(3_600)),
+    }
+}
+
+#[test]
+fn an_in_process_job_starts_each_fire_once_with_rising_tokens() {
+    let mut m = model(Lock::Local, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["started 10", "start 10 token 1"]);
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), ["skipped 20"], "max_instances = 1 is busy");
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(21), &mut out);
+    assert_eq!(said(&mut out), ["succeeded 10"]);
+    m.on_timer(now(30), &mut out);
+    assert_eq!(said(&mut out), ["started 30", "start 30 token 2"]);
+}
+
+#[test]
+fn a_shared_guard_is_asked_and_its_token_used() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.on_claimed(acquired(500), now(10), &mut out);
+    assert_eq!(said(&mut out), ["started 10", "start 10 token 500"]);
+}
+
+#[test]
+fn a_claim_answered_after_its_lease_ran_out_does_not_start() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    said(&mut out);
+    let late = Answer::Acquired {
+        token: 9,
+        deadline: Some(Duration::from_secs(12)),
+    };
+    m.on_claimed(late, now(13), &mut out);
+    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
+    assert_eq!(m.running(), 0);
+}
+
+#[test]
+fn no_run_starts_beyond_max_instances_whatever_the_guard_says() {
+    let mut m = model(Lock::File, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(acquired(1), now(10), &mut out);
+    said(&mut out);
+    // The run of 10 goes on; the guard (its lock file replaced) grants 20 as well.
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), ["claim 20"]);
+    m.on_claimed(acquired(2), now(20), &mut out);
+    assert_eq!(said(&mut out), ["abandon 20", "skipped 20"]);
+    assert_eq!(m.running(), 1);
+}
+
+#[test]
+fn a_fencing_token_that_does_not_rise_is_refused() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(acquired(100), now(10), &mut out);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(11), &mut out);
+    said(&mut out);
+    m.on_timer(now(20), &mut out);
+    m.on_claimed(acquired(100), now(20), &mut out);
+    assert_eq!(said(&mut out), ["claim 20", "abandon 20", "misfired 20"]);
+}
+
+#[test]
+fn a_failed_claim_is_retried_and_given_up_when_its_grace_ends() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::Failed("timeout".into()), now(12), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    let retry = m.next_wake().expect("a retry is armed");
+    assert!(retry > now(12).wall && retry < now(14).wall, "{retry}");
+    m.on_wake(now(13), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.on_claimed(Answer::Failed("timeout".into()), now(15), &mut out);
+    // The claim may have taken effect unseen: it is given up, and the fire reported once.
+    assert_eq!(said(&mut out), ["abandon 10", "ask report 10 misfired"]);
+}
+
+#[test]
+fn a_retried_claim_recognised_as_lapsed_is_a_warned_misfire() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::Failed("timeout".into()), now(12), &mut out);
+    m.on_wake(now(13), &mut out);
+    said(&mut out);
+    m.on_claimed(Answer::Lapsed, now(13), &mut out);
+    assert_eq!(said(&mut out), ["misfired 10"]);
+}
+
+#[test]
+fn a_fire_passed_over_by_a_later_claim_is_reported() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::Superseded, now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10", "ask report 10 skipped"]);
+    m.on_reported(
+        t(10),
+        EventKind::Skipped { reason: "x".into() },
+        false,
+        now(11),
+        &mut out,
+    );
+    assert_eq!(said(&mut out), ["skipped 10 (reported elsewhere)"]);
+    assert!(!m.busy());
+}
+
+#[test]
+fn a_host_clock_ahead_is_reported_here_without_taking_the_clusters_report() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(
+        Answer::TooEarly(Duration::from_secs(3_600)),
+        now(10),
+        &mut out,
+    );
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.on_wake(now(16), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["misfired 10"],
+        "emitted at once, first report"
+    );
+}
+
+#[test]
+fn a_busy_fire_waits_with_queue_and_is_skipped_with_skip() {
+    let mut m = model(Lock::Redis, Overlap::Queue);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::Busy { first_report: true }, now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    assert!(m.next_wake().is_some());
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(
+        Answer::Busy {
+            first_report: false,
+        },
+        now(10),
+        &mut out,
+    );
+    assert_eq!(
+        said(&mut out),
+        ["claim 10", "skipped 10 (reported elsewhere)"]
+    );
+}
+
+#[test]
+fn a_long_pause_is_one_aggregated_misfire() {
+    // Three days later: every fire but the last (still within its grace) was missed.
+    let resumed = 3 * 86_400 + 2;
+    let mut m = model(Lock::Local, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(resumed), &mut out);
+    let missed: Vec<_> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Emit(Occurrence {
+                kind: EventKind::Misfired { count, first, .. },
+                fire_time,
+                ..
+            }) => Some((*count, *first, *fire_time)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(missed, [(25_919, t(10), t(resumed - 12))]);
+    assert_eq!(said(&mut out).len(), 3, "one misfire, the due fire's start");
+    // With a shared guard too the paused process reports the range itself, at warn level.
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    m.on_timer(now(resumed), &mut out);
+    assert_eq!(
+        said(&mut out),
+        [
+            format!("misfired {}", resumed - 12),
+            format!("claim {}", resumed - 2)
+        ]
+    );
+}
+
+#[test]
+fn replace_cancels_the_oldest_run_once() {
+    let mut m = model(Lock::Local, Overlap::Replace);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    said(&mut out);
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), ["cancel run 0"]);
+    m.on_wake(now(21), &mut out);
+    assert_eq!(said(&mut out), Vec::<String>::new(), "asked once");
+    m.on_run_ended(0, RunEnd::Cancelled, Duration::ZERO, now(22), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["cancelled 10", "started 20", "start 20 token 2"]
+    );
+}
+
+#[test]
+fn a_run_stopped_at_its_lease_deadline_is_a_lost_lease() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(acquired(1), now(10), &mut out);
+    said(&mut out);
+    m.on_run_ended(0, RunEnd::LeaseExpired, Duration::ZERO, now(20), &mut out);
+    assert_eq!(said(&mut out), ["lease_lost 10", "cancelled 10"]);
+}
+
+#[test]
+fn stopping_reports_waiting_fires_and_gives_up_claims_in_flight() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    said(&mut out);
+    m.stop(now(11), &mut out);
+    assert_eq!(said(&mut out), Vec::<String>::new());
+    assert!(m.busy(), "the claim is still in flight");
+    m.on_claimed(acquired(1), now(11), &mut out);
+    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
+    assert!(!m.busy());
+}

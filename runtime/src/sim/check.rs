@@ -1,0 +1,169 @@
+//! The invariants every seed must keep (README, "Guarantees"):
+//!
+//! 1. no fire starts twice, outside a declared data-loss window (the server restarted without its
+//!    data after the first claim was sent and before the second run started);
+//! 2. no two runs of the job take steps at the same time: every step of a run happens before any
+//!    later run starts (outside a data-loss window);
+//! 3. every fire has at most one fate in each process, and every fire of the checked window either
+//!    started somewhere or was reported at warn level (a first report of a skip or a misfire) or
+//!    coalesced into a later fire by some process — unless its claim or report was in flight in a
+//!    process that crashed;
+//! 4. fencing tokens rise in start order;
+//! 5. health never says "on time" while the newest fire whose grace has passed, and every later
+//!    one, never started (a run counts from the moment its claim was sent; a claim whose reply
+//!    was lost may count for up to [`HEALTH_LAG`] after it was sent, or after an outage of the
+//!    server, until its claimant gave it up).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::server::Ms;
+use super::{ms_of, Record, RunKey, Scenario};
+use crate::events::EventKind;
+use crate::health::HealthState;
+
+/// How long before the shutdown a fire must lie, beyond its grace, to be checked by invariant 3.
+const MARGIN: Ms = 5_000;
+/// How long health may still count a claim that will not start (README, "Guarantees"): the
+/// claimant's response timeout, plus the delivery of its abandon.
+pub(super) const HEALTH_LAG: Ms = 10_000;
+/// Replicas start within the first two seconds; fires before this are not checked.
+const WARM_UP: Ms = 3_000;
+
+pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
+    let mut broken = Vec::new();
+    let loss_between = |a: Ms, b: Ms| rec.data_losses.iter().any(|l| a < *l && *l <= b);
+
+    // 1. Each fire starts once.
+    let mut by_fire: BTreeMap<Ms, Vec<&super::Start>> = BTreeMap::new();
+    for s in &rec.starts {
+        by_fire.entry(s.fire).or_default().push(s);
+    }
+    for (fire, starts) in &by_fire {
+        for pair in starts.windows(2) {
+            if !loss_between(pair[0].claimed, pair[1].at) {
+                broken.push(format!(
+                    "1: fire {fire} started twice: at {} ms by {:?} and at {} ms by {:?}",
+                    pair[0].at, pair[0].key, pair[1].at, pair[1].key
+                ));
+            }
+        }
+    }
+
+    // 2. No step of a run after a later run started.
+    let mut last_step: BTreeMap<RunKey, Ms> = BTreeMap::new();
+    for (at, key) in &rec.steps {
+        last_step.insert(*key, *at);
+    }
+    for (i, a) in rec.starts.iter().enumerate() {
+        let Some(a_last) = last_step.get(&a.key) else {
+            continue;
+        };
+        for b in &rec.starts[i + 1..] {
+            if b.key != a.key && *a_last >= b.at && !loss_between(a.claimed, b.at) {
+                broken.push(format!(
+                    "2: run {:?} (fire {}) took a step at {a_last} ms, after run {:?} (fire {}) started at {} ms",
+                    a.key, a.fire, b.key, b.fire, b.at
+                ));
+            }
+        }
+    }
+
+    // 3. One fate per fire in each process; every fire run or reported somewhere.
+    let mut fates: BTreeMap<(usize, u32, Ms), Vec<&'static str>> = BTreeMap::new();
+    let mut covered: BTreeSet<Ms> = BTreeSet::new();
+    for s in &rec.starts {
+        covered.insert(s.fire);
+    }
+    for (_, r, inc, e) in &rec.events {
+        let fires: Vec<Ms> = match &e.kind {
+            EventKind::Misfired { count, first, .. } => (0..*count as i64)
+                .map(|k| ms_of(*first) + k * sc.period)
+                .collect(),
+            EventKind::Started
+            | EventKind::Skipped { .. }
+            | EventKind::Coalesced { .. }
+            | EventKind::ClaimedElsewhere => vec![ms_of(e.fire_time)],
+            _ => continue,
+        };
+        let reported_here = match &e.kind {
+            EventKind::Misfired { .. } | EventKind::Skipped { .. } => e.first_report,
+            EventKind::Coalesced { .. } => true,
+            _ => false,
+        };
+        for f in fires {
+            fates.entry((*r, *inc, f)).or_default().push(e.kind.name());
+            if reported_here {
+                covered.insert(f);
+            }
+        }
+    }
+    for ((r, inc, fire), kinds) in &fates {
+        if kinds.len() > 1 {
+            broken.push(format!(
+                "3: fire {fire} had {} fates in replica {r} (incarnation {inc}): {kinds:?}",
+                kinds.len()
+            ));
+        }
+    }
+    let first = (WARM_UP / sc.period + 1) * sc.period;
+    let last = rec.stop_at - sc.grace - MARGIN;
+    let mut fire = first;
+    while fire <= last {
+        if !covered.contains(&fire) && !rec.crash_lost.contains(&fire) {
+            broken.push(format!(
+                "3: fire {fire} neither started nor was reported at warn level by any replica"
+            ));
+        }
+        fire += sc.period;
+    }
+
+    // 4. Fencing tokens rise in start order.
+    for pair in rec.starts.windows(2) {
+        if pair[1].token <= pair[0].token {
+            broken.push(format!(
+                "4: fencing token {} (fire {}, at {} ms) is not above {} (fire {}, at {} ms)",
+                pair[1].token, pair[1].fire, pair[1].at, pair[0].token, pair[0].fire, pair[0].at
+            ));
+        }
+    }
+
+    // 5. Health is never "on time" for a fire that nobody started.
+    for (at, r, due, state) in &rec.health {
+        let (Some(due), HealthState::OnTime) = (due, state) else {
+            continue;
+        };
+        if *due < WARM_UP {
+            continue; // before every replica had started
+        }
+        // A claim whose reply was lost counts until the claimant gave it up: that takes up to a
+        // response timeout and the delivery of the abandon. While the server cannot be reached,
+        // nothing can be corrected.
+        let in_flight = rec
+            .claims
+            .iter()
+            .any(|(sent, fire)| fire >= due && *sent <= *at && *at < sent + HEALTH_LAG);
+        let outage = rec
+            .outages
+            .iter()
+            .any(|(from, until)| *from <= *at && *at < until + HEALTH_LAG);
+        if in_flight || outage {
+            continue;
+        }
+        let started = rec
+            .starts
+            .iter()
+            .any(|s| s.fire >= *due && s.claimed <= *at);
+        let lost_to_crash = rec.crash_lost.iter().any(|f| f >= due);
+        if !started && !lost_to_crash {
+            broken.push(format!(
+                "5: at {at} ms replica {r} reported on time, but fire {due} (past its grace) and every later fire never started"
+            ));
+        }
+    }
+
+    if broken.is_empty() {
+        return Ok(());
+    }
+    broken.truncate(8);
+    Err(broken.join("\n"))
+}

@@ -1,0 +1,1055 @@
+//! Deterministic simulation of many replicas (README, "Guarantees").
+//!
+//! Each replica runs the very [`JobModel`] the runtime uses; what the executor does around it
+//! (claims with a response timeout, the watchdog, runs that are never polled past their lease's
+//! local deadline, drop reports) is played here on simulated time, against a simulated shared
+//! guard ([`server`]) that follows the Redis guard's contract. A seed draws the job's settings and
+//! the faults: request delays, replies lost after the server applied the request, client
+//! timeouts, server stalls, server restarts with and without data loss, replicas paused past
+//! their lease, crashed and restarted, clocks skewed by seconds to hours and stepped forward and
+//! back. After every seed [`check`] verifies the invariants.
+//!
+//! `cargo test -p cronguard sim` runs the default number of seeds; `CRONGUARD_SIM_SEEDS=N` runs
+//! `N`, `CRONGUARD_SIM_SEED=S` replays seed `S` alone and prints its trace.
+
+mod check;
+mod server;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::events::{EventKind, Occurrence};
+use crate::health::{judge, HealthState};
+use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec, Verdict};
+use crate::{Lock, Overlap, Schedule};
+use server::{JobState, Ms, Req, Resp};
+
+/// The client's response timeout (the Redis guard's connection manager).
+const RESPONSE_TIMEOUT: Ms = 2_000;
+/// How long a drop report waits for the guard (as the executor).
+const REPORT_TIMEOUT: Ms = 1_000;
+/// How often a claim is given up before the executor stops asking (as the executor).
+const ABANDON_ATTEMPTS: u32 = crate::model::ABANDON_ATTEMPTS;
+/// How long the simulated service runs before it is shut down.
+const RUN_FOR: Ms = 120_000;
+/// The shutdown timeout of each replica.
+const SHUTDOWN_TIMEOUT: Ms = 10_000;
+
+fn epoch() -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp(1_767_225_600, 0).unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+}
+
+fn wall(ms: Ms) -> DateTime<Utc> {
+    epoch() + TimeDelta::milliseconds(ms)
+}
+
+fn ms_of(t: DateTime<Utc>) -> Ms {
+    (t - epoch()).num_milliseconds()
+}
+
+/// The job and the faults of one seed.
+#[derive(Debug, Clone)]
+pub(super) struct Scenario {
+    pub(super) period: Ms,
+    pub(super) grace: Ms,
+    pub(super) lease: Ms,
+    pub(super) work: Ms,
+    pub(super) steps: u32,
+    pub(super) overlap: Overlap,
+    pub(super) coalesce: bool,
+    pub(super) replicas: usize,
+    /// Each replica's clock offset at start.
+    pub(super) skew: Vec<Ms>,
+    pub(super) delay_max: Ms,
+    /// Chance in 1,000 that a message is held up past the response timeout.
+    pub(super) spike_per_mille: u32,
+    /// Chance in 1,000 that a reply is lost after the server applied the request.
+    pub(super) loss_per_mille: u32,
+    pub(super) faults: Vec<(Ms, Fault)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fault {
+    Pause { replica: usize, length: Ms },
+    Crash { replica: usize, down: Ms },
+    ClockStep { replica: usize, by: Ms },
+    ServerStall { length: Ms },
+    ServerRestart { down: Ms, lose_data: bool },
+}
+
+impl Scenario {
+    pub(super) fn draw(seed: u64) -> Scenario {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let period = [1_000, 2_000, 5_000][rng.usize(0..3)];
+        let grace = (period * rng.i64(1..=6) / 2).max(500);
+        let lease = [1_000, 2_000, 5_000, 10_000][rng.usize(0..4)];
+        let work = rng.i64(0..=period * 2);
+        let replicas = rng.usize(2..=4);
+        let mut skew = vec![rng.i64(-50..=50)];
+        for _ in 1..replicas {
+            skew.push(match rng.u32(0..10) {
+                0..=5 => rng.i64(-500..=500),
+                6 | 7 => rng.i64(-30_000..=30_000),
+                _ => rng.i64(-5 * 3_600_000..=5 * 3_600_000),
+            });
+        }
+        let mut faults = Vec::new();
+        let at = |rng: &mut fastrand::Rng| rng.i64(3_000..RUN_FOR - 10_000);
+        for replica in 0..replicas {
+            for _ in 0..rng.usize(0..=2) {
+                let length = rng.i64(100..=lease * 3 + period * 2);
+                faults.push((at(&mut rng), Fault::Pause { replica, length }));
+            }
+            // Replica 0 stays honest (its clock is right and it never dies), so that every fire
+            // has a process that can run or report it.
+            if replica > 0 && rng.bool() {
+                let down = rng.i64(500..=5_000);
+                faults.push((at(&mut rng), Fault::Crash { replica, down }));
+            }
+            if replica > 0 && rng.u32(0..4) == 0 {
+                let by = match rng.bool() {
+                    true => rng.i64(-3_600_000..=3_600_000),
+                    false => rng.i64(-5_000..=5_000),
+                };
+                faults.push((at(&mut rng), Fault::ClockStep { replica, by }));
+            }
+        }
+        for _ in 0..rng.usize(0..=2) {
+            let length = rng.i64(500..=6_000);
+            faults.push((at(&mut rng), Fault::ServerStall { length }));
+        }
+        if rng.u32(0..3) == 0 {
+            let down = rng.i64(200..=3_000);
+            let lose_data = rng.bool();
+            faults.push((at(&mut rng), Fault::ServerRestart { down, lose_data }));
+        }
+        faults.sort_by_key(|(t, _)| *t);
+        Scenario {
+            period,
+            grace,
+            lease,
+            work,
+            steps: rng.u32(1..=5),
+            overlap: [Overlap::Skip, Overlap::Queue, Overlap::Replace][rng.usize(0..3)],
+            coalesce: rng.bool(),
+            replicas,
+            skew,
+            delay_max: rng.i64(1..=300),
+            spike_per_mille: rng.u32(0..=20),
+            loss_per_mille: rng.u32(0..=100),
+            faults,
+        }
+    }
+
+    fn spec(&self) -> Spec {
+        Spec {
+            name: Arc::from("sim"),
+            schedule: Schedule::every(Duration::from_millis(self.period as u64))
+                .unwrap_or_else(|_| unreachable_schedule()),
+            misfire_grace: Duration::from_millis(self.grace as u64),
+            max_instances: 1,
+            lock: Lock::Redis,
+            overlap: self.overlap,
+            coalesce: self.coalesce,
+            enabled: true,
+        }
+    }
+}
+
+fn unreachable_schedule() -> Schedule {
+    Schedule::every(Duration::from_secs(1)).unwrap_or_else(|_| panic!("a 1 s interval is valid"))
+}
+
+/// What the checker reads: everything that happened, on true time.
+#[derive(Debug, Default)]
+pub(super) struct Record {
+    /// (true time, replica, incarnation, fire, fencing token) of every start, in order.
+    pub(super) starts: Vec<Start>,
+    /// Every step a run's body took: (true time, run key).
+    pub(super) steps: Vec<(Ms, RunKey)>,
+    /// Every event a replica emitted: (true time, replica, incarnation, event).
+    pub(super) events: Vec<(Ms, usize, u32, Occurrence)>,
+    /// Health verdicts: (true time, replica, due fire, state).
+    pub(super) health: Vec<(Ms, usize, Option<Ms>, HealthState)>,
+    /// Instants at which the server lost its data.
+    pub(super) data_losses: Vec<Ms>,
+    /// When the server stalled or was down: (from, until).
+    pub(super) outages: Vec<(Ms, Ms)>,
+    /// Every claim sent: (true time, fire).
+    pub(super) claims: Vec<(Ms, Ms)>,
+    /// Fires whose claim or report was in flight when their replica crashed.
+    pub(super) crash_lost: Vec<Ms>,
+    pub(super) stop_at: Ms,
+    pub(super) trace: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct RunKey {
+    pub(super) replica: usize,
+    pub(super) incarnation: u32,
+    pub(super) run: RunId,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Start {
+    pub(super) at: Ms,
+    pub(super) key: RunKey,
+    pub(super) fire: Ms,
+    pub(super) token: u64,
+    /// When its claim was sent: the guard may count the fire as run from about then on.
+    pub(super) claimed: Ms,
+}
+
+#[derive(Debug, Clone)]
+enum Ev {
+    Timer {
+        r: usize,
+        inc: u32,
+    },
+    Wake {
+        r: usize,
+        inc: u32,
+    },
+    ToServer {
+        r: usize,
+        inc: u32,
+        id: u64,
+        req: Req,
+    },
+    ToClient {
+        r: usize,
+        inc: u32,
+        id: u64,
+        resp: Option<Resp>,
+    },
+    Timeout {
+        r: usize,
+        inc: u32,
+        id: u64,
+    },
+    Step {
+        r: usize,
+        inc: u32,
+        run: RunId,
+    },
+    Renew {
+        r: usize,
+        inc: u32,
+        run: RunId,
+    },
+    Fault(Fault),
+    Restart {
+        r: usize,
+    },
+    ServerUp,
+    Health,
+    Stop,
+    CancelAll,
+}
+
+impl Ev {
+    /// The replica whose process handles the event, if any (a paused one handles it later).
+    fn replica(&self) -> Option<usize> {
+        match self {
+            Ev::Timer { r, .. }
+            | Ev::Wake { r, .. }
+            | Ev::ToClient { r, .. }
+            | Ev::Timeout { r, .. }
+            | Ev::Step { r, .. }
+            | Ev::Renew { r, .. } => Some(*r),
+            _ => None,
+        }
+    }
+
+    fn incarnation(&self) -> Option<u32> {
+        match self {
+            Ev::Timer { inc, .. }
+            | Ev::Wake { inc, .. }
+            | Ev::ToClient { inc, .. }
+            | Ev::Timeout { inc, .. }
+            | Ev::Step { inc, .. }
+            | Ev::Renew { inc, .. }
+            | Ev::ToServer { inc, .. } => Some(*inc),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Pending {
+    Claim {
+        fire: Ms,
+        sent: Ms,
+    },
+    Renew {
+        run: RunId,
+        sent: Ms,
+    },
+    Report {
+        fire: DateTime<Utc>,
+        kind: EventKind,
+    },
+    Abandon {
+        fire: Ms,
+        attempt: u32,
+    },
+    Other,
+}
+
+struct Lease {
+    token: String,
+    fence: u64,
+    sent: Ms,
+}
+
+struct SimRun {
+    id: RunId,
+    lease: Lease,
+    /// The local deadline of the lease, in true time (monotonic clocks run at true rate).
+    deadline: Ms,
+    steps_left: u32,
+    cancelled: bool,
+    cancel_told: bool,
+    started: Ms,
+}
+
+struct Replica {
+    inc: u32,
+    alive: bool,
+    nonce: u64,
+    skew: Ms,
+    paused_until: Ms,
+    model: JobModel,
+    pending: BTreeMap<u64, Pending>,
+    pending_lease: Option<Lease>,
+    runs: Vec<SimRun>,
+    timer_at: Option<Ms>,
+    wake_at: Option<Ms>,
+    /// The latest instant a request of this replica reaches the server, and a reply reaches it:
+    /// one connection keeps its order.
+    to_server_fifo: Ms,
+    to_client_fifo: Ms,
+    stopping: bool,
+}
+
+pub(super) struct Sim {
+    sc: Scenario,
+    rng: fastrand::Rng,
+    now: Ms,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(Ms, u64)>>,
+    events: BTreeMap<u64, Ev>,
+    next_id: u64,
+    replicas: Vec<Replica>,
+    server: JobState,
+    server_stalled_until: Ms,
+    server_down_until: Ms,
+    actions: Vec<Action>,
+    pub(super) record: Record,
+    tracing: bool,
+}
+
+impl Sim {
+    pub(super) fn new(seed: u64, tracing: bool) -> Sim {
+        let sc = Scenario::draw(seed);
+        let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
+        let mut sim = Sim {
+            replicas: Vec::new(),
+            rng: fastrand::Rng::with_seed(rng.u64(..)),
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            events: BTreeMap::new(),
+            next_id: 0,
+            server: JobState::default(),
+            server_stalled_until: 0,
+            server_down_until: 0,
+            actions: Vec::new(),
+            record: Record::default(),
+            tracing,
+            sc,
+        };
+        for r in 0..sim.sc.replicas {
+            let model = JobModel::new(sim.sc.spec(), rng.u64(..));
+            sim.replicas.push(Replica {
+                inc: 0,
+                alive: false,
+                nonce: rng.u64(..),
+                skew: sim.sc.skew[r],
+                paused_until: 0,
+                model,
+                pending: BTreeMap::new(),
+                pending_lease: None,
+                runs: Vec::new(),
+                timer_at: None,
+                wake_at: None,
+                to_server_fifo: 0,
+                to_client_fifo: 0,
+                stopping: false,
+            });
+        }
+        for (at, fault) in sim.sc.faults.clone() {
+            sim.push(at, Ev::Fault(fault));
+        }
+        for r in 0..sim.sc.replicas {
+            let start = rng.i64(0..2_000);
+            sim.push(start, Ev::Restart { r });
+        }
+        let mut t = 0;
+        while t < RUN_FOR + SHUTDOWN_TIMEOUT {
+            t += 250;
+            sim.push(t, Ev::Health);
+        }
+        sim.push(RUN_FOR, Ev::Stop);
+        sim.push(RUN_FOR + SHUTDOWN_TIMEOUT, Ev::CancelAll);
+        sim.record.stop_at = RUN_FOR;
+        sim
+    }
+
+    pub(super) fn scenario(&self) -> &Scenario {
+        &self.sc
+    }
+
+    fn push(&mut self, at: Ms, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq)));
+        self.events.insert(self.seq, ev);
+    }
+
+    fn trace(&mut self, what: impl FnOnce() -> String) {
+        if self.tracing {
+            let line = format!("{:>8} ms  {}", self.now, what());
+            self.record.trace.push(line);
+        }
+    }
+
+    fn local_now(&self, r: usize) -> Now {
+        Now {
+            wall: wall(self.now + self.replicas[r].skew),
+            mono: Duration::from_millis(self.now.max(0) as u64),
+        }
+    }
+
+    /// Runs the simulation to its end.
+    pub(super) fn run(&mut self) {
+        let limit = RUN_FOR + SHUTDOWN_TIMEOUT + 60_000;
+        while let Some(Reverse((at, seq))) = self.queue.pop() {
+            let Some(ev) = self.events.remove(&seq) else {
+                continue;
+            };
+            if at > limit {
+                break;
+            }
+            self.now = at;
+            if let Some(r) = ev.replica() {
+                let rep = &self.replicas[r];
+                if Some(rep.inc) != ev.incarnation() || !rep.alive {
+                    continue;
+                }
+                if rep.paused_until > self.now {
+                    let until = rep.paused_until;
+                    self.push(until, ev);
+                    continue;
+                }
+            }
+            self.handle(ev);
+        }
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Timer { r, .. } => {
+                self.replicas[r].timer_at = None;
+                let now = self.local_now(r);
+                let next = self.replicas[r].model.next_fire();
+                if next.is_some_and(|t| t <= now.wall) {
+                    self.trace(|| format!("r{r} timer (local {})", ms_of(now.wall)));
+                    let mut out = std::mem::take(&mut self.actions);
+                    self.replicas[r].model.on_timer(now, &mut out);
+                    self.perform(r, &mut out);
+                    self.actions = out;
+                }
+                self.arm(r);
+            }
+            Ev::Wake { r, .. } => {
+                self.replicas[r].wake_at = None;
+                let now = self.local_now(r);
+                let mut out = std::mem::take(&mut self.actions);
+                self.replicas[r].model.on_wake(now, &mut out);
+                self.perform(r, &mut out);
+                self.actions = out;
+                self.arm(r);
+            }
+            Ev::ToServer { r, inc, id, req } => self.at_server(r, inc, id, req),
+            Ev::ToClient { r, id, resp, .. } => self.at_client(r, id, resp),
+            Ev::Timeout { r, id, .. } => {
+                if self.replicas[r].pending.contains_key(&id) {
+                    self.trace(|| format!("r{r} request {id} timed out"));
+                    self.at_client(r, id, None);
+                }
+            }
+            Ev::Step { r, run, .. } => self.step(r, run),
+            Ev::Renew { r, run, .. } => self.renew(r, run),
+            Ev::Fault(f) => self.fault(f),
+            Ev::Restart { r } => self.restart(r),
+            Ev::ServerUp => {}
+            Ev::Health => self.health(),
+            Ev::Stop => {
+                for r in 0..self.replicas.len() {
+                    if !self.replicas[r].alive {
+                        continue;
+                    }
+                    self.replicas[r].stopping = true;
+                    let now = self.local_now(r);
+                    let mut out = std::mem::take(&mut self.actions);
+                    self.replicas[r].model.stop(now, &mut out);
+                    self.perform(r, &mut out);
+                    self.actions = out;
+                }
+            }
+            Ev::CancelAll => {
+                for r in 0..self.replicas.len() {
+                    if !self.replicas[r].alive {
+                        continue;
+                    }
+                    let mut out = std::mem::take(&mut self.actions);
+                    self.replicas[r].model.cancel_runs(&mut out);
+                    self.perform(r, &mut out);
+                    self.actions = out;
+                }
+            }
+        }
+    }
+
+    /// Arms the replica's timer and wake-up from its model.
+    fn arm(&mut self, r: usize) {
+        let rep = &self.replicas[r];
+        if !rep.alive {
+            return;
+        }
+        let to_true = |t: DateTime<Utc>| (ms_of(t) - rep.skew).max(self.now);
+        let timer = rep.model.next_fire().map(to_true);
+        let wake = rep.model.next_wake().map(to_true);
+        let inc = rep.inc;
+        if let Some(t) = timer {
+            if self.replicas[r].timer_at.is_none_or(|armed| t < armed) {
+                self.replicas[r].timer_at = Some(t);
+                self.push(t, Ev::Timer { r, inc });
+            }
+        }
+        if let Some(t) = wake {
+            if self.replicas[r].wake_at.is_none_or(|armed| t < armed) {
+                self.replicas[r].wake_at = Some(t);
+                self.push(t, Ev::Wake { r, inc });
+            }
+        }
+    }
+
+    fn delay(&mut self) -> Ms {
+        if self.rng.u32(0..1_000) < self.sc.spike_per_mille {
+            RESPONSE_TIMEOUT + self.rng.i64(1..=3_000)
+        } else {
+            self.rng.i64(0..=self.sc.delay_max)
+        }
+    }
+
+    fn send(&mut self, r: usize, req: Req, pending: Pending, timeout: Ms) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let at = (self.now + self.delay()).max(self.replicas[r].to_server_fifo);
+        self.replicas[r].to_server_fifo = at;
+        let inc = self.replicas[r].inc;
+        self.trace(|| format!("r{r} sends {id} {req:?}"));
+        self.replicas[r].pending.insert(id, pending);
+        self.push(at, Ev::ToServer { r, inc, id, req });
+        self.push(self.now + timeout, Ev::Timeout { r, inc, id });
+        id
+    }
+
+    fn at_server(&mut self, r: usize, inc: u32, id: u64, req: Req) {
+        if self.now < self.server_down_until {
+            // Connection refused: the client hears of it at once.
+            self.reply(r, inc, id, None);
+            return;
+        }
+        if self.now < self.server_stalled_until {
+            let until = self.server_stalled_until;
+            self.push(until, Ev::ToServer { r, inc, id, req });
+            return;
+        }
+        let resp = self.server.apply(&req, self.now);
+        self.trace(|| format!("server applies {id} {req:?} -> {resp:?}"));
+        if self.rng.u32(0..1_000) < self.sc.loss_per_mille {
+            self.trace(|| format!("reply {id} lost"));
+            return;
+        }
+        self.reply(r, inc, id, Some(resp));
+    }
+
+    fn reply(&mut self, r: usize, inc: u32, id: u64, resp: Option<Resp>) {
+        let at = (self.now + self.delay()).max(self.replicas[r].to_client_fifo);
+        self.replicas[r].to_client_fifo = at;
+        self.push(at, Ev::ToClient { r, inc, id, resp });
+    }
+
+    fn at_client(&mut self, r: usize, id: u64, resp: Option<Resp>) {
+        let Some(pending) = self.replicas[r].pending.remove(&id) else {
+            return;
+        };
+        self.trace(|| format!("r{r} hears {id}: {resp:?}"));
+        let now = self.local_now(r);
+        let mut out = std::mem::take(&mut self.actions);
+        match pending {
+            Pending::Claim { fire, sent } => {
+                let token = self.token(r, fire);
+                let answer = match resp {
+                    Some(Resp::Acquired { fence }) => {
+                        self.replicas[r].pending_lease = Some(Lease { token, fence, sent });
+                        Answer::Acquired {
+                            token: fence,
+                            deadline: Some(Duration::from_millis(
+                                (sent + self.sc.lease).max(0) as u64
+                            )),
+                        }
+                    }
+                    Some(Resp::AlreadyRan) => Answer::AlreadyRan,
+                    Some(Resp::Superseded) => Answer::Superseded,
+                    Some(Resp::Busy { first_report }) => Answer::Busy { first_report },
+                    Some(Resp::Lapsed) => Answer::Lapsed,
+                    Some(Resp::TooEarly { ahead }) => {
+                        Answer::TooEarly(Duration::from_millis(ahead.max(0) as u64))
+                    }
+                    _ => Answer::Failed("no answer".to_owned()),
+                };
+                self.replicas[r].model.on_claimed(answer, now, &mut out);
+            }
+            Pending::Renew { run, sent } => self.renewed(r, run, sent, resp, &mut out),
+            Pending::Report { fire, kind } => {
+                let first = !matches!(resp, Some(Resp::Reported(false)));
+                self.replicas[r]
+                    .model
+                    .on_reported(fire, kind, first, now, &mut out);
+            }
+            Pending::Abandon { fire, attempt } => {
+                if resp.is_none() && attempt < ABANDON_ATTEMPTS {
+                    self.abandon(r, fire, attempt + 1);
+                }
+            }
+            Pending::Other => {}
+        }
+        self.perform(r, &mut out);
+        self.actions = out;
+        self.arm(r);
+    }
+
+    /// Gives up a claim, asking again (as the executor does) when the guard does not answer.
+    fn abandon(&mut self, r: usize, fire: Ms, attempt: u32) {
+        let req = Req::Abandon {
+            fire,
+            token: self.token(r, fire),
+        };
+        self.send(r, req, Pending::Abandon { fire, attempt }, RESPONSE_TIMEOUT);
+    }
+
+    fn token(&self, r: usize, fire: Ms) -> String {
+        format!("{:x}:{fire}", self.replicas[r].nonce)
+    }
+
+    /// Carries out a replica's actions as the executor does.
+    fn perform(&mut self, r: usize, out: &mut Vec<Action>) {
+        let mut i = 0;
+        while i < out.len() {
+            let action = std::mem::replace(&mut out[i], Action::Cancel(RunId::MAX));
+            i += 1;
+            self.perform_one(r, action);
+        }
+        out.clear();
+    }
+
+    fn perform_one(&mut self, r: usize, action: Action) {
+        let inc = self.replicas[r].inc;
+        match action {
+            Action::Claim(fire) => {
+                let fire = ms_of(fire.t);
+                let req = Req::Claim {
+                    fire,
+                    token: self.token(r, fire),
+                    lease: self.sc.lease,
+                    skip: self.sc.overlap == Overlap::Skip,
+                    replace: self.sc.overlap == Overlap::Replace,
+                    nonce: self.replicas[r].nonce,
+                    claim_ttl: self.sc.grace + 2 * RESPONSE_TIMEOUT,
+                };
+                let sent = self.now;
+                self.record.claims.push((sent, fire));
+                self.send(r, req, Pending::Claim { fire, sent }, RESPONSE_TIMEOUT);
+            }
+            Action::Abandon(fire) => {
+                self.replicas[r].pending_lease = None;
+                let fire = ms_of(fire);
+                self.abandon(r, fire, 1);
+            }
+            Action::Start { run, fire, token } => {
+                let Some(lease) = self.replicas[r].pending_lease.take() else {
+                    panic!("r{r}: a run started without a lease");
+                };
+                assert_eq!(lease.fence, token, "the run's token is its lease's");
+                let key = RunKey {
+                    replica: r,
+                    incarnation: inc,
+                    run,
+                };
+                let fire = ms_of(fire);
+                self.trace(|| format!("r{r} STARTS fire {fire} token {token}"));
+                self.record.starts.push(Start {
+                    at: self.now,
+                    key,
+                    fire,
+                    token,
+                    claimed: lease.sent,
+                });
+                let deadline = lease.sent + self.sc.lease;
+                let renew_at = lease.sent + self.sc.lease / 3;
+                self.replicas[r].runs.push(SimRun {
+                    id: run,
+                    lease,
+                    deadline,
+                    steps_left: self.sc.steps,
+                    cancelled: false,
+                    cancel_told: false,
+                    started: self.now,
+                });
+                // The first poll happens at once.
+                self.step(r, run);
+                if self.replicas[r].runs.iter().any(|x| x.id == run) {
+                    self.push(renew_at, Ev::Renew { r, inc, run });
+                }
+            }
+            Action::Cancel(run) => {
+                if let Some(x) = self.replicas[r].runs.iter_mut().find(|x| x.id == run) {
+                    x.cancelled = true;
+                    self.push(self.now, Ev::Step { r, inc, run });
+                }
+            }
+            Action::AskReport { fire, kind } => {
+                let req = Req::Report {
+                    fire: ms_of(fire),
+                    nonce: self.replicas[r].nonce,
+                };
+                self.send(r, req, Pending::Report { fire, kind }, REPORT_TIMEOUT);
+            }
+            Action::Emit(event) => {
+                self.trace(|| {
+                    format!(
+                        "r{r} emits {} fire {} first {}",
+                        event.kind.name(),
+                        ms_of(event.fire_time),
+                        event.first_report
+                    )
+                });
+                self.record.events.push((self.now, r, inc, event));
+            }
+        }
+    }
+
+    /// One poll of a run's body: never past the lease's local deadline.
+    fn step(&mut self, r: usize, id: RunId) {
+        let inc = self.replicas[r].inc;
+        let Some(pos) = self.replicas[r].runs.iter().position(|x| x.id == id) else {
+            return;
+        };
+        let run = &mut self.replicas[r].runs[pos];
+        let end = if run.cancelled {
+            Some(RunEnd::Cancelled)
+        } else if self.now >= run.deadline {
+            Some(RunEnd::LeaseExpired)
+        } else {
+            run.steps_left = run.steps_left.saturating_sub(1);
+            let done = run.steps_left == 0;
+            let key = RunKey {
+                replica: r,
+                incarnation: inc,
+                run: id,
+            };
+            self.record.steps.push((self.now, key));
+            if done {
+                Some(RunEnd::Ok)
+            } else {
+                let next = self.now + (self.sc.work / i64::from(self.sc.steps)).max(1);
+                self.push(next, Ev::Step { r, inc, run: id });
+                None
+            }
+        };
+        if let Some(end) = end {
+            let run = self.replicas[r].runs.remove(pos);
+            self.trace(|| format!("r{r} run {id} ends {end:?}"));
+            let release = Req::Release {
+                token: run.lease.token.clone(),
+            };
+            let duration = Duration::from_millis((self.now - run.started).max(0) as u64);
+            let now = self.local_now(r);
+            let mut out = std::mem::take(&mut self.actions);
+            self.replicas[r]
+                .model
+                .on_run_ended(id, end, duration, now, &mut out);
+            self.perform(r, &mut out);
+            self.actions = out;
+            self.send(r, release, Pending::Other, RESPONSE_TIMEOUT);
+            self.arm(r);
+        }
+    }
+
+    /// The watchdog's turn for run `id`.
+    fn renew(&mut self, r: usize, id: RunId) {
+        let Some(run) = self.replicas[r].runs.iter().find(|x| x.id == id) else {
+            return;
+        };
+        if self.now >= run.deadline {
+            self.lost(r, id, "no renewal within the lease");
+            return;
+        }
+        let (req, timeout) = (
+            Req::Renew {
+                token: run.lease.token.clone(),
+                lease: self.sc.lease,
+            },
+            run.deadline - self.now,
+        );
+        let sent = self.now;
+        self.send(r, req, Pending::Renew { run: id, sent }, timeout);
+    }
+
+    fn renewed(
+        &mut self,
+        r: usize,
+        id: RunId,
+        sent: Ms,
+        resp: Option<Resp>,
+        out: &mut Vec<Action>,
+    ) {
+        let inc = self.replicas[r].inc;
+        let lease = self.sc.lease;
+        let now = self.local_now(r);
+        let Some(run) = self.replicas[r].runs.iter_mut().find(|x| x.id == id) else {
+            return;
+        };
+        match resp {
+            Some(Resp::Renewed | Resp::CancelRequested) => {
+                run.deadline = sent + lease;
+                let tell = resp == Some(Resp::CancelRequested) && !run.cancel_told;
+                run.cancel_told |= tell;
+                self.push(sent + lease / 3, Ev::Renew { r, inc, run: id });
+                if tell {
+                    self.replicas[r]
+                        .model
+                        .on_verdict(id, Verdict::CancelRequested, now, out);
+                }
+            }
+            Some(Resp::Lost) => {
+                self.replicas[r].model.on_verdict(
+                    id,
+                    Verdict::Lost("the lock is gone".to_owned()),
+                    now,
+                    out,
+                );
+            }
+            _ => {
+                if self.now >= run.deadline {
+                    self.replicas[r].model.on_verdict(
+                        id,
+                        Verdict::Lost("no renewal within the lease".to_owned()),
+                        now,
+                        out,
+                    );
+                } else {
+                    let retry = self.now + (lease / 12).max(10);
+                    self.push(retry, Ev::Renew { r, inc, run: id });
+                }
+            }
+        }
+    }
+
+    fn lost(&mut self, r: usize, id: RunId, why: &str) {
+        let now = self.local_now(r);
+        let mut out = std::mem::take(&mut self.actions);
+        self.replicas[r]
+            .model
+            .on_verdict(id, Verdict::Lost(why.to_owned()), now, &mut out);
+        self.perform(r, &mut out);
+        self.actions = out;
+        self.arm(r);
+    }
+
+    fn fault(&mut self, fault: Fault) {
+        self.trace(|| format!("FAULT {fault:?}"));
+        match fault {
+            Fault::Pause { replica, length } => {
+                let rep = &mut self.replicas[replica];
+                rep.paused_until = rep.paused_until.max(self.now + length);
+            }
+            Fault::Crash { replica, down } => {
+                let rep = &mut self.replicas[replica];
+                if !rep.alive {
+                    return;
+                }
+                rep.alive = false;
+                for p in rep.pending.values() {
+                    match p {
+                        Pending::Claim { fire, .. } => self.record.crash_lost.push(*fire),
+                        Pending::Report { fire, .. } => self.record.crash_lost.push(ms_of(*fire)),
+                        _ => {}
+                    }
+                }
+                self.push(self.now + down, Ev::Restart { r: replica });
+            }
+            Fault::ClockStep { replica, by } => {
+                self.replicas[replica].skew += by;
+                let inc = self.replicas[replica].inc;
+                self.replicas[replica].timer_at = None;
+                self.replicas[replica].wake_at = None;
+                // The executor's timers were armed on the old clock; they fire and re-check.
+                self.push(self.now, Ev::Timer { r: replica, inc });
+                self.push(self.now, Ev::Wake { r: replica, inc });
+            }
+            Fault::ServerStall { length } => {
+                self.server_stalled_until = self.server_stalled_until.max(self.now + length);
+                self.record.outages.push((self.now, self.now + length));
+            }
+            Fault::ServerRestart { down, lose_data } => {
+                self.server_down_until = self.now + down;
+                self.record.outages.push((self.now, self.now + down));
+                if lose_data {
+                    self.server = JobState::default();
+                    self.record.data_losses.push(self.now);
+                }
+                self.push(self.now + down, Ev::ServerUp);
+            }
+        }
+    }
+
+    /// A replica process starts (at the beginning, or after a crash) with a fresh model.
+    fn restart(&mut self, r: usize) {
+        let spec = self.sc.spec();
+        let seed = self.rng.u64(..);
+        let nonce = self.rng.u64(..);
+        let rep = &mut self.replicas[r];
+        rep.inc += 1;
+        rep.alive = true;
+        rep.nonce = nonce;
+        rep.model = JobModel::new(spec, seed);
+        rep.pending.clear();
+        rep.pending_lease = None;
+        rep.runs.clear();
+        rep.timer_at = None;
+        rep.wake_at = None;
+        rep.paused_until = 0;
+        rep.stopping = false;
+        let wall_now = self.local_now(r).wall;
+        self.replicas[r].model.schedule_from(wall_now);
+        self.trace(|| format!("r{r} starts"));
+        self.arm(r);
+    }
+
+    fn health(&mut self) {
+        let last = self.server.last_claimed().map(wall);
+        for r in 0..self.replicas.len() {
+            let rep = &self.replicas[r];
+            if !rep.alive || rep.paused_until > self.now || rep.stopping {
+                continue;
+            }
+            let now = self.local_now(r).wall;
+            let grace = Duration::from_millis(self.sc.grace as u64);
+            let due = rep.model.due_by(now);
+            let known = if self.now < self.server_down_until || self.now < self.server_stalled_until
+            {
+                HealthState::Unknown {
+                    reason: "no answer".to_owned(),
+                }
+            } else {
+                judge(due, last, grace, now)
+            };
+            self.record
+                .health
+                .push((self.now, r, due.map(ms_of), known));
+        }
+    }
+}
+
+/// Runs `seed`; `Err` holds the violated invariants and the trace.
+pub(super) fn run_seed(seed: u64, tracing: bool) -> Result<(), String> {
+    let mut sim = Sim::new(seed, tracing);
+    sim.run();
+    check::check(sim.scenario(), &sim.record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seeds() -> std::ops::Range<u64> {
+        let n = std::env::var("CRONGUARD_SIM_SEEDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000);
+        let first = std::env::var("CRONGUARD_SIM_FIRST_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        first..first + n
+    }
+
+    /// Replays one seed with its trace: `CRONGUARD_SIM_SEED=42 cargo test -p cronguard sim`.
+    fn replay(seed: u64) -> String {
+        let mut sim = Sim::new(seed, true);
+        sim.run();
+        let verdict = check::check(sim.scenario(), &sim.record);
+        format!(
+            "seed {seed}: {:?}\n{:#?}\n{}",
+            verdict,
+            sim.scenario(),
+            sim.record.trace.join("\n")
+        )
+    }
+
+    #[test]
+    fn the_invariants_hold_over_many_seeds() {
+        if let Some(seed) = std::env::var("CRONGUARD_SIM_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            let report = replay(seed);
+            println!("{report}");
+            assert!(run_seed(seed, false).is_ok(), "{report}");
+            return;
+        }
+        let mut failures = Vec::new();
+        let range = seeds();
+        let count = range.end - range.start;
+        for seed in range {
+            if let Err(e) = run_seed(seed, false) {
+                failures.push((seed, e));
+            }
+        }
+        let mut kinds = std::collections::BTreeMap::new();
+        for (_, e) in &failures {
+            for line in e.lines() {
+                *kinds
+                    .entry(line.split(':').next().unwrap_or("?").to_owned())
+                    .or_insert(0) += 1;
+            }
+        }
+        println!("broken invariants (lines per invariant): {kinds:?}");
+        if let Some((seed, e)) = failures.first() {
+            let seeds: Vec<u64> = failures.iter().map(|(s, _)| *s).collect();
+            panic!(
+                "{} of {count} seeds broke an invariant: {seeds:?}\nfirst: seed {seed}: {e}\nreplay it with CRONGUARD_SIM_SEED={seed} cargo test -p cronguard --lib sim -- --nocapture",
+                failures.len()
+            );
+        }
+        println!("simulation: {count} seeds, every invariant held");
+    }
+}

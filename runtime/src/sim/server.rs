@@ -1,0 +1,187 @@
+//! The simulated shared guard: one job's state on a server, following the Redis guard's contract
+//! (README, "The Redis guard"): an atomic claim at the server's instant, the lease expiring on the
+//! server's clock, renewal and release by token, the per-fire `last`, the same claimant recognised
+//! on a retry, fires far ahead of the server's clock refused, per-fire drop reports, abandoned
+//! claims recorded as not started, and fencing tokens that never go below the server's clock.
+
+use std::collections::BTreeMap;
+
+/// Milliseconds of simulated true time (the server's clock is true time).
+pub(super) type Ms = i64;
+
+/// How far ahead of the server's clock a claimed fire may lie (as in the Redis guard).
+pub(super) const AHEAD_TOLERANCE: Ms = 1_000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Req {
+    Claim {
+        fire: Ms,
+        token: String,
+        lease: Ms,
+        skip: bool,
+        replace: bool,
+        nonce: u64,
+        /// How long the claim's record outlives it, so that a retry is recognised.
+        claim_ttl: Ms,
+    },
+    Renew {
+        token: String,
+        lease: Ms,
+    },
+    Release {
+        token: String,
+    },
+    Abandon {
+        fire: Ms,
+        token: String,
+    },
+    Report {
+        fire: Ms,
+        nonce: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Resp {
+    Acquired { fence: u64 },
+    AlreadyRan,
+    Superseded,
+    Busy { first_report: bool },
+    Lapsed,
+    TooEarly { ahead: Ms },
+    Renewed,
+    CancelRequested,
+    Lost,
+    Done,
+    Reported(bool),
+}
+
+/// One job's keys.
+#[derive(Debug, Default, Clone)]
+pub(super) struct JobState {
+    last: Option<Ms>,
+    /// Who claimed each recent fire, until when: a retry is recognised even after a later fire
+    /// was claimed.
+    claims: BTreeMap<Ms, (String, Ms)>,
+    fence: u64,
+    lapsed: Option<Ms>,
+    lock: Option<(String, Ms)>,
+    cancel: Option<(String, Ms)>,
+    reported: BTreeMap<Ms, u64>,
+}
+
+impl JobState {
+    fn lock_holder(&self, now: Ms) -> Option<&str> {
+        self.lock
+            .as_ref()
+            .filter(|(_, until)| *until > now)
+            .map(|(t, _)| t.as_str())
+    }
+
+    /// Applies a request at server time `now`.
+    pub(super) fn apply(&mut self, req: &Req, now: Ms) -> Resp {
+        match req {
+            Req::Claim {
+                fire,
+                token,
+                lease,
+                skip,
+                replace,
+                nonce,
+                claim_ttl,
+            } => {
+                if *fire > now + AHEAD_TOLERANCE {
+                    return Resp::TooEarly { ahead: fire - now };
+                }
+                self.claims.retain(|_, (_, until)| *until > now);
+                if self.claims.get(fire).is_some_and(|(t, _)| t == token) {
+                    if self.lock_holder(now) == Some(token) {
+                        self.lock = Some((token.clone(), now + lease));
+                        return Resp::Acquired { fence: self.fence };
+                    }
+                    if self.last == Some(*fire) {
+                        self.lapsed = Some(*fire);
+                    }
+                    return Resp::Lapsed;
+                }
+                let last = self.last.filter(|l| *l <= now + AHEAD_TOLERANCE);
+                if last.is_some_and(|l| l >= *fire) {
+                    // A recent fire that nobody claimed was passed over; an old one is simply
+                    // past (a process whose clock is far behind stays quiet).
+                    let recent = now < fire + claim_ttl;
+                    if recent && !self.claims.contains_key(fire) {
+                        return Resp::Superseded;
+                    }
+                    return Resp::AlreadyRan;
+                }
+                if let Some(holder) = self.lock_holder(now).map(str::to_owned) {
+                    if *replace {
+                        self.cancel = Some((holder, now + lease));
+                    }
+                    if *skip {
+                        return Resp::Busy {
+                            first_report: self.report(*fire, *nonce),
+                        };
+                    }
+                    return Resp::Busy {
+                        first_report: false,
+                    };
+                }
+                self.lock = Some((token.clone(), now + lease));
+                self.last = Some(*fire);
+                self.claims.insert(*fire, (token.clone(), now + claim_ttl));
+                self.fence = (self.fence + 1).max(u64::try_from(now).unwrap_or(0) * 1_000);
+                Resp::Acquired { fence: self.fence }
+            }
+            Req::Renew { token, lease } => {
+                if self.lock_holder(now) != Some(token) {
+                    return Resp::Lost;
+                }
+                self.lock = Some((token.clone(), now + lease));
+                let asked = self
+                    .cancel
+                    .as_ref()
+                    .is_some_and(|(t, until)| t == token && *until > now);
+                if asked {
+                    Resp::CancelRequested
+                } else {
+                    Resp::Renewed
+                }
+            }
+            Req::Release { token } => {
+                if self.lock_holder(now) == Some(token) {
+                    self.lock = None;
+                    self.cancel = None;
+                }
+                Resp::Done
+            }
+            Req::Abandon { fire, token } => {
+                let ours = self.claims.get(fire).is_some_and(|(t, _)| t == token);
+                if ours && self.last == Some(*fire) {
+                    self.lapsed = Some(*fire);
+                }
+                if ours && self.lock_holder(now) == Some(token) {
+                    self.lock = None;
+                    self.cancel = None;
+                }
+                Resp::Done
+            }
+            Req::Report { fire, nonce } => Resp::Reported(self.report(*fire, *nonce)),
+        }
+    }
+
+    fn report(&mut self, fire: Ms, nonce: u64) -> bool {
+        match self.reported.get(&fire) {
+            Some(by) => *by == nonce,
+            None => {
+                self.reported.insert(fire, nonce);
+                true
+            }
+        }
+    }
+
+    /// What `last_claimed` answers: the last claimed fire, unless it was given up unstarted.
+    pub(super) fn last_claimed(&self) -> Option<Ms> {
+        self.last.filter(|l| self.lapsed != Some(*l))
+    }
+}
