@@ -510,17 +510,39 @@ fn signal_zero(_pid: i32) -> bool {
     false
 }
 
+/// Opens (or creates) a lock or state file: never through a symbolic link, which another local
+/// user could have planted to make this process write or lock a file of its choice, and readable
+/// and writable by this user only.
 fn open(path: &Path) -> Result<File, GuardError> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|source| GuardError::File {
-            path: path.to_owned(),
-            source,
+    let err = |source| GuardError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(nix::libc::O_NOFOLLOW);
+    }
+    let file = options.open(path).map_err(|source| {
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        err(if link {
+            std::io::Error::new(
+                source.kind(),
+                "it is a symbolic link, and a lock file is never opened through one (another \
+                 user may have planted it); remove it, and keep the lock dir private to this user",
+            )
+        } else {
+            source
         })
+    })?;
+    if !file.metadata().map_err(err)?.is_file() {
+        return Err(err(std::io::Error::other(
+            "it is not a regular file; remove it, and keep the lock dir private to this user",
+        )));
+    }
+    Ok(file)
 }
 
 fn is_contended(e: &std::io::Error) -> bool {
@@ -875,5 +897,69 @@ mod replaced_lock_file {
         }
         child.wait().expect("reap");
         assert!(!process_alive(pid, 0), "reaped");
+    }
+}
+
+#[cfg(all(test, unix))]
+mod planted_links {
+    use super::*;
+    use chrono::TimeDelta;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cronguard-pl-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir
+    }
+
+    /// Another user plants `<job>.lock` or `<job>.state` as a link to a file of the service's
+    /// user: the claim fails and names the link; the file behind it is neither written nor locked.
+    #[tokio::test]
+    async fn a_planted_symlink_is_never_followed() {
+        for suffix in ["lock", "state"] {
+            let dir = scratch(suffix);
+            let victim = dir.join("victim");
+            std::fs::write(&victim, b"precious").expect("write");
+            std::os::unix::fs::symlink(&victim, dir.join(format!("job.{suffix}")))
+                .expect("symlink");
+            let guard = FileGuard::new(&dir, "job");
+            match guard.claim(t(1)).await {
+                Err(GuardError::File { path, source }) => {
+                    assert_eq!(path, dir.join(format!("job.{suffix}")));
+                    let text = GuardError::File { path, source }.to_string();
+                    assert!(text.contains("symbolic link"), "{text}");
+                }
+                Ok(claim) => panic!("{suffix}: {claim:?}, expected an error"),
+                Err(e) => panic!("{suffix}: {e}"),
+            }
+            assert_eq!(std::fs::read(&victim).expect("read"), b"precious");
+            let file = File::open(&victim).expect("open");
+            file.try_lock_exclusive()
+                .expect("the file behind the link is not locked");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    #[tokio::test]
+    async fn lock_files_are_created_private() {
+        let dir = scratch("mode");
+        let guard = FileGuard::new(&dir, "job");
+        match guard.claim(t(1)).await.expect("answers") {
+            Claim::Acquired(lease) => lease.release().await.expect("release"),
+            other => panic!("{other:?}"),
+        }
+        for file in ["job.lock", "job.state"] {
+            let mode = std::fs::metadata(dir.join(file))
+                .expect("created")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{file}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
