@@ -623,8 +623,14 @@ impl Record {
     }
 }
 
+/// The longest stem a lock dir takes: a file name is at most 255 bytes on the usual file systems
+/// (`NAME_MAX`), and the longer suffix is `.state`.
+const MAX_STEM: usize = 255 - ".state".len();
+
 /// A file name for a job name: `::` becomes `.`, characters other than ASCII letters, digits,
-/// `_` and `-` are percent-encoded, so distinct names never share a file.
+/// `_` and `-` are percent-encoded, so distinct names never share a file. A stem longer than
+/// [`MAX_STEM`] keeps a readable prefix, then `~` (which the encoding never writes) and the
+/// FNV-1a hash of the whole job name in 16 hex digits.
 pub(crate) fn file_stem(job: &str) -> String {
     let mut out = String::with_capacity(job.len());
     let mut rest = job;
@@ -644,7 +650,23 @@ pub(crate) fn file_stem(job: &str) -> String {
         }
         rest = &rest[c.len_utf8()..];
     }
-    out
+    if out.len() <= MAX_STEM {
+        return out;
+    }
+    // The stem is ASCII, so any byte is a character boundary; an escape is not cut in two.
+    let mut cut = MAX_STEM - 1 - 16;
+    if let Some(percent) = out[cut.saturating_sub(2)..cut].rfind('%') {
+        cut = cut - 2 + percent;
+    }
+    format!("{}~{:016x}", &out[..cut], fnv1a64(job.as_bytes()))
+}
+
+/// 64-bit FNV-1a: stable across versions and platforms, which a file name needs (`std`'s
+/// hashers are not).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -959,6 +981,98 @@ mod planted_links {
                 .permissions()
                 .mode();
             assert_eq!(mode & 0o777, 0o600, "{file}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod long_names {
+    use super::*;
+    use chrono::TimeDelta;
+
+    /// The longest file name most file systems take (`NAME_MAX`).
+    const NAME_MAX: usize = 255;
+
+    fn fits(stem: &str) {
+        for suffix in [".lock", ".state"] {
+            assert!(
+                stem.len() + suffix.len() <= NAME_MAX,
+                "{} bytes: {stem}{suffix}",
+                stem.len() + suffix.len()
+            );
+        }
+    }
+
+    #[test]
+    fn fnv1a_matches_the_reference_values() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn a_long_job_name_gets_a_readable_prefix_and_a_hash() {
+        let long = "a".repeat(300);
+        let stem = file_stem(&long);
+        fits(&stem);
+        assert!(stem.starts_with(&"a".repeat(200)), "{stem}");
+        assert_eq!(file_stem(&long), stem, "stable");
+        // Percent-encoding triples a name's length; the cut never splits an escape, wherever
+        // the escapes fall.
+        for head in ["x", "xy", "xyz"] {
+            let stem = file_stem(&format!("{head}{}", ".".repeat(120)));
+            fits(&stem);
+            let prefix = stem.split('~').next().expect("a prefix");
+            assert!(prefix.ends_with("%2E"), "{stem}");
+            assert!(prefix.len() >= MAX_STEM - 17 - 2, "{stem}");
+        }
+        // A name that fits keeps its old file.
+        let fitting = "c".repeat(249);
+        assert_eq!(file_stem(&fitting), fitting);
+        fits(&fitting);
+    }
+
+    #[test]
+    fn long_names_sharing_their_first_250_characters_stay_distinct() {
+        let shared = "j".repeat(250);
+        let names = [
+            format!("{shared}::one"),
+            format!("{shared}::two"),
+            format!("{shared}x"),
+            shared.clone(),
+        ];
+        let stems: Vec<String> = names.iter().map(|n| file_stem(n)).collect();
+        for (i, a) in stems.iter().enumerate() {
+            fits(a);
+            for b in &stems[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+
+    /// Real files: a claim of a job with a 300-character name works, and two long names that
+    /// share their first 250 characters are two jobs (both held at once).
+    #[tokio::test]
+    async fn long_job_names_claim_real_files() {
+        let dir = std::env::temp_dir().join(format!("cronguard-long-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let t = DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000);
+        let shared = "k".repeat(250);
+        let mut held = Vec::new();
+        for name in [
+            "l".repeat(300),
+            format!("{shared}::one"),
+            format!("{shared}::two"),
+        ] {
+            match FileGuard::new(&dir, &name).claim(t).await {
+                Ok(Claim::Acquired(lease)) => held.push(lease),
+                other => panic!("{} characters: {other:?}", name.len()),
+            }
+        }
+        for lease in held {
+            lease.release().await.expect("release");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
