@@ -6,8 +6,13 @@
 //!   The kernel releases it when the process dies, however it dies.
 //! - `<job>.state`, the claim record: the last claimed fire, the last fencing token, the last
 //!   dropped fire reported (so that a drop is reported at warn level once) and the holder of the
-//!   run lock (its pid and the device and inode of the lock file it locked). It is read and
-//!   written only under its own exclusive `flock`, held for the few microseconds of a claim.
+//!   run lock (its pid, its start time and the device and inode of the lock file it locked). It
+//!   is read and written only under its own exclusive `flock`, held for the few microseconds of a
+//!   claim.
+//!
+//! Both are opened with `O_NOFOLLOW` and created with mode 0600 (the lock dir itself is checked
+//! at start: see `config::check_lock_dir`), so a link planted in their place is an error, never
+//! followed. A job name too long for a file name is shortened with a hash (see [`file_stem`]).
 //!
 //! A claim takes the state lock, answers `AlreadyRan` when the recorded fire is `>= T`, otherwise
 //! tries the run lock (`Busy` when another process holds it) and records `T` before it lets the
