@@ -21,8 +21,9 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Starts the scheduler with every `#[scheduled]` job of the binary and settings from the
 /// environment. The same as `cronguard::builder().start()`.
 ///
-/// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default
-/// `<system temp dir>/cronguard`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards),
+/// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default a folder private to
+/// this user: `$XDG_RUNTIME_DIR/cronguard`, else `/run/lock/cronguard` for root, else
+/// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards),
 /// `CRONGUARD_INSTANCE` (this process's name in events; default `hostname:pid`).
 ///
 /// # Errors
@@ -89,7 +90,8 @@ impl Builder {
         }
     }
 
-    /// The folder of the `file` guards' lock files (created if missing).
+    /// The folder of the `file` guards' lock files: created (mode 0700) if missing; it must
+    /// belong to this process's user and be writable by nobody else, and must not be a link.
     pub fn lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.lock_dir = Some(dir.into());
         self
@@ -187,9 +189,7 @@ impl Builder {
             }
         }
 
-        let lock_dir = self
-            .lock_dir
-            .unwrap_or_else(|| std::env::temp_dir().join("cronguard"));
+        let lock_dir = self.lock_dir.unwrap_or_else(default_lock_dir);
         if jobs.iter().any(|j| j.lock == Lock::File) {
             if let Err(p) = check_lock_dir(&lock_dir) {
                 problems.push(p);
@@ -271,28 +271,168 @@ fn default_instance() -> String {
     )
 }
 
+/// The default lock dir, private to this process's user: `$XDG_RUNTIME_DIR/cronguard` when that
+/// is set (and the user's), else `/run/lock/cronguard` for root when `/run/lock` exists, else
+/// `<temp dir>/cronguard-<uid>`.
+#[cfg(unix)]
+fn default_lock_dir() -> PathBuf {
+    let uid = nix::unistd::Uid::effective().as_raw();
+    default_lock_dir_for(
+        runtime_dir(std::env::var_os("XDG_RUNTIME_DIR"), uid).as_deref(),
+        uid,
+        Path::new("/run/lock").is_dir(),
+        &std::env::temp_dir(),
+    )
+}
+
+#[cfg(not(unix))]
+fn default_lock_dir() -> PathBuf {
+    std::env::temp_dir().join("cronguard")
+}
+
+/// `$XDG_RUNTIME_DIR` when it is an absolute path to a folder of user `uid` (a variable kept by
+/// `sudo -E` names another user's folder, and that user could replace what is made in it).
+#[cfg(unix)]
+fn runtime_dir(value: Option<std::ffi::OsString>, uid: u32) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = PathBuf::from(value?);
+    let meta = std::fs::metadata(&dir).ok()?;
+    (dir.is_absolute() && meta.is_dir() && meta.uid() == uid).then_some(dir)
+}
+
+#[cfg(unix)]
+fn default_lock_dir_for(
+    runtime_dir: Option<&Path>,
+    uid: u32,
+    run_lock_exists: bool,
+    temp_dir: &Path,
+) -> PathBuf {
+    match runtime_dir {
+        Some(dir) => dir.join("cronguard"),
+        None if uid == 0 && run_lock_exists => PathBuf::from("/run/lock/cronguard"),
+        None => temp_dir.join(format!("cronguard-{uid}")),
+    }
+}
+
 fn check_lock_dir(dir: &Path) -> Result<(), String> {
     let fix =
         "set `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`) to a folder this process can write";
-    std::fs::create_dir_all(dir).map_err(|e| {
+    create_lock_dir(dir).map_err(|e| {
         format!(
             "the lock dir `{}` cannot be created: {e}; {fix}",
             dir.display()
         )
     })?;
+    #[cfg(unix)]
+    check_private(dir)?;
     let probe = dir.join(".cronguard-probe");
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&probe)
-        .map_err(|e| {
-            format!(
-                "the lock dir `{}` is not writable: {e}; {fix}",
-                dir.display()
-            )
-        })?;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(nix::libc::O_NOFOLLOW);
+    }
+    options.open(&probe).map_err(|e| {
+        format!(
+            "the lock dir `{}` is not writable: {e}; {fix}",
+            dir.display()
+        )
+    })?;
     Ok(())
+}
+
+/// Creates the lock dir and the folders above it that are missing, each with mode 0700 by
+/// `mkdir`, which never follows a link. A folder on the way that is a symbolic link of another
+/// user (not root) is refused: in a world-writable folder such as `/tmp`, another user can plant
+/// one where a folder of the path is about to be made.
+#[cfg(unix)]
+fn create_lock_dir(dir: &Path) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = nix::unistd::Uid::effective().as_raw();
+    let components: Vec<_> = dir.components().collect();
+    let mut path = PathBuf::new();
+    for (i, component) in components.iter().enumerate() {
+        path.push(component);
+        if let Err(e) = std::fs::symlink_metadata(&path) {
+            if e.kind() != ErrorKind::NotFound {
+                return Err(e);
+            }
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {}
+                // Made meanwhile by someone else: checked below like any existing folder.
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // The lock dir itself is checked by `check_private`, with its own messages.
+        if i + 1 == components.len() {
+            break;
+        }
+        let meta = std::fs::symlink_metadata(&path)?;
+        if meta.file_type().is_symlink() && meta.uid() != 0 && meta.uid() != uid {
+            return Err(std::io::Error::other(format!(
+                "`{}` is a symbolic link of uid {}, another user, who could point it anywhere",
+                path.display(),
+                meta.uid()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn create_lock_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// Refuses a lock dir that another local user could tamper with: a symbolic link, a folder of
+/// another user, or one that its group or others may write to.
+#[cfg(unix)]
+fn check_private(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = nix::unistd::Uid::effective().as_raw();
+    let shown = dir.display();
+    let elsewhere = "or set `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`) to a folder of this \
+                     user that nobody else can write, such as `$XDG_RUNTIME_DIR/cronguard`";
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("the lock dir `{shown}` cannot be read: {e}; {elsewhere}"))?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(dir)
+            .map(|t| format!(" (to `{}`)", t.display()))
+            .unwrap_or_default();
+        return Err(format!(
+            "the lock dir `{shown}` is a symbolic link{target}, which cronguard does not follow \
+             (whoever can change the link could point it anywhere); set `CRONGUARD_LOCK_DIR` (or \
+             `Builder::lock_dir`) to the real folder"
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(format!(
+            "the lock dir `{shown}` is not a folder; set `CRONGUARD_LOCK_DIR` (or \
+             `Builder::lock_dir`) to a folder this process can write"
+        ));
+    }
+    if meta.uid() != uid {
+        return Err(format!(
+            "the lock dir `{shown}` belongs to uid {}, not to uid {uid} that this process runs \
+             as, and its owner could plant or replace lock files: run `chown {uid} '{shown}'`, \
+             {elsewhere}",
+            meta.uid()
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    let writers = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+        (true, true) => "its group and by every user",
+        (true, false) => "its group",
+        (false, true) => "every user",
+        (false, false) => return Ok(()),
+    };
+    Err(format!(
+        "the lock dir `{shown}` is writable by {writers} (mode {mode:04o}), who could plant \
+         links or forge claim records: run `chmod go-w '{shown}'`, {elsewhere}"
+    ))
 }
 
 /// The connection every `redis` job shares.
@@ -362,5 +502,60 @@ fn redact(url: &str) -> String {
             format!("{}{}:***{}", &url[..scheme + 3], user, &url[at..])
         }
         _ => url.to_owned(),
+    }
+}
+
+#[cfg(all(test, unix))]
+mod lock_dir_tests {
+    use super::*;
+
+    #[test]
+    fn the_default_lock_dir_is_private_to_the_user() {
+        let tmp = Path::new("/tmp");
+        let xdg = Path::new("/run/user/1000");
+        assert_eq!(
+            default_lock_dir_for(Some(xdg), 1000, true, tmp),
+            Path::new("/run/user/1000/cronguard")
+        );
+        assert_eq!(
+            default_lock_dir_for(Some(xdg), 0, true, tmp),
+            Path::new("/run/user/1000/cronguard"),
+            "the runtime dir comes first, for root too"
+        );
+        assert_eq!(
+            default_lock_dir_for(None, 0, true, tmp),
+            Path::new("/run/lock/cronguard")
+        );
+        assert_eq!(
+            default_lock_dir_for(None, 0, false, tmp),
+            Path::new("/tmp/cronguard-0")
+        );
+        assert_eq!(
+            default_lock_dir_for(None, 1000, true, tmp),
+            Path::new("/tmp/cronguard-1000"),
+            "/run/lock is for root only"
+        );
+    }
+
+    #[test]
+    fn only_the_users_own_runtime_dir_is_used() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("cronguard-xdg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let uid = std::fs::metadata(&dir).expect("meta").uid();
+        assert_eq!(
+            runtime_dir(Some(dir.clone().into()), uid),
+            Some(dir.clone())
+        );
+        assert_eq!(
+            runtime_dir(Some(dir.clone().into()), uid + 1),
+            None,
+            "another user's"
+        );
+        assert_eq!(runtime_dir(Some("relative/dir".into()), uid), None);
+        assert_eq!(runtime_dir(Some(dir.join("missing").into()), uid), None);
+        assert_eq!(runtime_dir(None, uid), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

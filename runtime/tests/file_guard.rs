@@ -97,3 +97,140 @@ async fn a_busy_job_is_reported_as_skipped_once_across_replicas() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Lock dirs that another local user could tamper with are refused at start.
+#[cfg(unix)]
+mod private_lock_dir {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use cronguard::{Job, Lock, Schedule};
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("cronguard-priv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch");
+        dir
+    }
+
+    fn euid() -> u32 {
+        nix::unistd::Uid::effective().as_raw()
+    }
+
+    /// The start error for a `file` job with lock dir `dir`, or `None` when it started.
+    async fn start_error(dir: &Path) -> Option<String> {
+        let started = cronguard::builder()
+            .registered_jobs(false)
+            .lock_dir(dir)
+            .job(
+                Job::new(
+                    "f",
+                    Schedule::every(Duration::from_secs(3600)).expect("valid"),
+                )
+                .lock(Lock::File)
+                .run(|_| async {}),
+            )
+            .start()
+            .await;
+        match started {
+            Ok(handle) => {
+                handle.shutdown().await;
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_lock_dir_is_created_private() {
+        let base = scratch("create");
+        let dir = base.join("a").join("b");
+        assert_eq!(start_error(&dir).await, None);
+        for d in [base.join("a"), dir] {
+            let meta = std::fs::symlink_metadata(&d).expect("created");
+            assert!(meta.is_dir());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{}", d.display());
+            assert_eq!(meta.uid(), euid());
+        }
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[tokio::test]
+    async fn a_symlinked_lock_dir_is_refused() {
+        let base = scratch("symlink");
+        let real = base.join("real");
+        std::fs::create_dir(&real).expect("dir");
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let err = start_error(&link).await.expect("refused");
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(err.contains("CRONGUARD_LOCK_DIR"), "{err}");
+        assert_eq!(
+            std::fs::read_dir(&real).expect("read").count(),
+            0,
+            "nothing was created through the link"
+        );
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[tokio::test]
+    async fn a_lock_dir_writable_by_others_is_refused() {
+        let base = scratch("writable");
+        for mode in [0o777, 0o770, 0o1777] {
+            let dir = base.join(format!("{mode:o}"));
+            std::fs::create_dir(&dir).expect("dir");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            let err = start_error(&dir).await.expect("refused");
+            assert!(err.contains("writable by"), "{mode:o}: {err}");
+            assert!(err.contains("chmod go-w"), "{mode:o}: {err}");
+        }
+        let ok = base.join("755");
+        std::fs::create_dir(&ok).expect("dir");
+        std::fs::set_permissions(&ok, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert_eq!(start_error(&ok).await, None, "readable by others is fine");
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[tokio::test]
+    async fn a_lock_dir_of_another_user_is_refused() {
+        let base = scratch("owner");
+        let dir = if euid() == 0 {
+            let dir = base.join("nobody");
+            std::fs::create_dir(&dir).expect("dir");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+            dir
+        } else {
+            // Owned by root and not writable by this user.
+            PathBuf::from("/")
+        };
+        let err = start_error(&dir).await.expect("refused");
+        assert!(err.contains("belongs to uid"), "{err}");
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// In a world-writable folder such as `/tmp`, another user can plant a link where a folder
+    /// of the lock dir's path will be created.
+    #[tokio::test]
+    async fn a_planted_link_on_the_way_to_the_lock_dir_is_refused() {
+        if euid() != 0 {
+            return; // planting a link owned by another user needs root
+        }
+        let base = scratch("planted");
+        let target = base.join("target");
+        std::fs::create_dir(&target).expect("dir");
+        let planted = base.join("planted");
+        std::os::unix::fs::symlink(&target, &planted).expect("symlink");
+        std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).expect("lchown");
+        let err = start_error(&planted.join("locks")).await.expect("refused");
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(
+            !target.join("locks").exists(),
+            "nothing was created through the link"
+        );
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}

@@ -147,3 +147,63 @@ fn killing_the_holder_mid_run_frees_the_lock_and_no_fire_runs_twice() {
     eprintln!("recovered {recovered_after:?} after SIGKILL");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Checks, in the order the record was written, that no run started while another was going on.
+fn assert_runs_never_overlap(entries: &[cronguard_tests::Entry]) {
+    let mut running: Option<&cronguard_tests::Entry> = None;
+    for e in entries {
+        match e.what.as_str() {
+            "start" => {
+                if let Some(r) = running {
+                    panic!(
+                        "fire {} started in {} while fire {} was running in {}: {entries:#?}",
+                        e.fire_ms, e.pid, r.fire_ms, r.pid
+                    );
+                }
+                running = Some(e);
+            }
+            "end" => running = None,
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_lock_file_removed_or_replaced_mid_run_does_not_let_another_process_start() {
+    let dir = scratch("replaced");
+    let lock = dir.join("locks").join("multi_process_job.lock");
+    // Runs take 2.5 s and fire every second: the other process claims at least once per run.
+    let mut children: Vec<Child> = [0, 100]
+        .into_iter()
+        .map(|offset| spawn_worker(&dir, 2500, 8500, offset))
+        .collect();
+    wait_for(&dir, Duration::from_secs(5), "a first run", |e| {
+        e.iter().any(|e| e.what == "start")
+    });
+    // A tmp cleaner removes the lock file of the running job.
+    std::fs::remove_file(&lock).expect("the lock file exists while a run holds it");
+    let first = read_record(&dir.join("record"))
+        .into_iter()
+        .find(|e| e.what == "start")
+        .expect("a start");
+    wait_for(&dir, Duration::from_secs(6), "a second run", |e| {
+        e.iter()
+            .any(|x| x.what == "start" && x.fire_ms > first.fire_ms)
+    });
+    // A deploy step puts a fresh file in its place.
+    let fresh = dir.join("locks").join("fresh");
+    std::fs::write(&fresh, b"").expect("write");
+    std::fs::rename(&fresh, &lock).expect("replace");
+    for c in &mut children {
+        assert!(
+            c.wait().expect("wait").success(),
+            "a worker failed; see {}",
+            dir.display()
+        );
+    }
+    let entries = read_record(&dir.join("record"));
+    assert_runs_never_overlap(&entries);
+    let starts = entries.iter().filter(|e| e.what == "start").count();
+    assert!(starts >= 2, "runs went on: {entries:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -4,9 +4,15 @@
 //!
 //! - `<job>.lock`, the run lock: held (`flock`, exclusive, non-blocking try) for the whole run.
 //!   The kernel releases it when the process dies, however it dies.
-//! - `<job>.state`, the claim record: the last claimed fire, the last fencing token and the last
-//!   dropped fire reported (so that a drop is reported at warn level once). It is read and written only under its own exclusive `flock`, held for
-//!   the few microseconds of a claim.
+//! - `<job>.state`, the claim record: the last claimed fire, the last fencing token, the last
+//!   dropped fire reported (so that a drop is reported at warn level once) and the holder of the
+//!   run lock (its pid, its start time and the device and inode of the lock file it locked). It
+//!   is read and written only under its own exclusive `flock`, held for the few microseconds of a
+//!   claim.
+//!
+//! Both are opened with `O_NOFOLLOW` and created with mode 0600 (the lock dir itself is checked
+//! at start: see `config::check_lock_dir`), so a link planted in their place is an error, never
+//! followed. A job name too long for a file name is shortened with a hash (see [`file_stem`]).
 //!
 //! A claim takes the state lock, answers `AlreadyRan` when the recorded fire is `>= T`, otherwise
 //! tries the run lock (`Busy` when another process holds it) and records `T` before it lets the
@@ -14,10 +20,23 @@
 //! it, a process whose timer wakes a few milliseconds late sees `AlreadyRan`, never a free lock.
 //! The run lock is a separate file because it is held for the whole run, while other processes
 //! must still read the record to tell "this fire already ran" from "an older fire is running".
+//!
+//! A `flock` belongs to an inode, not to a path. When a tmp cleaner removes `<job>.lock`, or a
+//! deploy step puts a new file in its place, while a run holds it, the next claim would create
+//! and lock a new inode at the same path and start a second run. Two checks close that:
+//!
+//! - after locking either file, a claim checks that the path still names the inode it locked
+//!   (`fstat` of the descriptor against `lstat` of the path) and opens it again if not;
+//! - a claim that locked the run lock but finds in the record a holder that is still alive and
+//!   holds *another* inode answers `Busy`: the holder's file was removed or replaced. A holder
+//!   that died (or, in this process, let its lease go) is ignored, and so is a record naming the
+//!   inode the claim just locked (its holder can no longer hold it). The holder clears its record
+//!   when it releases, and logs a warning when its file is gone by then.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use chrono::{DateTime, Utc};
 use fs2::FileExt;
@@ -26,9 +45,20 @@ use super::{Claim, Guard, GuardError, Lease};
 use crate::clock::{epoch_millis, system_micros};
 use crate::registry::BoxFuture;
 
+/// How many times a claim opens a lock file again when its path no longer names the inode it
+/// locked (the file was removed or replaced between the open and the lock).
+const REOPEN_TRIES: usize = 8;
+
+#[derive(Clone)]
 pub(crate) struct FileGuard {
     lock_path: PathBuf,
     state_path: PathBuf,
+}
+
+/// The run lock, held, and the inode it is on.
+struct RunLock {
+    file: File,
+    id: FileId,
 }
 
 impl FileGuard {
@@ -41,49 +71,116 @@ impl FileGuard {
     }
 
     fn claim_blocking(&self, fire: i64) -> Result<Claim, GuardError> {
-        let state_file = open(&self.state_path)?;
-        state_file.lock_exclusive().map_err(|e| self.state_err(e))?;
         // The state lock is released when `state_file` is dropped at the end of this function.
+        let state_file = self.lock_state()?;
         let mut record = Record::read(&state_file).map_err(|e| self.state_err(e))?;
         if record.last_fire >= fire {
             return Ok(Claim::AlreadyRan);
         }
-        let run_file = open(&self.lock_path)?;
-        match run_file.try_lock_exclusive() {
-            Ok(()) => {}
-            Err(e) if is_contended(&e) => {
-                let first_report = record.last_reported < fire;
-                if first_report {
-                    record.last_reported = fire;
-                    record.write(&state_file).map_err(|e| self.state_err(e))?;
-                }
-                return Ok(Claim::Busy { first_report });
-            }
-            Err(e) => {
-                return Err(GuardError::File {
-                    path: self.lock_path.clone(),
-                    source: e,
-                })
+        let Some(run) = self.try_lock_run()? else {
+            return self.busy(&state_file, &mut record, fire);
+        };
+        if let Some(holder) = record.holder {
+            if holder.file != run.id && holder.is_alive() {
+                tracing::warn!(
+                    lock_file = %self.lock_path.display(),
+                    holder_pid = holder.pid,
+                    "the lock file was removed or replaced while process {} still runs the job: \
+                     the fire is busy; keep tmp cleaners and deploy steps away from the lock dir",
+                    holder.pid
+                );
+                drop(run);
+                return self.busy(&state_file, &mut record, fire);
             }
         }
+        let holder = Holder::this_process(run.id);
         record.last_fire = fire;
         // Never below the clock in microseconds, so a lost state file cannot send tokens back.
         record.token = (record.token + 1).max(system_micros());
+        record.holder = Some(holder);
         record.write(&state_file).map_err(|e| self.state_err(e))?;
+        held_here::add(run.id);
         Ok(Claim::Acquired(Box::new(FileLease {
-            run_file,
+            held: Some(Held {
+                run_file: run.file,
+                holder,
+                guard: self.clone(),
+            }),
             token: record.token,
         })))
     }
 
+    /// Answers `Busy`, recording the fire as reported when it is the first report.
+    fn busy(&self, state_file: &File, record: &mut Record, fire: i64) -> Result<Claim, GuardError> {
+        let first_report = record.last_reported < fire;
+        if first_report {
+            record.last_reported = fire;
+            record.write(state_file).map_err(|e| self.state_err(e))?;
+        }
+        Ok(Claim::Busy { first_report })
+    }
+
+    /// Opens and locks `<job>.state` (waiting for the lock), making sure the path still names the
+    /// locked inode.
+    fn lock_state(&self) -> Result<File, GuardError> {
+        self.lock_state_with(true)?
+            .ok_or_else(|| self.state_err(std::io::Error::from(std::io::ErrorKind::WouldBlock)))
+    }
+
+    /// [`Self::lock_state`]; without `wait`, `None` when another claim holds the state lock.
+    fn lock_state_with(&self, wait: bool) -> Result<Option<File>, GuardError> {
+        for _ in 0..REOPEN_TRIES {
+            let file = open(&self.state_path)?;
+            if wait {
+                file.lock_exclusive().map_err(|e| self.state_err(e))?;
+            } else {
+                match file.try_lock_exclusive() {
+                    Ok(()) => {}
+                    Err(e) if is_contended(&e) => return Ok(None),
+                    Err(e) => return Err(self.state_err(e)),
+                }
+            }
+            if still_at(&file, &self.state_path)
+                .map_err(|e| self.state_err(e))?
+                .is_some()
+            {
+                return Ok(Some(file));
+            }
+        }
+        Err(self.state_err(kept_replaced()))
+    }
+
+    /// Opens and tries to lock `<job>.lock`: `None` when another holder has it.
+    fn try_lock_run(&self) -> Result<Option<RunLock>, GuardError> {
+        for _ in 0..REOPEN_TRIES {
+            let file = open(&self.lock_path)?;
+            match file.try_lock_exclusive() {
+                Ok(()) => {}
+                Err(e) if is_contended(&e) => return Ok(None),
+                Err(e) => return Err(self.lock_err(e)),
+            }
+            if let Some(id) = still_at(&file, &self.lock_path).map_err(|e| self.lock_err(e))? {
+                return Ok(Some(RunLock { file, id }));
+            }
+        }
+        Err(self.lock_err(kept_replaced()))
+    }
+
     /// Runs `f` on the record under the state lock; writes the record back when `f` says so.
     fn with_record<T>(&self, f: impl FnOnce(&mut Record) -> (T, bool)) -> Result<T, GuardError> {
-        let state_file = open(&self.state_path)?;
-        state_file.lock_exclusive().map_err(|e| self.state_err(e))?;
-        let mut record = Record::read(&state_file).map_err(|e| self.state_err(e))?;
+        let state_file = self.lock_state()?;
+        self.update(&state_file, f)
+    }
+
+    fn update<T>(
+        &self,
+        state_file: &File,
+        f: impl FnOnce(&mut Record) -> (T, bool),
+    ) -> Result<T, GuardError> {
+        let mut record = Record::read(state_file).map_err(|e| self.state_err(e))?;
         let (answer, changed) = f(&mut record);
         if changed {
-            record.write(&state_file).map_err(|e| self.state_err(e))?;
+            record.write(state_file).map_err(|e| self.state_err(e))?;
         }
         Ok(answer)
     }
@@ -94,6 +191,20 @@ impl FileGuard {
             source,
         }
     }
+
+    fn lock_err(&self, source: std::io::Error) -> GuardError {
+        GuardError::File {
+            path: self.lock_path.clone(),
+            source,
+        }
+    }
+}
+
+fn kept_replaced() -> std::io::Error {
+    std::io::Error::other(format!(
+        "the file was removed or replaced each time it was locked ({REOPEN_TRIES} times); \
+         something keeps deleting files in the lock dir"
+    ))
 }
 
 impl FileGuard {
@@ -102,10 +213,7 @@ impl FileGuard {
         &self,
         op: impl FnOnce(&FileGuard) -> Result<T, GuardError> + Send + 'static,
     ) -> BoxFuture<Result<T, GuardError>> {
-        let guard = FileGuard {
-            lock_path: self.lock_path.clone(),
-            state_path: self.state_path.clone(),
-        };
+        let guard = self.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || op(&guard))
                 .await
@@ -144,8 +252,58 @@ impl Guard for FileGuard {
 }
 
 struct FileLease {
-    run_file: File,
+    /// `None` once released.
+    held: Option<Held>,
     token: u64,
+}
+
+/// What a lease holds until it is released.
+struct Held {
+    run_file: File,
+    holder: Holder,
+    guard: FileGuard,
+}
+
+impl Held {
+    /// Frees the run lock (without waiting for anything) and hands back what is needed to clear
+    /// the record.
+    fn let_go(self) -> (FileGuard, Holder) {
+        let Held {
+            run_file,
+            holder,
+            guard,
+        } = self;
+        if !matches!(still_at(&run_file, &guard.lock_path), Ok(Some(_))) {
+            tracing::warn!(
+                lock_file = %guard.lock_path.display(),
+                "the lock file was removed or replaced while this run held it; the claim record \
+                 kept other processes from starting the job meanwhile, but keep tmp cleaners and \
+                 deploy steps away from the lock dir"
+            );
+        }
+        // Closing the file releases the flock; unlocking first makes the release explicit.
+        let _ = FileExt::unlock(&run_file);
+        drop(run_file);
+        held_here::remove(holder.file);
+        (guard, holder)
+    }
+}
+
+/// Clears the record's holder when it is still `holder` (a later holder's record is kept).
+/// Without `wait`, `None` when the state lock is taken (a claim is in its critical section).
+fn clear_holder(guard: &FileGuard, holder: Holder, wait: bool) -> Option<Result<(), GuardError>> {
+    let state_file = match guard.lock_state_with(wait) {
+        Ok(Some(file)) => file,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(guard.update(&state_file, |r| {
+        let mine = r.holder == Some(holder);
+        if mine {
+            r.holder = None;
+        }
+        ((), mine)
+    }))
 }
 
 impl Lease for FileLease {
@@ -153,25 +311,243 @@ impl Lease for FileLease {
         self.token
     }
 
-    fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
-        // Closing the file releases the flock; unlocking first makes the release explicit.
-        let _ = FileExt::unlock(&self.run_file);
-        drop(self);
-        Box::pin(async { Ok(()) })
+    /// Frees the run lock at once. The record's holder is cleared at once too when the state lock
+    /// is free (it is held for microseconds), so that the release, like the `flock` alone before,
+    /// is over when this is first polled; otherwise on the blocking pool.
+    fn release(mut self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
+        let Some(held) = self.held.take() else {
+            return Box::pin(std::future::ready(Ok(())));
+        };
+        let (guard, holder) = held.let_go();
+        if let Some(done) = clear_holder(&guard, holder, false) {
+            return Box::pin(std::future::ready(done));
+        }
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                clear_holder(&guard, holder, true).unwrap_or(Ok(()))
+            })
+            .await
+            .map_err(|e| GuardError::Task(e.to_string()))?
+        })
     }
 }
 
+impl Drop for FileLease {
+    /// A lease dropped without `release` (its caller was cancelled or panicked) frees the run
+    /// lock at once and clears the record like `release`.
+    fn drop(&mut self) {
+        let Some(held) = self.held.take() else {
+            return;
+        };
+        let (guard, holder) = held.let_go();
+        let warn = |e: GuardError| {
+            tracing::warn!(error = %e, "could not clear the holder of a dropped file lease");
+        };
+        match clear_holder(&guard, holder, false) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => warn(e),
+            None => {
+                let clear = move || {
+                    if let Some(Err(e)) = clear_holder(&guard, holder, true) {
+                        warn(e);
+                    }
+                };
+                match tokio::runtime::Handle::try_current() {
+                    Ok(rt) => drop(rt.spawn_blocking(clear)),
+                    Err(_) => clear(),
+                }
+            }
+        }
+    }
+}
+
+/// The run locks this process holds, by inode: how a claim tells whether a holder recorded with
+/// this process's own pid still holds its lease.
+mod held_here {
+    use super::{FileId, Mutex, PoisonError};
+
+    static HELD: Mutex<Vec<FileId>> = Mutex::new(Vec::new());
+
+    pub(super) fn add(id: FileId) {
+        HELD.lock().unwrap_or_else(PoisonError::into_inner).push(id);
+    }
+
+    pub(super) fn remove(id: FileId) {
+        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = held.iter().position(|h| *h == id) {
+            held.swap_remove(i);
+        }
+    }
+
+    pub(super) fn contains(id: FileId) -> bool {
+        HELD.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&id)
+    }
+}
+
+/// An inode: device and inode number (both zero where the platform does not tell them).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    #[cfg(unix)]
+    fn of(meta: &Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &Metadata) -> FileId {
+        FileId::default()
+    }
+}
+
+/// The inode of `file` when `path` still names it; `None` when the path is gone or names another
+/// file.
+fn still_at(file: &File, path: &Path) -> std::io::Result<Option<FileId>> {
+    let id = FileId::of(&file.metadata()?);
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if FileId::of(&meta) == id => Ok(Some(id)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The holder of a run lock, as the claim record keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Holder {
+    pid: u32,
+    /// When the process started (Linux: clock ticks after boot, from `/proc/<pid>/stat`), so
+    /// that a reused pid is not taken for the holder; 0 where unknown.
+    start: u64,
+    /// The lock file it locked.
+    file: FileId,
+}
+
+impl Holder {
+    fn this_process(file: FileId) -> Holder {
+        Holder {
+            pid: std::process::id(),
+            start: own_start(),
+            file,
+        }
+    }
+
+    /// Whether the holder may still hold its lock: its process is alive (and, in this process,
+    /// its lease is still held).
+    fn is_alive(&self) -> bool {
+        if self.pid == std::process::id() {
+            return self.start == own_start() && held_here::contains(self.file);
+        }
+        process_alive(self.pid, self.start)
+    }
+}
+
+fn own_start() -> u64 {
+    static START: OnceLock<u64> = OnceLock::new();
+    *START.get_or_init(|| process_start(std::process::id()).unwrap_or(0))
+}
+
+/// What `/proc/<pid>/stat` tells: whether the process is a zombie (its files, so its locks, are
+/// already closed), and when it started.
+#[cfg(target_os = "linux")]
+fn proc_stat(pid: u32) -> Option<(bool, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, in parentheses, may hold spaces and parentheses: fields follow the last `)`.
+    let mut fields = text.get(text.rfind(')')? + 1..)?.split_whitespace();
+    let state = fields.next()?;
+    // `starttime` is field 22; `state` was field 3.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((matches!(state, "Z" | "X" | "x"), start))
+}
+
+fn process_start(pid: u32) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        proc_stat(pid).map(|(_, start)| start)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Whether process `pid`, started at `start` (0: unknown), is alive. Where `/proc` does not tell
+/// (not Linux, or `hidepid`), `kill(pid, 0)` does: a process of another user is alive too.
+fn process_alive(pid: u32, start: u64) -> bool {
+    // `kill` with 0 or a negative pid signals whole groups: never ask about those.
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    if raw <= 0 {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    if let Some((zombie, started)) = proc_stat(pid) {
+        return !zombie && (start == 0 || started == start);
+    }
+    signal_zero(raw)
+}
+
+#[cfg(unix)]
+fn signal_zero(pid: i32) -> bool {
+    use nix::errno::Errno;
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) | Err(Errno::EPERM) => true,
+        Err(Errno::ESRCH) => false,
+        // Cannot tell: keep the run exclusive.
+        Err(_) => true,
+    }
+}
+
+#[cfg(not(unix))]
+fn signal_zero(_pid: i32) -> bool {
+    // No way to tell: a recorded holder is taken as gone, as before holders were recorded.
+    false
+}
+
+/// Opens (or creates) a lock or state file: never through a symbolic link, which another local
+/// user could have planted to make this process write or lock a file of its choice, and readable
+/// and writable by this user only.
 fn open(path: &Path) -> Result<File, GuardError> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|source| GuardError::File {
-            path: path.to_owned(),
-            source,
+    let err = |source| GuardError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(nix::libc::O_NOFOLLOW);
+    }
+    let file = options.open(path).map_err(|source| {
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        err(if link {
+            std::io::Error::new(
+                source.kind(),
+                "it is a symbolic link, and a lock file is never opened through one (another \
+                 user may have planted it); remove it, and keep the lock dir private to this user",
+            )
+        } else {
+            source
         })
+    })?;
+    if !file.metadata().map_err(err)?.is_file() {
+        return Err(err(std::io::Error::other(
+            "it is not a regular file; remove it, and keep the lock dir private to this user",
+        )));
+    }
+    Ok(file)
 }
 
 fn is_contended(e: &std::io::Error) -> bool {
@@ -186,10 +562,13 @@ struct Record {
     last_fire: i64,
     token: u64,
     last_reported: i64,
+    holder: Option<Holder>,
 }
 
-/// `v1`, three right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline.
-const RECORD_LEN: usize = 2 + 3 * (1 + 20) + 1;
+/// `v2`, seven right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline:
+/// the last fire, token and reported fire, then the holder's pid (0: none), start, device and
+/// inode. `v1` records (the first three only) are still read.
+const RECORD_LEN: usize = 2 + 7 * (1 + 20) + 1;
 
 impl Record {
     fn read(mut file: &File) -> std::io::Result<Record> {
@@ -202,19 +581,40 @@ impl Record {
     }
 
     fn parse(text: &str) -> Option<Record> {
-        let mut fields = text.trim().strip_prefix("v1 ")?.split_whitespace();
-        let record = Record {
+        let text = text.trim();
+        let (v2, rest) = if let Some(rest) = text.strip_prefix("v2 ") {
+            (true, rest)
+        } else {
+            (false, text.strip_prefix("v1 ")?)
+        };
+        let mut fields = rest.split_whitespace();
+        let mut record = Record {
             last_fire: fields.next()?.parse().ok()?,
             token: fields.next()?.parse().ok()?,
             last_reported: fields.next()?.parse().ok()?,
+            holder: None,
         };
+        if v2 {
+            let pid: u32 = fields.next()?.parse().ok()?;
+            let start = fields.next()?.parse().ok()?;
+            let dev = fields.next()?.parse().ok()?;
+            let ino = fields.next()?.parse().ok()?;
+            record.holder = (pid != 0).then_some(Holder {
+                pid,
+                start,
+                file: FileId { dev, ino },
+            });
+        }
         Some(record)
     }
 
     fn format(&self) -> String {
+        let (pid, start, file) = self
+            .holder
+            .map_or((0, 0, FileId::default()), |h| (h.pid, h.start, h.file));
         format!(
-            "v1 {:>20} {:>20} {:>20}\n",
-            self.last_fire, self.token, self.last_reported
+            "v2 {:>20} {:>20} {:>20} {:>20} {:>20} {:>20} {:>20}\n",
+            self.last_fire, self.token, self.last_reported, pid, start, file.dev, file.ino
         )
     }
 
@@ -228,8 +628,14 @@ impl Record {
     }
 }
 
+/// The longest stem a lock dir takes: a file name is at most 255 bytes on the usual file systems
+/// (`NAME_MAX`), and the longer suffix is `.state`.
+const MAX_STEM: usize = 255 - ".state".len();
+
 /// A file name for a job name: `::` becomes `.`, characters other than ASCII letters, digits,
-/// `_` and `-` are percent-encoded, so distinct names never share a file.
+/// `_` and `-` are percent-encoded, so distinct names never share a file. A stem longer than
+/// [`MAX_STEM`] keeps a readable prefix, then `~` (which the encoding never writes) and the
+/// FNV-1a hash of the whole job name in 16 hex digits.
 pub(crate) fn file_stem(job: &str) -> String {
     let mut out = String::with_capacity(job.len());
     let mut rest = job;
@@ -249,7 +655,23 @@ pub(crate) fn file_stem(job: &str) -> String {
         }
         rest = &rest[c.len_utf8()..];
     }
-    out
+    if out.len() <= MAX_STEM {
+        return out;
+    }
+    // The stem is ASCII, so any byte is a character boundary; an escape is not cut in two.
+    let mut cut = MAX_STEM - 1 - 16;
+    if let Some(percent) = out[cut.saturating_sub(2)..cut].rfind('%') {
+        cut = cut - 2 + percent;
+    }
+    format!("{}~{:016x}", &out[..cut], fnv1a64(job.as_bytes()))
+}
+
+/// 64-bit FNV-1a: stable across versions and platforms, which a file name needs (`std`'s
+/// hashers are not).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -271,9 +693,392 @@ mod tests {
             last_fire: 1_767_225_600_000,
             token: 42,
             last_reported: -1,
+            holder: None,
         };
         assert_eq!(r.format().len(), RECORD_LEN);
         assert_eq!(Record::parse(&r.format()), Some(r));
+        let held = Record {
+            last_fire: i64::MIN,
+            token: u64::MAX,
+            last_reported: i64::MAX,
+            holder: Some(Holder {
+                pid: u32::MAX,
+                start: u64::MAX,
+                file: FileId {
+                    dev: u64::MAX,
+                    ino: 7,
+                },
+            }),
+        };
+        assert_eq!(held.format().len(), RECORD_LEN);
+        assert_eq!(Record::parse(&held.format()), Some(held));
         assert_eq!(Record::parse("garbage"), None);
+    }
+
+    #[test]
+    fn v1_records_are_still_read() {
+        let v1 = format!("v1 {:>20} {:>20} {:>20}\n", 1_767_225_600_000_i64, 42, -1);
+        assert_eq!(
+            Record::parse(&v1),
+            Some(Record {
+                last_fire: 1_767_225_600_000,
+                token: 42,
+                last_reported: -1,
+                holder: None,
+            })
+        );
+    }
+}
+
+#[cfg(test)]
+mod replaced_lock_file {
+    use super::*;
+    use chrono::TimeDelta;
+    use std::process::{Child, Command};
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cronguard-fr-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir
+    }
+
+    fn name(claim: &Claim) -> &'static str {
+        match claim {
+            Claim::Acquired(_) => "acquired",
+            Claim::AlreadyRan => "already_ran",
+            Claim::Busy { .. } => "busy",
+            Claim::Lapsed => "lapsed",
+            Claim::TooEarly { .. } => "too_early",
+        }
+    }
+
+    /// The answer to a claim of `fire`; an acquired lease is released at once.
+    async fn answer(guard: &FileGuard, fire: i64) -> &'static str {
+        let claim = guard.claim(t(fire)).await.expect("answers");
+        let answer = name(&claim);
+        if let Claim::Acquired(lease) = claim {
+            lease.release().await.expect("release");
+        }
+        answer
+    }
+
+    async fn acquire(guard: &FileGuard, fire: i64) -> Box<dyn Lease> {
+        match guard.claim(t(fire)).await.expect("answers") {
+            Claim::Acquired(lease) => lease,
+            other => panic!("fire {fire}: {other:?}, expected Acquired"),
+        }
+    }
+
+    fn holder_of(guard: &FileGuard) -> Option<Holder> {
+        let file = File::open(&guard.state_path).expect("state file");
+        Record::read(&file).expect("record").holder
+    }
+
+    fn set_holder(guard: &FileGuard, holder: Option<Holder>) {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&guard.state_path)
+            .expect("state file");
+        let mut record = Record::read(&file).expect("record");
+        record.holder = holder;
+        record.write(&file).expect("write");
+    }
+
+    fn lock_file_id(guard: &FileGuard) -> FileId {
+        FileId::of(&std::fs::metadata(&guard.lock_path).expect("lock file"))
+    }
+
+    /// A process that is alive until it is killed.
+    fn sleeper() -> Child {
+        Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep starts")
+    }
+
+    /// A tmp cleaner removes `<job>.lock`, or a deploy step puts a new file in its place, while a
+    /// run holds it: a second guard value (another process's view) must still answer busy.
+    #[tokio::test]
+    async fn a_removed_or_replaced_lock_file_does_not_let_a_second_run_start() {
+        for how in ["removed", "replaced"] {
+            let dir = scratch(how);
+            let holder = FileGuard::new(&dir, "job");
+            let other = FileGuard::new(&dir, "job");
+            let lease = acquire(&holder, 1).await;
+            let lock = dir.join("job.lock");
+            if how == "removed" {
+                std::fs::remove_file(&lock).expect("remove");
+            } else {
+                let fresh = dir.join("job.lock.new");
+                std::fs::write(&fresh, b"").expect("write");
+                std::fs::rename(&fresh, &lock).expect("replace");
+            }
+            for (guard, fire) in [(&other, 2), (&other, 3), (&holder, 4)] {
+                assert_eq!(
+                    answer(guard, fire).await,
+                    "busy",
+                    "{how}: fire {fire} while fire 1 runs"
+                );
+            }
+            lease.release().await.expect("release");
+            assert_eq!(holder_of(&other), None, "{how}: released");
+            assert_eq!(
+                answer(&other, 5).await,
+                "acquired",
+                "{how}: after the release"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_holder_is_recorded_while_the_run_lasts() {
+        let dir = scratch("recorded");
+        let guard = FileGuard::new(&dir, "job");
+        let lease = acquire(&guard, 1).await;
+        let holder = holder_of(&guard).expect("a holder while the lease is held");
+        assert_eq!(holder.pid, std::process::id());
+        assert_eq!(holder.file, lock_file_id(&guard));
+        lease.release().await.expect("release");
+        assert_eq!(holder_of(&guard), None, "released");
+        // A lease dropped without release clears its record too (on the blocking pool).
+        drop(acquire(&guard, 2).await);
+        for _ in 0..100 {
+            if holder_of(&guard).is_none() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(holder_of(&guard), None, "dropped");
+        assert_eq!(answer(&guard, 3).await, "acquired");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Another process holds the run on an inode that is no longer at the path: busy while it
+    /// lives, free once it died.
+    #[tokio::test]
+    async fn a_live_holder_elsewhere_keeps_a_replaced_lock_busy_and_a_dead_one_does_not() {
+        let dir = scratch("elsewhere");
+        let guard = FileGuard::new(&dir, "job");
+        assert_eq!(answer(&guard, 1).await, "acquired");
+        let elsewhere = |pid: u32| Holder {
+            pid,
+            start: process_start(pid).unwrap_or(0),
+            file: FileId {
+                ino: lock_file_id(&guard).ino + 1_000_000,
+                ..lock_file_id(&guard)
+            },
+        };
+        let mut child = sleeper();
+        set_holder(&guard, Some(elsewhere(child.id())));
+        assert_eq!(answer(&guard, 2).await, "busy", "the holder lives");
+        assert_eq!(answer(&guard, 3).await, "busy", "the holder lives");
+        child.kill().expect("kill");
+        child.wait().expect("reap");
+        assert_eq!(answer(&guard, 4).await, "acquired", "the holder died");
+        // A holder whose pid now names a younger process is gone too.
+        let mut child = sleeper();
+        let reused = Holder {
+            start: process_start(child.id()).map_or(0, |s| s.saturating_sub(1)),
+            ..elsewhere(child.id())
+        };
+        set_holder(&guard, Some(reused));
+        let expected = if cfg!(target_os = "linux") {
+            "acquired"
+        } else {
+            "busy"
+        };
+        assert_eq!(answer(&guard, 5).await, expected, "a reused pid");
+        // A record that names the inode the claim locked is stale, whoever it names.
+        set_holder(
+            &guard,
+            Some(Holder {
+                file: lock_file_id(&guard),
+                ..elsewhere(child.id())
+            }),
+        );
+        assert_eq!(answer(&guard, 6).await, "acquired", "the same inode");
+        child.kill().expect("kill");
+        child.wait().expect("reap");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_zombie_or_an_impossible_pid_holds_nothing() {
+        assert!(!process_alive(0, 0));
+        assert!(!process_alive(u32::MAX, 0), "kill(-1) must never be asked");
+        assert!(process_alive(std::process::id(), own_start()));
+        let mut child = sleeper();
+        let pid = child.id();
+        child.kill().expect("kill");
+        // Not reaped yet: a zombie, whose locks the kernel already let go.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if cfg!(target_os = "linux") {
+            assert!(!process_alive(pid, 0), "a zombie");
+        }
+        child.wait().expect("reap");
+        assert!(!process_alive(pid, 0), "reaped");
+    }
+}
+
+#[cfg(all(test, unix))]
+mod planted_links {
+    use super::*;
+    use chrono::TimeDelta;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cronguard-pl-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir
+    }
+
+    /// Another user plants `<job>.lock` or `<job>.state` as a link to a file of the service's
+    /// user: the claim fails and names the link; the file behind it is neither written nor locked.
+    #[tokio::test]
+    async fn a_planted_symlink_is_never_followed() {
+        for suffix in ["lock", "state"] {
+            let dir = scratch(suffix);
+            let victim = dir.join("victim");
+            std::fs::write(&victim, b"precious").expect("write");
+            std::os::unix::fs::symlink(&victim, dir.join(format!("job.{suffix}")))
+                .expect("symlink");
+            let guard = FileGuard::new(&dir, "job");
+            match guard.claim(t(1)).await {
+                Err(GuardError::File { path, source }) => {
+                    assert_eq!(path, dir.join(format!("job.{suffix}")));
+                    let text = GuardError::File { path, source }.to_string();
+                    assert!(text.contains("symbolic link"), "{text}");
+                }
+                Ok(claim) => panic!("{suffix}: {claim:?}, expected an error"),
+                Err(e) => panic!("{suffix}: {e}"),
+            }
+            assert_eq!(std::fs::read(&victim).expect("read"), b"precious");
+            let file = File::open(&victim).expect("open");
+            file.try_lock_exclusive()
+                .expect("the file behind the link is not locked");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    #[tokio::test]
+    async fn lock_files_are_created_private() {
+        let dir = scratch("mode");
+        let guard = FileGuard::new(&dir, "job");
+        match guard.claim(t(1)).await.expect("answers") {
+            Claim::Acquired(lease) => lease.release().await.expect("release"),
+            other => panic!("{other:?}"),
+        }
+        for file in ["job.lock", "job.state"] {
+            let mode = std::fs::metadata(dir.join(file))
+                .expect("created")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{file}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod long_names {
+    use super::*;
+    use chrono::TimeDelta;
+
+    /// The longest file name most file systems take (`NAME_MAX`).
+    const NAME_MAX: usize = 255;
+
+    fn fits(stem: &str) {
+        for suffix in [".lock", ".state"] {
+            assert!(
+                stem.len() + suffix.len() <= NAME_MAX,
+                "{} bytes: {stem}{suffix}",
+                stem.len() + suffix.len()
+            );
+        }
+    }
+
+    #[test]
+    fn fnv1a_matches_the_reference_values() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn a_long_job_name_gets_a_readable_prefix_and_a_hash() {
+        let long = "a".repeat(300);
+        let stem = file_stem(&long);
+        fits(&stem);
+        assert!(stem.starts_with(&"a".repeat(200)), "{stem}");
+        assert_eq!(file_stem(&long), stem, "stable");
+        // Percent-encoding triples a name's length; the cut never splits an escape, wherever
+        // the escapes fall.
+        for head in ["x", "xy", "xyz"] {
+            let stem = file_stem(&format!("{head}{}", ".".repeat(120)));
+            fits(&stem);
+            let prefix = stem.split('~').next().expect("a prefix");
+            assert!(prefix.ends_with("%2E"), "{stem}");
+            assert!(prefix.len() >= MAX_STEM - 17 - 2, "{stem}");
+        }
+        // A name that fits keeps its old file.
+        let fitting = "c".repeat(249);
+        assert_eq!(file_stem(&fitting), fitting);
+        fits(&fitting);
+    }
+
+    #[test]
+    fn long_names_sharing_their_first_250_characters_stay_distinct() {
+        let shared = "j".repeat(250);
+        let names = [
+            format!("{shared}::one"),
+            format!("{shared}::two"),
+            format!("{shared}x"),
+            shared.clone(),
+        ];
+        let stems: Vec<String> = names.iter().map(|n| file_stem(n)).collect();
+        for (i, a) in stems.iter().enumerate() {
+            fits(a);
+            for b in &stems[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+
+    /// Real files: a claim of a job with a 300-character name works, and two long names that
+    /// share their first 250 characters are two jobs (both held at once).
+    #[tokio::test]
+    async fn long_job_names_claim_real_files() {
+        let dir = std::env::temp_dir().join(format!("cronguard-long-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let t = DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000);
+        let shared = "k".repeat(250);
+        let mut held = Vec::new();
+        for name in [
+            "l".repeat(300),
+            format!("{shared}::one"),
+            format!("{shared}::two"),
+        ] {
+            match FileGuard::new(&dir, &name).claim(t).await {
+                Ok(Claim::Acquired(lease)) => held.push(lease),
+                other => panic!("{} characters: {other:?}", name.len()),
+            }
+        }
+        for lease in held {
+            lease.release().await.expect("release");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
