@@ -22,7 +22,7 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// environment. The same as `cronguard::builder().start()`.
 ///
 /// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default a folder private to
-/// this user: `$XDG_RUNTIME_DIR/cronguard`, else `/run/lock/cronguard` for root, else
+/// this user: `$XDG_RUNTIME_DIR/cronguard`, else `/run/cronguard` for root, else
 /// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards),
 /// `CRONGUARD_INSTANCE` (this process's name in events; default `hostname:pid`).
 ///
@@ -272,7 +272,7 @@ fn default_instance() -> String {
 }
 
 /// The default lock dir, private to this process's user: `$XDG_RUNTIME_DIR/cronguard` when that
-/// is set (and the user's), else `/run/lock/cronguard` for root when `/run/lock` exists, else
+/// is set (and the user's), else `/run/cronguard` for root when `/run` exists, else
 /// `<temp dir>/cronguard-<uid>`.
 #[cfg(unix)]
 fn default_lock_dir() -> PathBuf {
@@ -280,7 +280,7 @@ fn default_lock_dir() -> PathBuf {
     default_lock_dir_for(
         runtime_dir(std::env::var_os("XDG_RUNTIME_DIR"), uid).as_deref(),
         uid,
-        Path::new("/run/lock").is_dir(),
+        Path::new("/run").is_dir(),
         &std::env::temp_dir(),
     )
 }
@@ -304,12 +304,12 @@ fn runtime_dir(value: Option<std::ffi::OsString>, uid: u32) -> Option<PathBuf> {
 fn default_lock_dir_for(
     runtime_dir: Option<&Path>,
     uid: u32,
-    run_lock_exists: bool,
+    run_exists: bool,
     temp_dir: &Path,
 ) -> PathBuf {
     match runtime_dir {
         Some(dir) => dir.join("cronguard"),
-        None if uid == 0 && run_lock_exists => PathBuf::from("/run/lock/cronguard"),
+        None if uid == 0 && run_exists => PathBuf::from("/run/cronguard"),
         None => temp_dir.join(format!("cronguard-{uid}")),
     }
 }
@@ -524,7 +524,7 @@ mod lock_dir_tests {
         );
         assert_eq!(
             default_lock_dir_for(None, 0, true, tmp),
-            Path::new("/run/lock/cronguard")
+            Path::new("/run/cronguard")
         );
         assert_eq!(
             default_lock_dir_for(None, 0, false, tmp),
@@ -533,7 +533,7 @@ mod lock_dir_tests {
         assert_eq!(
             default_lock_dir_for(None, 1000, true, tmp),
             Path::new("/tmp/cronguard-1000"),
-            "/run/lock is for root only"
+            "/run is for root only"
         );
     }
 

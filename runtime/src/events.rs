@@ -204,11 +204,18 @@ enum ToHooks {
 /// that a slow, blocking or panicking hook never delays a timer or a job.
 #[derive(Clone)]
 pub(crate) struct EventSink {
-    hooks: Option<std::sync::mpsc::Sender<ToHooks>>,
+    hooks: Option<std::sync::mpsc::SyncSender<ToHooks>>,
+    /// Events the hooks missed because their queue was full.
+    hooks_missed: Arc<std::sync::atomic::AtomicU64>,
     stream: tokio::sync::broadcast::Sender<Event>,
     /// Set by the first `subscribe()`.
     subscribed: Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// How many events may wait for the event hooks ([`Builder::on_event`](crate::Builder::on_event))
+/// before a hook that cannot keep up misses events (a warning says so); the scheduler never waits
+/// for a hook.
+pub const HOOK_QUEUE_CAPACITY: usize = 16_384;
 
 /// How many events a slow [`Cronguard::subscribe`](crate::Cronguard::subscribe) receiver may fall
 /// behind before it misses some (it is told how many, by `RecvError::Lagged`).
@@ -220,11 +227,12 @@ impl EventSink {
         if hooks.is_empty() {
             return EventSink {
                 hooks: None,
+                hooks_missed: Arc::default(),
                 stream,
                 subscribed: Arc::default(),
             };
         }
-        let (tx, rx) = std::sync::mpsc::channel::<ToHooks>();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<ToHooks>(HOOK_QUEUE_CAPACITY);
         let spawned = std::thread::Builder::new()
             .name("cronguard-hooks".to_owned())
             .spawn(move || {
@@ -241,6 +249,7 @@ impl EventSink {
         match spawned {
             Ok(_) => EventSink {
                 hooks: Some(tx),
+                hooks_missed: Arc::default(),
                 stream,
                 subscribed: Arc::default(),
             },
@@ -248,6 +257,7 @@ impl EventSink {
                 tracing::error!(error = %e, "cannot start the event hook thread; event hooks will not be called");
                 EventSink {
                     hooks: None,
+                    hooks_missed: Arc::default(),
                     stream,
                     subscribed: Arc::default(),
                 }
@@ -276,7 +286,22 @@ impl EventSink {
             let _ = self.stream.send(event.clone());
         }
         if let Some(tx) = &self.hooks {
-            let _ = tx.send(ToHooks::Event(Box::new(event.clone())));
+            if let Err(std::sync::mpsc::TrySendError::Full(_)) =
+                tx.try_send(ToHooks::Event(Box::new(event.clone())))
+            {
+                // The scheduler never waits for a hook: a hook that cannot keep up misses events,
+                // and says so (at the first miss and every power of two after it).
+                let missed = 1 + self
+                    .hooks_missed
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if missed.is_power_of_two() {
+                    tracing::warn!(
+                        missed,
+                        capacity = HOOK_QUEUE_CAPACITY,
+                        "event hooks cannot keep up: their queue is full and events are dropped for them (logs, metrics, status and subscribers still get every event); make the hook faster or hand its work to a queue of your own"
+                    );
+                }
+            }
         }
     }
 
@@ -288,12 +313,29 @@ impl EventSink {
             return true;
         };
         let (done, wait) = std::sync::mpsc::channel();
-        if tx.send(ToHooks::Flush(done)).is_err() {
-            return true;
-        }
-        tokio::task::spawn_blocking(move || wait.recv_timeout(limit).is_ok())
-            .await
-            .unwrap_or(false)
+        let tx = tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let until = std::time::Instant::now() + limit;
+            let mut flush = ToHooks::Flush(done);
+            // The queue may be full: wait for room, but not past the limit.
+            loop {
+                match tx.try_send(flush) {
+                    Ok(()) => break,
+                    Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return true,
+                    Err(std::sync::mpsc::TrySendError::Full(back)) => {
+                        if std::time::Instant::now() >= until {
+                            return false;
+                        }
+                        flush = back;
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            wait.recv_timeout(left).is_ok()
+        })
+        .await
+        .unwrap_or(false)
     }
 }
 

@@ -25,7 +25,9 @@ pub use crate::clock::Clock;
 pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use crate::context::JobContext;
 pub use crate::error::Error;
-pub use crate::events::{CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY};
+pub use crate::events::{
+    CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
+};
 pub use crate::handle::{Cronguard, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, Lock, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};

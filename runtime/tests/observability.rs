@@ -270,3 +270,41 @@ async fn a_hook_that_never_returns_cannot_hang_shutdown() {
     // Returns after the shutdown timeout (virtual time), although the hook never will.
     handle.shutdown_within(Duration::from_secs(2)).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hook_that_cannot_keep_up_misses_events_but_never_holds_memory_or_jobs() {
+    let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+    let gate = Mutex::new(gate_rx);
+    let seen = Arc::new(Mutex::new(0usize));
+    let seen_by_hook = Arc::clone(&seen);
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut builder = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
+        .on_event(move |_| {
+            let _ = gate.lock().expect("lock").recv();
+            *seen_by_hook.lock().expect("lock") += 1;
+        });
+    for i in 0..100 {
+        let ran = Arc::clone(&ran);
+        builder = builder.job(Job::new(format!("busy-{i}"), every(1)).run(move |_| {
+            ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async {}
+        }));
+    }
+    let handle = builder.start().await.expect("starts");
+    // 100 jobs for 100 s: 20,000 events, more than the hooks' queue holds.
+    sleep_s(100.5).await;
+    assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 10_000);
+    drop(gate_tx);
+    handle.shutdown().await;
+    let seen = *seen.lock().expect("lock");
+    assert!(
+        seen <= cronguard::HOOK_QUEUE_CAPACITY + 1,
+        "the hooks' queue is bounded: {seen}"
+    );
+    assert!(
+        seen >= cronguard::HOOK_QUEUE_CAPACITY,
+        "the queue was filled: {seen}"
+    );
+}

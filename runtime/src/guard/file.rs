@@ -754,6 +754,7 @@ mod replaced_lock_file {
             Claim::Busy { .. } => "busy",
             Claim::Lapsed => "lapsed",
             Claim::TooEarly { .. } => "too_early",
+            Claim::Superseded => "superseded",
         }
     }
 

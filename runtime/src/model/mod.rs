@@ -397,11 +397,13 @@ impl JobModel {
                     "not started within the misfire grace of {grace}: no instance slot became free"
                 ),
             };
+            let ours = self.uncertain == Some(fire.t);
             self.give_up(fire.t, out);
             let kind = EventKind::misfired(reason, fire.t);
-            if std::mem::take(&mut self.too_early) {
+            if std::mem::take(&mut self.too_early) || ours {
                 // Only this process's clock is wrong: the other processes may still run the
-                // fire, and must be free to report it if they cannot.
+                // fire, and must be free to report it if they cannot. Or this process's claim
+                // may have taken effect unseen: then only it knows that the fire may be lost.
                 self.emit_drop(fire.t, kind, true, now, out);
             } else {
                 self.report_drop(fire.t, kind, now, out);

@@ -6,8 +6,8 @@
 //!    later run starts (outside a data-loss window);
 //! 3. every fire has at most one fate in each process, and every fire of the checked window either
 //!    started somewhere or was reported at warn level (a first report of a skip or a misfire) or
-//!    coalesced into a later fire by some process — unless its claim or report was in flight in a
-//!    process that crashed;
+//!    coalesced into a later fire by some process — unless a claim or report of it by a process
+//!    that then crashed was never answered (the server may apply it after the crash);
 //! 4. fencing tokens rise in start order;
 //! 5. health never says "on time" while the newest fire whose grace has passed, and every later
 //!    one, never started (a run counts from the moment its claim was sent; a claim whose reply

@@ -219,6 +219,7 @@ enum Ev {
         inc: u32,
         id: u64,
         req: Req,
+        epoch: u32,
     },
     ToClient {
         r: usize,
@@ -326,6 +327,8 @@ struct Replica {
     model: JobModel,
     pending: BTreeMap<u64, Pending>,
     pending_lease: Option<Lease>,
+    /// Fires whose claim was sent and never answered (timed out): the server may still apply it.
+    unanswered: std::collections::BTreeSet<Ms>,
     runs: Vec<SimRun>,
     timer_at: Option<Ms>,
     wake_at: Option<Ms>,
@@ -348,6 +351,8 @@ pub(super) struct Sim {
     server: JobState,
     server_stalled_until: Ms,
     server_down_until: Ms,
+    /// Counts server restarts: a request queued before one is lost with its connection.
+    server_epoch: u32,
     actions: Vec<Action>,
     pub(super) record: Record,
     tracing: bool,
@@ -368,6 +373,7 @@ impl Sim {
             server: JobState::default(),
             server_stalled_until: 0,
             server_down_until: 0,
+            server_epoch: 0,
             actions: Vec::new(),
             record: Record::default(),
             tracing,
@@ -384,6 +390,7 @@ impl Sim {
                 model,
                 pending: BTreeMap::new(),
                 pending_lease: None,
+                unanswered: Default::default(),
                 runs: Vec::new(),
                 timer_at: None,
                 wake_at: None,
@@ -484,7 +491,13 @@ impl Sim {
                 self.actions = out;
                 self.arm(r);
             }
-            Ev::ToServer { r, inc, id, req } => self.at_server(r, inc, id, req),
+            Ev::ToServer {
+                r,
+                inc,
+                id,
+                req,
+                epoch,
+            } => self.at_server(r, inc, id, req, epoch),
             Ev::ToClient { r, id, resp, .. } => self.at_client(r, id, resp),
             Ev::Timeout { r, id, .. } => {
                 if self.replicas[r].pending.contains_key(&id) {
@@ -565,20 +578,40 @@ impl Sim {
         let inc = self.replicas[r].inc;
         self.trace(|| format!("r{r} sends {id} {req:?}"));
         self.replicas[r].pending.insert(id, pending);
-        self.push(at, Ev::ToServer { r, inc, id, req });
+        let epoch = self.server_epoch;
+        self.push(
+            at,
+            Ev::ToServer {
+                r,
+                inc,
+                id,
+                req,
+                epoch,
+            },
+        );
         self.push(self.now + timeout, Ev::Timeout { r, inc, id });
         id
     }
 
-    fn at_server(&mut self, r: usize, inc: u32, id: u64, req: Req) {
-        if self.now < self.server_down_until {
+    fn at_server(&mut self, r: usize, inc: u32, id: u64, req: Req, epoch: u32) {
+        if self.now < self.server_down_until || epoch != self.server_epoch {
+            // Refused, or lost with the connection when the server restarted.
             // Connection refused: the client hears of it at once.
             self.reply(r, inc, id, None);
             return;
         }
         if self.now < self.server_stalled_until {
             let until = self.server_stalled_until;
-            self.push(until, Ev::ToServer { r, inc, id, req });
+            self.push(
+                until,
+                Ev::ToServer {
+                    r,
+                    inc,
+                    id,
+                    req,
+                    epoch,
+                },
+            );
             return;
         }
         let resp = self.server.apply(&req, self.now);
@@ -605,6 +638,9 @@ impl Sim {
         let mut out = std::mem::take(&mut self.actions);
         match pending {
             Pending::Claim { fire, sent } => {
+                if resp.is_some() {
+                    self.replicas[r].unanswered.remove(&fire);
+                }
                 let token = self.token(r, fire);
                 let answer = match resp {
                     Some(Resp::Acquired { fence }) => {
@@ -686,6 +722,7 @@ impl Sim {
                 };
                 let sent = self.now;
                 self.record.claims.push((sent, fire));
+                self.replicas[r].unanswered.insert(fire);
                 self.send(r, req, Pending::Claim { fire, sent }, RESPONSE_TIMEOUT);
             }
             Action::Abandon(fire) => {
@@ -897,6 +934,9 @@ impl Sim {
                     return;
                 }
                 rep.alive = false;
+                self.record
+                    .crash_lost
+                    .extend(rep.unanswered.iter().copied());
                 for p in rep.pending.values() {
                     match p {
                         Pending::Claim { fire, .. } => self.record.crash_lost.push(*fire),
@@ -921,6 +961,7 @@ impl Sim {
             }
             Fault::ServerRestart { down, lose_data } => {
                 self.server_down_until = self.now + down;
+                self.server_epoch += 1;
                 self.record.outages.push((self.now, self.now + down));
                 if lose_data {
                     self.server = JobState::default();
@@ -942,6 +983,7 @@ impl Sim {
         rep.nonce = nonce;
         rep.model = JobModel::new(spec, seed);
         rep.pending.clear();
+        rep.unanswered.clear();
         rep.pending_lease = None;
         rep.runs.clear();
         rep.timer_at = None;
