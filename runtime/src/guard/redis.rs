@@ -127,6 +127,15 @@ fn redis_err(e: redis::RedisError) -> GuardError {
     GuardError::Redis(e.to_string())
 }
 
+/// The lease as Redis `PX` milliseconds. `Job::problems` and the macro keep leases within
+/// `MIN_LEASE..=MAX_LEASE`; this refuses anything else rather than cut it down to a wrong
+/// expiry.
+fn lease_px(lease: Duration) -> Result<u64, GuardError> {
+    cronguard_schedule::check_lease(lease)
+        .and_then(|()| u64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
+        .map_err(|e| GuardError::Redis(format!("the lease of {lease:?} {e}")))
+}
+
 impl Guard for RedisGuard {
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
         let mut conn = self.conn.clone();
@@ -137,6 +146,7 @@ impl Guard for RedisGuard {
         let lease = self.lease;
         let replace = self.replace;
         Box::pin(async move {
+            let px = lease_px(lease)?;
             let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
             let sent_at = Instant::now();
             let (answer, value): (i64, u64) = scripts
@@ -146,7 +156,7 @@ impl Guard for RedisGuard {
                 .key(&*cancel_key)
                 .arg(epoch_millis(fire_time))
                 .arg(&token)
-                .arg(lease.as_millis() as u64)
+                .arg(px)
                 .arg(if replace { "1" } else { "0" })
                 .invoke_async(&mut conn)
                 .await
@@ -236,12 +246,13 @@ impl Lease for RedisLease {
         let token = self.token.clone();
         let lease = self.lease;
         Box::pin(async move {
+            let px = lease_px(lease)?;
             let answer: i64 = scripts
                 .renew
                 .key(&*lock_key)
                 .key(&*cancel_key)
                 .arg(&token)
-                .arg(lease.as_millis() as u64)
+                .arg(px)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
@@ -308,4 +319,23 @@ pub(crate) async fn clock_skew(
     let server = DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or(midpoint)
         + chrono::TimeDelta::microseconds(micros);
     Ok(server - midpoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_out_of_range_is_refused_not_truncated() {
+        assert_eq!(lease_px(Duration::from_secs(30)).ok(), Some(30_000));
+        for lease in [
+            Duration::from_millis(1),
+            Duration::from_secs(u64::MAX),
+            // 2^64 ms + 5 ms: `as u64` would make it a 5 ms lease.
+            Duration::from_millis(u64::MAX) + Duration::from_millis(6),
+        ] {
+            let err = lease_px(lease).expect_err("out of range").to_string();
+            assert!(err.contains("from 100ms to 24h"), "{err}");
+        }
+    }
 }
