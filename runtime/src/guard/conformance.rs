@@ -34,8 +34,9 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
     }
 }
 
-/// What every guard must do, whether or not its leases expire.
-async fn exclusion_and_uniqueness(guard: &dyn Guard) {
+/// What every guard must do, whether or not its leases expire. `other` is another process's
+/// guard of the same job.
+async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
     let first = acquire(guard, 10).await;
     let t1 = first.fencing_token();
     assert_eq!(
@@ -43,15 +44,17 @@ async fn exclusion_and_uniqueness(guard: &dyn Guard) {
         "busy",
         "a held guard is busy for a later fire"
     );
+    assert_eq!(answer(other, 20).await, "busy", "also for another process");
     assert_eq!(
-        answer(guard, 10).await,
+        answer(other, 10).await,
         "already_ran",
-        "the same fire twice"
+        "the same fire claimed by another process"
     );
     assert_eq!(answer(guard, 5).await, "already_ran", "an older fire");
+    assert_eq!(answer(other, 5).await, "already_ran", "an older fire");
     first.release().await.expect("release");
     assert_eq!(
-        answer(guard, 10).await,
+        answer(other, 10).await,
         "already_ran",
         "after release, the fire stays claimed"
     );
@@ -106,7 +109,7 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
 #[tokio::test]
 async fn file_guard_conforms() {
     let dir = scratch_dir("file");
-    exclusion_and_uniqueness(&FileGuard::new(&dir, "job")).await;
+    exclusion_and_uniqueness(&FileGuard::new(&dir, "job"), &FileGuard::new(&dir, "job")).await;
     busy_is_first_reported_once(&FileGuard::new(&dir, "job2")).await;
     drops_are_reported_once_and_claims_are_visible(&FileGuard::new(&dir, "job3")).await;
     // Two guards on one dir are two processes' views of the same job.
@@ -162,7 +165,11 @@ mod redis {
         let Some(server) = RedisServer::start() else {
             return;
         };
-        exclusion_and_uniqueness(&guard(&server, "job", 30_000).await).await;
+        exclusion_and_uniqueness(
+            &guard(&server, "job", 30_000).await,
+            &guard(&server, "job", 30_000).await,
+        )
+        .await;
         busy_is_first_reported_once(&guard(&server, "job2", 30_000).await).await;
         drops_are_reported_once_and_claims_are_visible(&guard(&server, "job3", 30_000).await).await;
     }
@@ -214,6 +221,134 @@ mod redis {
         }
         let after = after.expect("claims work again after the restart");
         assert!(after > before, "{after} > {before}");
+    }
+
+    /// A plain connection to look at the keys the way an operator would.
+    async fn raw(server: &RedisServer) -> ::redis::aio::ConnectionManager {
+        connect(&server.url()).await.expect("connects")
+    }
+
+    async fn hget(
+        conn: &mut ::redis::aio::ConnectionManager,
+        key: &str,
+        field: &str,
+    ) -> Option<i64> {
+        ::redis::cmd("HGET")
+            .arg(key)
+            .arg(field)
+            .query_async(conn)
+            .await
+            .expect("HGET")
+    }
+
+    async fn pttl(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> i64 {
+        ::redis::cmd("PTTL")
+            .arg(key)
+            .query_async(conn)
+            .await
+            .expect("PTTL")
+    }
+
+    #[tokio::test]
+    async fn redis_a_claim_repeated_after_a_lost_reply_is_the_same_claimant() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "lost", 30_000).await;
+        // The reply of this claim is "lost": the lease is dropped unseen, the fire is asked again.
+        let token = acquire(&g, 1).await.fencing_token();
+        let again = acquire(&g, 1).await;
+        assert_eq!(again.fencing_token(), token, "the stored fencing token");
+        let other_process = guard(&server, "lost", 30_000).await;
+        assert_eq!(
+            answer(&other_process, 1).await,
+            "already_ran",
+            "another process is not the claimant"
+        );
+        assert_eq!(answer(&other_process, 2).await, "busy");
+        assert_eq!(
+            again.renew().await.expect("renews"),
+            Renewal::Renewed,
+            "the retried lease is the lock's holder"
+        );
+        again.release().await.expect("release");
+        assert_eq!(answer(&other_process, 2).await, "acquired");
+
+        // The retry extends the lock to a whole lease from its own send time.
+        let g = guard(&server, "rearm", 1_000).await;
+        let first = acquire(&g, 1).await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let retried = acquire(&g, 1).await;
+        assert_eq!(retried.fencing_token(), first.fencing_token());
+        let left = pttl(&mut conn, "cronguard:{rearm}:lock").await;
+        assert!(left > 900, "the lock was extended: {left} ms left");
+
+        // Once the lease ran out, the retry learns that its fire can no longer start.
+        let g = guard(&server, "lapsed", 200).await;
+        let _lost = acquire(&g, 1).await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(answer(&g, 1).await, "lapsed");
+        assert_eq!(answer(&g, 1).await, "lapsed", "and stays lapsed");
+        assert_eq!(answer(&g, 2).await, "acquired", "later fires are free");
+    }
+
+    #[tokio::test]
+    async fn redis_a_claim_in_flight_while_the_server_froze_is_recognised_on_retry() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        // Load the scripts first, so that the frozen request is the claim itself.
+        assert_eq!(
+            answer(&guard(&server, "warm-up", 30_000).await, 1).await,
+            "acquired"
+        );
+        let g = guard(&server, "frozen", 30_000).await;
+        server.pause();
+        // Longer than the connection's 2 s response timeout: the claim fails on this side, and
+        // the server applies it once it runs again.
+        let (first, ()) = tokio::join!(g.claim(t(1)), async {
+            tokio::time::sleep(Duration::from_millis(2_600)).await;
+            server.resume();
+        });
+        assert!(first.is_err(), "the claim timed out: {first:?}");
+        let mut conn = raw(&server).await;
+        let mut applied = None;
+        for _ in 0..50 {
+            applied = hget(&mut conn, "cronguard:{frozen}:state", "last").await;
+            if applied.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            applied,
+            Some(t(1).timestamp_millis()),
+            "the frozen server applied the claim when it ran again"
+        );
+        let fence = hget(&mut conn, "cronguard:{frozen}:state", "fence").await;
+        let mut retried = None;
+        for _ in 0..100 {
+            match g.claim(t(1)).await {
+                Ok(claim) => {
+                    retried = Some(claim);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        match retried.expect("the guard answers again after the freeze") {
+            Claim::Acquired(lease) => {
+                assert_eq!(
+                    Some(lease.fencing_token() as i64),
+                    fence,
+                    "the stored token"
+                );
+                lease.release().await.expect("release");
+            }
+            Claim::Lapsed => {} // only if the lease ran out meanwhile
+            other => panic!("the retry of a claim that took effect answered {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -2,15 +2,23 @@
 //!
 //! Keys of one job share the hash tag `{<job>}`, so they live in one slot of a Redis Cluster:
 //!
-//! - `<prefix>:{<job>}:lock`: the holder's random token, with `PX lease`;
-//! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (the
-//!   last fencing token) and `reported` (the last dropped fire reported, so that a skip or a
-//!   misfire is reported at warn level once across replicas);
+//! - `<prefix>:{<job>}:lock`: the holder's token, with `PX lease`. A token is a random nonce made
+//!   once per guard value and the fire's Unix ms, so the same guard value claiming the same fire
+//!   again uses the same token;
+//! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
+//!   fencing token), `holder` (the token that claimed it) and `reported` (the last dropped fire
+//!   reported, so that a skip or a misfire is reported at warn level once across replicas);
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //!
 //! A claim is one script, one round trip. A release and a renewal are one script each, and both
 //! compare the token first, so only the holder can release or extend its lease.
+//!
+//! A claim whose reply is lost (a timeout, a dropped connection) may still have been applied. Its
+//! retry carries the same token, so the script recognises it: while the lock still holds that
+//! token the retry is `Acquired` again, with the stored fencing token and the lock extended to a
+//! whole lease from the retry; once the lock is gone it is `Lapsed`. Never `AlreadyRan`, which
+//! would drop the fire without a word and leave the stale lock to make later fires `Busy`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,10 +33,27 @@ use crate::clock::epoch_millis;
 use crate::registry::BoxFuture;
 use crate::Overlap;
 
+/// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token, lease (ms),
+/// `1` for `overlap = "replace"`.
+///
+/// Answers `{0}` already ran, `{1, first_report}` busy, `{2, fencing token}` acquired, `{3}`
+/// lapsed (this claimant's own claim of the fire took effect and its lease is gone).
 const CLAIM: &str = r#"
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'reported')
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'reported', 'holder')
 local fire = tonumber(ARGV[1])
-if tonumber(state[1] or '-1') >= fire then
+local last = tonumber(state[1])
+if last == fire and state[4] == ARGV[2] then
+  if redis.call('GET', KEYS[1]) ~= ARGV[2] then
+    return {3, 0}
+  end
+  local fence = tonumber(state[2])
+  if not fence then
+    return redis.error_reply('the hash ' .. KEYS[2] .. ' holds no valid fencing token; delete it to reset the job')
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {2, fence}
+end
+if last and last >= fire then
   return {0, 0}
 end
 if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
@@ -42,8 +67,8 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {1, 0}
 end
 local t = redis.call('TIME')
-local token = math.max(tonumber(state[2] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token))
+local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2])
 return {2, token}
 "#;
 
@@ -94,6 +119,9 @@ impl Scripts {
 
 pub(crate) struct RedisGuard {
     conn: ConnectionManager,
+    /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
+    /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
+    nonce: Arc<str>,
     scripts: Arc<Scripts>,
     lock_key: Arc<str>,
     state_key: Arc<str>,
@@ -113,6 +141,11 @@ impl RedisGuard {
     ) -> Self {
         RedisGuard {
             conn,
+            nonce: Arc::from(format!(
+                "{:016x}{:016x}",
+                fastrand::u64(..),
+                fastrand::u64(..)
+            )),
             scripts,
             lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
@@ -145,16 +178,20 @@ impl Guard for RedisGuard {
         let cancel_key = Arc::clone(&self.cancel_key);
         let lease = self.lease;
         let replace = self.replace;
+        let fire = epoch_millis(fire_time);
+        // The same for every claim of this fire by this guard value.
+        let token = format!("{}:{fire}", self.nonce);
         Box::pin(async move {
             let px = lease_px(lease)?;
-            let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+            // The lock's expiry on the server is at least a lease after this instant, also when
+            // this claim repeats one that took effect (the script extends the lock then).
             let sent_at = Instant::now();
             let (answer, value): (i64, u64) = scripts
                 .claim
                 .key(&*lock_key)
                 .key(&*state_key)
                 .key(&*cancel_key)
-                .arg(epoch_millis(fire_time))
+                .arg(fire)
                 .arg(&token)
                 .arg(px)
                 .arg(if replace { "1" } else { "0" })
@@ -166,6 +203,7 @@ impl Guard for RedisGuard {
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },
+                3 => Claim::Lapsed,
                 _ => Claim::Acquired(Box::new(RedisLease {
                     conn,
                     scripts,
