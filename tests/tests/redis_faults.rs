@@ -430,3 +430,22 @@ fn a_claim_whose_reply_was_lost_in_a_redis_freeze_still_runs_its_fire() {
         "the fire claimed during the freeze ran after it ({from}..{to})"
     );
 }
+
+#[test]
+fn a_replica_whose_clock_is_an_hour_ahead_cannot_silence_the_others() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let ahead = Replicas::start("ahead", &redis, FAST, &[0, 0, 3_600_000]);
+    let ahead_pid = ahead.children[2].id();
+    let record = ahead.finish(None);
+    assert_each_fire_once(&record);
+    assert_no_gaps(&record);
+    assert!(
+        !record
+            .iter()
+            .any(|e| e.what == "start" && e.pid == ahead_pid),
+        "the replica an hour ahead claimed nothing"
+    );
+}

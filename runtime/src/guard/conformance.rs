@@ -14,9 +14,12 @@ fn t(s: i64) -> DateTime<Utc> {
 }
 
 async fn acquire(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
-    match guard.claim(t(fire)).await.expect("the guard answers") {
+    acquire_at(guard, t(fire)).await
+}
+
+async fn acquire_at(guard: &dyn Guard, fire: DateTime<Utc>) -> Box<dyn Lease> {
+    match guard.claim(fire).await.expect("the guard answers") {
         Claim::Acquired(lease) => lease,
-        Claim::AlreadyRan => panic!("fire {fire}: AlreadyRan, expected Acquired"),
         other => panic!("fire {fire}: {other:?}, expected Acquired"),
     }
 }
@@ -349,6 +352,79 @@ mod redis {
             Claim::Lapsed => {} // only if the lease ran out meanwhile
             other => panic!("the retry of a claim that took effect answered {other:?}"),
         }
+    }
+
+    async fn exists(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> bool {
+        ::redis::cmd("EXISTS")
+            .arg(key)
+            .query_async::<i64>(conn)
+            .await
+            .expect("EXISTS")
+            == 1
+    }
+
+    /// Now on the server's clock, to the millisecond (the server runs on this host).
+    fn now() -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_millis(Utc::now().timestamp_millis()).expect("in range")
+    }
+
+    #[tokio::test]
+    async fn redis_a_fire_far_ahead_of_the_server_clock_is_refused_and_not_stored() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "ahead", 30_000).await;
+        match g.claim(now() + TimeDelta::hours(1)).await.expect("answers") {
+            Claim::TooEarly { ahead } => assert!(
+                ahead > Duration::from_secs(3590) && ahead <= Duration::from_secs(3600),
+                "{ahead:?}"
+            ),
+            other => panic!("a fire an hour ahead: {other:?}, expected TooEarly"),
+        }
+        assert!(
+            !exists(&mut conn, "cronguard:{ahead}:state").await,
+            "no claim recorded"
+        );
+        assert!(
+            !exists(&mut conn, "cronguard:{ahead}:lock").await,
+            "no lock taken"
+        );
+        assert_eq!(g.last_claimed().await.expect("answers"), None);
+        // Within the tolerance (a clock a little ahead, a fire on time): claimed.
+        let soon = now() + TimeDelta::milliseconds(500);
+        acquire_at(&g, soon).await.release().await.expect("release");
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(soon));
+    }
+
+    #[tokio::test]
+    async fn redis_a_stored_fire_far_ahead_of_the_server_clock_does_not_silence_the_job() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        // Written by a replica whose clock was a day ahead, before claims were checked.
+        let poisoned = now() + TimeDelta::days(1);
+        let () = ::redis::cmd("HSET")
+            .arg("cronguard:{poisoned}:state")
+            .arg("last")
+            .arg(poisoned.timestamp_millis())
+            .query_async(&mut conn)
+            .await
+            .expect("HSET");
+        let g = guard(&server, "poisoned", 30_000).await;
+        let fire = now();
+        let lease = acquire_at(&g, fire).await;
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(fire));
+        lease.release().await.expect("release");
+        let other_process = guard(&server, "poisoned", 30_000).await;
+        assert!(
+            matches!(
+                other_process.claim(fire).await.expect("answers"),
+                Claim::AlreadyRan
+            ),
+            "the fire is claimed once"
+        );
     }
 
     #[tokio::test]

@@ -11,7 +11,10 @@
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //!
-//! A claim is one script, one round trip. A release and a renewal are one script each, and both
+//! A claim is one script, one round trip. It reads the server's `TIME` and refuses a fire further
+//! ahead of it than [`CLAIM_AHEAD_TOLERANCE`] (`TooEarly`, nothing written), so that one replica
+//! with a clock far ahead cannot record a future fire that would make every replica's claims
+//! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A release and a renewal are one script each, and both
 //! compare the token first, so only the holder can release or extend its lease.
 //!
 //! A claim whose reply is lost (a timeout, a dropped connection) may still have been applied. Its
@@ -33,28 +36,53 @@ use crate::clock::epoch_millis;
 use crate::registry::BoxFuture;
 use crate::Overlap;
 
-/// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token, lease (ms),
-/// `1` for `overlap = "replace"`.
+/// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
 ///
-/// Answers `{0}` already ran, `{1, first_report}` busy, `{2, fencing token}` acquired, `{3}`
-/// lapsed (this claimant's own claim of the fire took effect and its lease is gone).
+/// A replica's timer fires on its own clock, so a claim arrives a little before the server's
+/// time when that clock is slightly ahead; within this tolerance that is an ordinary fire. A fire
+/// further ahead comes from a clock that is wrong: the claim answers [`Claim::TooEarly`] and
+/// writes nothing, because a recorded fire in the future would make every replica's claim of
+/// every fire up to it `AlreadyRan` — one bad clock would silence the job cluster-wide. For the
+/// same reason a recorded `last` further ahead than this (written before this check, or before
+/// the server's clock was set back) is ignored, and logged at error level.
+pub(crate) const CLAIM_AHEAD_TOLERANCE: Duration = Duration::from_millis(CLAIM_AHEAD_TOLERANCE_MS);
+const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
+
+/// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token, lease (ms),
+/// `1` for `overlap = "replace"`, the ahead tolerance (ms).
+///
+/// Answers `{answer, value, ignored}`: answer `0` already ran, `1` busy (value: first report),
+/// `2` acquired (value: the fencing token), `3` lapsed (this claimant's own claim of the fire
+/// took effect and its lease is gone), `4` too early (value: ms ahead of the server's clock);
+/// `ignored` is `1` when a recorded `last` far ahead of the server's clock was ignored.
 const CLAIM: &str = r#"
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'reported', 'holder')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local fire = tonumber(ARGV[1])
+local tolerance = tonumber(ARGV[5])
+if fire > now + tolerance then
+  return {4, fire - now, 0}
+end
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'reported', 'holder')
 local last = tonumber(state[1])
+local ignored = 0
+if last and last > now + tolerance then
+  last = nil
+  ignored = 1
+end
 if last == fire and state[4] == ARGV[2] then
   if redis.call('GET', KEYS[1]) ~= ARGV[2] then
-    return {3, 0}
+    return {3, 0, ignored}
   end
   local fence = tonumber(state[2])
   if not fence then
     return redis.error_reply('the hash ' .. KEYS[2] .. ' holds no valid fencing token; delete it to reset the job')
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return {2, fence}
+  return {2, fence, ignored}
 end
 if last and last >= fire then
-  return {0, 0}
+  return {0, 0, ignored}
 end
 if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   if ARGV[4] == '1' then
@@ -62,14 +90,13 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   end
   if tonumber(state[3] or '-1') < fire then
     redis.call('HSET', KEYS[2], 'reported', ARGV[1])
-    return {1, 1}
+    return {1, 1, ignored}
   end
-  return {1, 0}
+  return {1, 0, ignored}
 end
-local t = redis.call('TIME')
 local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2])
-return {2, token}
+return {2, token, ignored}
 "#;
 
 const RELEASE: &str = r#"
@@ -186,7 +213,7 @@ impl Guard for RedisGuard {
             // The lock's expiry on the server is at least a lease after this instant, also when
             // this claim repeats one that took effect (the script extends the lock then).
             let sent_at = Instant::now();
-            let (answer, value): (i64, u64) = scripts
+            let (answer, value, ignored): (i64, u64, i64) = scripts
                 .claim
                 .key(&*lock_key)
                 .key(&*state_key)
@@ -195,15 +222,26 @@ impl Guard for RedisGuard {
                 .arg(&token)
                 .arg(px)
                 .arg(if replace { "1" } else { "0" })
+                .arg(CLAIM_AHEAD_TOLERANCE_MS)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
+            if ignored == 1 {
+                tracing::error!(
+                    key = %state_key,
+                    fire_time = %fire_time,
+                    "the last claimed fire recorded in Redis lies more than {CLAIM_AHEAD_TOLERANCE:?} ahead of the Redis server's clock (a replica's clock was ahead, or the server's clock was set back); it was ignored so that it does not silence the job. Run NTP on every host and on the Redis server"
+                );
+            }
             Ok(match answer {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },
                 3 => Claim::Lapsed,
+                4 => Claim::TooEarly {
+                    ahead: Duration::from_millis(value),
+                },
                 _ => Claim::Acquired(Box::new(RedisLease {
                     conn,
                     scripts,
