@@ -102,7 +102,8 @@ impl Builder {
     }
 
     /// The first part of every Redis key (default `cronguard`): keys are
-    /// `<prefix>:{<job>}:lock` and `<prefix>:{<job>}:state`.
+    /// `<prefix>:{<job>}:lock`, `<prefix>:{<job>}:state`, `<prefix>:{<job>}:cancel` and
+    /// `<prefix>:{<job>}:reported:<fire ms>`.
     pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.redis_prefix = prefix.into();
         self

@@ -73,33 +73,37 @@ async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
     }
 }
 
-/// A busy fire is reported as first only once, to whichever process sees it first.
-async fn busy_is_first_reported_once(guard: &dyn Guard) {
-    let held = acquire(guard, 100).await;
-    let firsts: Vec<bool> = futures_util::future::join_all((0..3).map(|_| guard.claim(t(101))))
-        .await
-        .into_iter()
-        .map(|c| match c.expect("answers") {
-            Claim::Busy { first_report } => first_report,
-            _ => panic!("expected Busy"),
-        })
-        .collect();
+/// A busy fire (`overlap = "skip"`) is reported as first only once, to whichever process sees it
+/// first. `processes` are several processes' guards of one job.
+async fn busy_is_first_reported_once(processes: &[&dyn Guard]) {
+    let held = acquire(processes[0], 100).await;
+    let firsts: Vec<bool> =
+        futures_util::future::join_all(processes[1..].iter().map(|g| g.claim(t(101))))
+            .await
+            .into_iter()
+            .map(|c| match c.expect("answers") {
+                Claim::Busy { first_report } => first_report,
+                other => panic!("{other:?}, expected Busy"),
+            })
+            .collect();
     assert_eq!(firsts.iter().filter(|f| **f).count(), 1, "{firsts:?}");
     held.release().await.expect("release");
 }
 
 /// A dropped fire is reported first by exactly one process, and `last_claimed` follows claims.
-async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard) {
+/// `other` is another process's guard of the same job.
+async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard, other: &dyn Guard) {
     assert_eq!(guard.last_claimed().await.expect("answers"), None);
     assert!(guard.first_report(t(300)).await.expect("answers"));
-    assert!(!guard.first_report(t(300)).await.expect("answers"));
     assert!(
-        !guard.first_report(t(299)).await.expect("answers"),
-        "an older fire was covered"
+        !other.first_report(t(300)).await.expect("answers"),
+        "another process reported it first"
     );
-    assert!(guard.first_report(t(301)).await.expect("answers"));
+    assert!(other.first_report(t(301)).await.expect("answers"));
+    assert!(!guard.first_report(t(301)).await.expect("answers"));
     acquire(guard, 302).await.release().await.expect("release");
     assert_eq!(guard.last_claimed().await.expect("answers"), Some(t(302)));
+    assert_eq!(other.last_claimed().await.expect("answers"), Some(t(302)));
 }
 
 fn scratch_dir(name: &str) -> std::path::PathBuf {
@@ -113,8 +117,13 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
 async fn file_guard_conforms() {
     let dir = scratch_dir("file");
     exclusion_and_uniqueness(&FileGuard::new(&dir, "job"), &FileGuard::new(&dir, "job")).await;
-    busy_is_first_reported_once(&FileGuard::new(&dir, "job2")).await;
-    drops_are_reported_once_and_claims_are_visible(&FileGuard::new(&dir, "job3")).await;
+    let job2 = [0, 1, 2, 3].map(|_| FileGuard::new(&dir, "job2"));
+    busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>()).await;
+    drops_are_reported_once_and_claims_are_visible(
+        &FileGuard::new(&dir, "job3"),
+        &FileGuard::new(&dir, "job3"),
+    )
+    .await;
     // Two guards on one dir are two processes' views of the same job.
     let a = FileGuard::new(&dir, "shared");
     let b = FileGuard::new(&dir, "shared");
@@ -141,6 +150,16 @@ mod redis {
     use std::sync::Arc;
 
     async fn guard(server: &RedisServer, job: &str, lease_ms: u64) -> RedisGuard {
+        guard_with(server, job, lease_ms, Overlap::Skip).await
+    }
+
+    /// A guard value of its own: another process's view of the job.
+    async fn guard_with(
+        server: &RedisServer,
+        job: &str,
+        lease_ms: u64,
+        overlap: Overlap,
+    ) -> RedisGuard {
         let conn = connect(&server.url()).await.expect("connects");
         RedisGuard::new(
             conn,
@@ -148,7 +167,7 @@ mod redis {
             "cronguard",
             job,
             Duration::from_millis(lease_ms),
-            Overlap::Skip,
+            overlap,
         )
     }
 
@@ -173,8 +192,17 @@ mod redis {
             &guard(&server, "job", 30_000).await,
         )
         .await;
-        busy_is_first_reported_once(&guard(&server, "job2", 30_000).await).await;
-        drops_are_reported_once_and_claims_are_visible(&guard(&server, "job3", 30_000).await).await;
+        let mut job2 = Vec::new();
+        for _ in 0..4 {
+            job2.push(guard(&server, "job2", 30_000).await);
+        }
+        busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>())
+            .await;
+        drops_are_reported_once_and_claims_are_visible(
+            &guard(&server, "job3", 30_000).await,
+            &guard(&server, "job3", 30_000).await,
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -425,6 +453,78 @@ mod redis {
             ),
             "the fire is claimed once"
         );
+    }
+
+    #[tokio::test]
+    async fn redis_reports_are_recorded_per_fire_and_per_process() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "reports", 30_000).await;
+        let other_process = guard(&server, "reports", 30_000).await;
+        assert!(g.first_report(t(7)).await.expect("answers"));
+        assert!(
+            g.first_report(t(5)).await.expect("answers"),
+            "an older fire is a fire of its own, not covered by a later one"
+        );
+        assert!(
+            g.first_report(t(7)).await.expect("answers"),
+            "the same guard value asking again (its reply was lost) is still first"
+        );
+        assert!(!other_process.first_report(t(7)).await.expect("answers"));
+        assert!(!other_process.first_report(t(5)).await.expect("answers"));
+        assert!(other_process.first_report(t(6)).await.expect("answers"));
+        let key = format!("cronguard:{{reports}}:reported:{}", t(7).timestamp_millis());
+        let left = pttl(&mut conn, &key).await;
+        assert!(
+            left > 0 && left <= 3_600_000,
+            "the record of a report expires: {left} ms"
+        );
+
+        // A busy fire of `overlap = "skip"` is dropped, so the claim records its report; asked
+        // again by the same guard value it is still first.
+        let held = acquire(&g, 100).await;
+        for _ in 0..2 {
+            assert!(matches!(
+                other_process.claim(t(101)).await.expect("answers"),
+                Claim::Busy { first_report: true }
+            ));
+        }
+        assert!(matches!(
+            g.claim(t(101)).await.expect("answers"),
+            Claim::Busy {
+                first_report: false
+            }
+        ));
+        assert!(!g.first_report(t(101)).await.expect("answers"));
+        assert!(other_process.first_report(t(101)).await.expect("answers"));
+        held.release().await.expect("release");
+    }
+
+    #[tokio::test]
+    async fn redis_a_busy_fire_that_waits_keeps_its_report_for_the_misfire() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        for overlap in [Overlap::Queue, Overlap::Replace] {
+            let job = format!("{overlap:?}");
+            let holder = guard_with(&server, &job, 30_000, overlap).await;
+            let waiting = guard_with(&server, &job, 30_000, overlap).await;
+            let third = guard_with(&server, &job, 30_000, overlap).await;
+            let held = acquire(&holder, 1).await;
+            // The fire is not dropped: it waits (queue) or replaces the run (replace).
+            assert_eq!(answer(&waiting, 2).await, "busy");
+            assert_eq!(answer(&third, 2).await, "busy");
+            // Its grace ran out: the misfire is reported at warn level once, not "already
+            // reported by another process" everywhere.
+            assert!(
+                waiting.first_report(t(2)).await.expect("answers"),
+                "{overlap:?}: the busy claims did not consume the report"
+            );
+            assert!(!third.first_report(t(2)).await.expect("answers"));
+            held.release().await.expect("release");
+        }
     }
 
     #[tokio::test]

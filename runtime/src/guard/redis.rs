@@ -6,16 +6,22 @@
 //!   once per guard value and the fire's Unix ms, so the same guard value claiming the same fire
 //!   again uses the same token;
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
-//!   fencing token), `holder` (the token that claimed it) and `reported` (the last dropped fire
-//!   reported, so that a skip or a misfire is reported at warn level once across replicas);
+//!   fencing token) and `holder` (the token that claimed it);
+//! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
+//!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
+//!   is reported at warn level once. One key per fire: a report of fire 5 after one of fire 7 is
+//!   a first report too. A busy claim writes it only for `overlap = "skip"`, where the busy fire
+//!   is dropped; under `queue` and `replace` the fire waits, and its misfire, if it comes to
+//!   that, is reported through `first_report`;
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //!
 //! A claim is one script, one round trip. It reads the server's `TIME` and refuses a fire further
 //! ahead of it than [`CLAIM_AHEAD_TOLERANCE`] (`TooEarly`, nothing written), so that one replica
 //! with a clock far ahead cannot record a future fire that would make every replica's claims
-//! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A release and a renewal are one script each, and both
-//! compare the token first, so only the holder can release or extend its lease.
+//! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A release
+//! and a renewal are one script each, and both compare the token first, so only the holder can
+//! release or extend its lease.
 //!
 //! A claim whose reply is lost (a timeout, a dropped connection) may still have been applied. Its
 //! retry carries the same token, so the script recognises it: while the lock still holds that
@@ -48,8 +54,15 @@ use crate::Overlap;
 pub(crate) const CLAIM_AHEAD_TOLERANCE: Duration = Duration::from_millis(CLAIM_AHEAD_TOLERANCE_MS);
 const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
 
-/// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token, lease (ms),
-/// `1` for `overlap = "replace"`, the ahead tolerance (ms).
+/// How long the record of a reported drop is kept, in ms: 1 h. The replicas that see a drop
+/// report it within about one misfire grace of each other, so they all find the record; after
+/// that the key would only be garbage, one per dropped fire.
+const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
+
+/// KEYS: lock, state, cancel, the report record of this fire. ARGV: fire (Unix ms), the
+/// claimant's token, lease (ms), `1` for `overlap = "replace"`, the ahead tolerance (ms), `1` for
+/// `overlap = "skip"` (a busy fire is dropped, so the claim records its report), the guard
+/// value's nonce, the report record's TTL (ms).
 ///
 /// Answers `{answer, value, ignored}`: answer `0` already ran, `1` busy (value: first report),
 /// `2` acquired (value: the fencing token), `3` lapsed (this claimant's own claim of the fire
@@ -63,14 +76,14 @@ local tolerance = tonumber(ARGV[5])
 if fire > now + tolerance then
   return {4, fire - now, 0}
 end
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'reported', 'holder')
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder')
 local last = tonumber(state[1])
 local ignored = 0
 if last and last > now + tolerance then
   last = nil
   ignored = 1
 end
-if last == fire and state[4] == ARGV[2] then
+if last == fire and state[3] == ARGV[2] then
   if redis.call('GET', KEYS[1]) ~= ARGV[2] then
     return {3, 0, ignored}
   end
@@ -88,8 +101,10 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   if ARGV[4] == '1' then
     redis.call('SET', KEYS[3], redis.call('GET', KEYS[1]), 'PX', ARGV[3])
   end
-  if tonumber(state[3] or '-1') < fire then
-    redis.call('HSET', KEYS[2], 'reported', ARGV[1])
+  if ARGV[6] ~= '1' then
+    return {1, 1, ignored}
+  end
+  if redis.call('SET', KEYS[4], ARGV[7], 'NX', 'PX', ARGV[8]) or redis.call('GET', KEYS[4]) == ARGV[7] then
     return {1, 1, ignored}
   end
   return {1, 0, ignored}
@@ -117,9 +132,10 @@ end
 return 0
 "#;
 
+/// KEYS: the report record of the fire. ARGV: the guard value's nonce, the record's TTL (ms).
+/// `1` when this guard value is the first to report the fire (also when it asks again).
 const FIRST_REPORT: &str = r#"
-if tonumber(redis.call('HGET', KEYS[1], 'reported') or '-1') < tonumber(ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'reported', ARGV[1])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('GET', KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0
@@ -153,8 +169,12 @@ pub(crate) struct RedisGuard {
     lock_key: Arc<str>,
     state_key: Arc<str>,
     cancel_key: Arc<str>,
+    /// `<prefix>:{<job>}:reported:`, followed by a fire's Unix ms.
+    reported_prefix: Arc<str>,
     lease: Duration,
     replace: bool,
+    /// `overlap = "skip"`: a busy fire is dropped, so the claim records its report.
+    skip: bool,
 }
 
 impl RedisGuard {
@@ -177,8 +197,10 @@ impl RedisGuard {
             lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
+            reported_prefix: Arc::from(format!("{prefix}:{{{job}}}:reported:")),
             lease,
             replace: overlap == Overlap::Replace,
+            skip: overlap == Overlap::Skip,
         }
     }
 }
@@ -205,7 +227,10 @@ impl Guard for RedisGuard {
         let cancel_key = Arc::clone(&self.cancel_key);
         let lease = self.lease;
         let replace = self.replace;
+        let skip = self.skip;
+        let nonce = Arc::clone(&self.nonce);
         let fire = epoch_millis(fire_time);
+        let reported_key = format!("{}{fire}", self.reported_prefix);
         // The same for every claim of this fire by this guard value.
         let token = format!("{}:{fire}", self.nonce);
         Box::pin(async move {
@@ -218,11 +243,15 @@ impl Guard for RedisGuard {
                 .key(&*lock_key)
                 .key(&*state_key)
                 .key(&*cancel_key)
+                .key(&reported_key)
                 .arg(fire)
                 .arg(&token)
                 .arg(px)
                 .arg(if replace { "1" } else { "0" })
                 .arg(CLAIM_AHEAD_TOLERANCE_MS)
+                .arg(if skip { "1" } else { "0" })
+                .arg(&*nonce)
+                .arg(REPORT_TTL_MS)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
@@ -257,12 +286,15 @@ impl Guard for RedisGuard {
     }
 
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
-        let (state_key, mut conn, scripts) = self.state_key_and_conn();
+        let (_, mut conn, scripts) = self.state_key_and_conn();
+        let key = format!("{}{}", self.reported_prefix, epoch_millis(fire_time));
+        let nonce = Arc::clone(&self.nonce);
         Box::pin(async move {
             let first: i64 = scripts
                 .first_report
-                .key(&*state_key)
-                .arg(epoch_millis(fire_time))
+                .key(&key)
+                .arg(&*nonce)
+                .arg(REPORT_TTL_MS)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
