@@ -271,7 +271,7 @@ impl Guard for RedisGuard {
                 4 => Claim::TooEarly {
                     ahead: Duration::from_millis(value),
                 },
-                _ => Claim::Acquired(Box::new(RedisLease {
+                2 => Claim::Acquired(Box::new(RedisLease {
                     conn,
                     scripts,
                     lock_key,
@@ -281,12 +281,18 @@ impl Guard for RedisGuard {
                     lease,
                     sent_at,
                 })),
+                other => {
+                    return Err(GuardError::Redis(format!(
+                        "the claim script answered {other}, which this version of cronguard does not know; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                    )))
+                }
             })
         })
     }
 
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
-        let (_, mut conn, scripts) = self.state_key_and_conn();
+        let mut conn = self.conn.clone();
+        let scripts = Arc::clone(&self.scripts);
         let key = format!("{}{}", self.reported_prefix, epoch_millis(fire_time));
         let nonce = Arc::clone(&self.nonce);
         Box::pin(async move {
@@ -303,7 +309,8 @@ impl Guard for RedisGuard {
     }
 
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
-        let (state_key, mut conn, _) = self.state_key_and_conn();
+        let state_key = Arc::clone(&self.state_key);
+        let mut conn = self.conn.clone();
         Box::pin(async move {
             let last: Option<i64> = redis::cmd("HGET")
                 .arg(&*state_key)
@@ -313,16 +320,6 @@ impl Guard for RedisGuard {
                 .map_err(redis_err)?;
             Ok(last.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
-    }
-}
-
-impl RedisGuard {
-    fn state_key_and_conn(&self) -> (Arc<str>, ConnectionManager, Arc<Scripts>) {
-        (
-            Arc::clone(&self.state_key),
-            self.conn.clone(),
-            Arc::clone(&self.scripts),
-        )
     }
 }
 
