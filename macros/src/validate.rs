@@ -488,7 +488,7 @@ fn check_lease(args: &Args, guard: Option<Guard>, errors: &mut Errors) -> Option
         let name = match guard {
             Guard::Local => "local",
             Guard::File => "file",
-            Guard::Redis(_) => return millis,
+            Guard::Redis(_) => return lease_in_range(lease.as_ref(), millis, errors),
         };
         let how = if args.has("lock") {
             format!("a `{name}` guard holds no lease")
@@ -503,7 +503,22 @@ fn check_lease(args: &Args, guard: Option<Guard>, errors: &mut Errors) -> Option
         );
         return None;
     }
-    millis
+    lease_in_range(lease.as_ref(), millis, errors)
+}
+
+/// `millis` when the written lease lies within the limits shared with the runtime
+/// (`cronguard_schedule::MIN_LEASE` to `MAX_LEASE`); otherwise an error on the literal.
+fn lease_in_range(lease: Option<&LitStr>, millis: Option<u64>, errors: &mut Errors) -> Option<u64> {
+    let (Some(lit), Some(ms)) = (lease, millis) else {
+        return millis;
+    };
+    match cronguard_schedule::check_lease(std::time::Duration::from_millis(ms)) {
+        Ok(()) => Some(ms),
+        Err(range) => {
+            errors.on(lit, format!("`lease = \"{}\"` {range}", lit.value()));
+            None
+        }
+    }
 }
 
 fn check_max_instances(args: &Args, guard: Option<Guard>, errors: &mut Errors) -> Option<u32> {
@@ -909,6 +924,14 @@ mod tests {
             (
                 quote!(every = "1s", lock = "file", lease = "5s"),
                 "`lease` applies only to `lock = \"redis\"`; a `file` guard holds no lease",
+            ),
+            (
+                quote!(every = "1s", lock = "redis", lease = "50ms"),
+                "`lease = \"50ms\"` is out of range; give a lease from 100ms to 24h",
+            ),
+            (
+                quote!(every = "1s", lock = "redis", lease = "25h"),
+                "`lease = \"25h\"` is out of range; give a lease from 100ms to 24h",
             ),
             (
                 quote!(every = "1s", max_instances = 0),

@@ -104,7 +104,8 @@ impl Builder {
     }
 
     /// The first part of every Redis key (default `cronguard`): keys are
-    /// `<prefix>:{<job>}:lock` and `<prefix>:{<job>}:state`.
+    /// `<prefix>:{<job>}:lock`, `<prefix>:{<job>}:state`, `<prefix>:{<job>}:cancel` and
+    /// `<prefix>:{<job>}:reported:<fire ms>`.
     pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.redis_prefix = prefix.into();
         self
@@ -492,16 +493,97 @@ async fn connect_redis(
     None
 }
 
-/// A Redis URL without its password, for messages.
+/// A Redis URL without its passwords, for messages: the password of `user:password@host` (also
+/// one with `@`, `/` or `?` in it that was not percent-encoded) and the values of the `pass` and
+/// `password` query parameters (`redis+unix:///run/redis.sock?pass=...`) become `***`.
 #[cfg(feature = "redis")]
 fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{}:***{}", &url[..scheme + 3], user, &url[at..])
+    // Query parameters first, so that an `@` in a masked value is gone before the userinfo is
+    // looked for.
+    let url = match url.split_once('?') {
+        Some((base, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|param| match param.split_once('=') {
+                    Some((key, _))
+                        if key.eq_ignore_ascii_case("pass")
+                            || key.eq_ignore_ascii_case("password") =>
+                    {
+                        format!("{key}=***")
+                    }
+                    _ => param.to_owned(),
+                })
+                .collect();
+            format!("{base}?{}", params.join("&"))
         }
-        _ => url.to_owned(),
+        None => url.to_owned(),
+    };
+    // The userinfo ends at the last `@`: a password may hold `@`, `/` or `?` unencoded.
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme + 3 => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url,
+            }
+        }
+        _ => url,
+    }
+}
+
+#[cfg(all(test, feature = "redis"))]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn redact_hides_every_form_of_password() {
+        let cases = [
+            (
+                "redis://app:s3cret@127.0.0.1:6379/0",
+                "redis://app:***@127.0.0.1:6379/0",
+            ),
+            (
+                "rediss://:s3cret@cache.example:6380",
+                "rediss://:***@cache.example:6380",
+            ),
+            ("redis://app@127.0.0.1/", "redis://app@127.0.0.1/"),
+            ("redis://127.0.0.1:6379/", "redis://127.0.0.1:6379/"),
+            // `@`, `/` and `?` in a password that was not percent-encoded.
+            (
+                "redis://app:s3@c/r?et@127.0.0.1/",
+                "redis://app:***@127.0.0.1/",
+            ),
+            (
+                "redis+unix:///run/redis.sock?pass=s3cret",
+                "redis+unix:///run/redis.sock?pass=***",
+            ),
+            (
+                "unix:///run/redis.sock?db=2&pass=s3cret",
+                "unix:///run/redis.sock?db=2&pass=***",
+            ),
+            (
+                "redis+unix:///run/redis.sock?password=s3cret&db=1",
+                "redis+unix:///run/redis.sock?password=***&db=1",
+            ),
+            (
+                "redis+unix:///run/redis.sock?user=app&PASS=s3@cret",
+                "redis+unix:///run/redis.sock?user=app&PASS=***",
+            ),
+            (
+                "redis://app:s3cret@127.0.0.1/0?protocol=resp3&password=s3cret",
+                "redis://app:***@127.0.0.1/0?protocol=resp3&password=***",
+            ),
+            // Only whole parameter names: `bypass=` is not a password.
+            (
+                "redis+unix:///x.sock?bypass=1",
+                "redis+unix:///x.sock?bypass=1",
+            ),
+        ];
+        for (url, expected) in cases {
+            let shown = redact(url);
+            assert_eq!(shown, expected, "{url}");
+            assert!(!shown.contains("s3"), "{url} -> {shown}");
+        }
     }
 }
 

@@ -124,7 +124,9 @@ impl Job {
         self
     }
 
-    /// The lease of a `redis` guard (`lease = "..."`).
+    /// The lease of a `redis` guard (`lease = "..."`), from
+    /// [`MIN_LEASE`](cronguard_schedule::MIN_LEASE) (100 ms) to
+    /// [`MAX_LEASE`](cronguard_schedule::MAX_LEASE) (24 h).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = Some(lease);
         self
@@ -229,8 +231,10 @@ impl Job {
                 "job `{name}`: `lease` applies only to `lock = \"redis\"`"
             ));
         }
-        if self.lease.is_some_and(|l| l.as_millis() == 0) {
-            problems.push(format!("job `{name}`: the lease must be at least 1 ms"));
+        if let Some(lease) = self.lease {
+            if let Err(range) = cronguard_schedule::check_lease(lease) {
+                problems.push(format!("job `{name}`: the lease of {lease:?} {range}"));
+            }
         }
         if self.misfire_grace.is_zero() {
             problems.push(format!(
@@ -302,4 +306,48 @@ pub(crate) fn registered() -> Vec<&'static StaticJob> {
             .then(a.line.cmp(&b.line))
     });
     jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redis_job(lease: Duration) -> Job {
+        Job::new(
+            "leased",
+            Schedule::every(Duration::from_secs(1)).expect("valid"),
+        )
+        .lock(Lock::Redis)
+        .lease(lease)
+        .run(|_| async {})
+    }
+
+    #[test]
+    fn leases_outside_the_shared_limits_are_rejected_with_the_range() {
+        for lease in [
+            Duration::from_millis(1),
+            Duration::from_millis(99),
+            Duration::from_secs(24 * 3600) + Duration::from_millis(1),
+            Duration::from_secs(u64::MAX),
+        ] {
+            let problems = redis_job(lease).problems();
+            assert_eq!(problems.len(), 1, "{lease:?}: {problems:?}");
+            assert!(
+                problems[0].starts_with("job `leased`: the lease of ")
+                    && problems[0].contains("from 100ms to 24h"),
+                "{lease:?}: {problems:?}"
+            );
+        }
+        for lease in [
+            cronguard_schedule::MIN_LEASE,
+            DEFAULT_LEASE,
+            cronguard_schedule::MAX_LEASE,
+        ] {
+            assert_eq!(
+                redis_job(lease).problems(),
+                Vec::<String>::new(),
+                "{lease:?}"
+            );
+        }
+    }
 }

@@ -265,7 +265,8 @@ fn a_frozen_holder_is_replaced_and_takes_no_step_after_its_lease() {
     assert_each_fire_once(&record);
     let newer = record
         .iter()
-        .filter(|e| e.what == "start" && e.pid != frozen.pid && e.at_ms < cont_ms)
+        // `<=`: the start seen before `cont_ms` was taken may carry the same millisecond.
+        .filter(|e| e.what == "start" && e.pid != frozen.pid && e.at_ms <= cont_ms)
         .map(|e| e.token)
         .max()
         .expect("a newer holder");
@@ -387,5 +388,70 @@ fn a_redis_restart_that_lost_its_data_keeps_fencing_tokens_rising() {
     assert!(
         after > before,
         "fencing tokens after the restart ({after}) exceed those before ({before})"
+    );
+}
+
+#[test]
+fn a_claim_whose_reply_was_lost_in_a_redis_freeze_still_runs_its_fire() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let s = Settings {
+        lease_ms: 3000,
+        grace_ms: 60_000,
+        work_ms: 50,
+        run_for_ms: 12_000,
+    };
+    // One replica: a fire it sees "claimed elsewhere" can only be its own claim.
+    let replicas = Replicas::start("lost-reply", &redis, s, &[0]);
+    replicas.wait_for(Duration::from_secs(5), "two runs", |r| {
+        starts_per_fire(r).len() >= 2
+    });
+    let from = now_ms();
+    // Longer than the 2 s response timeout plus a period: a claim sent during the freeze fails
+    // on the client, and the server applies it when it runs again.
+    redis.pause();
+    std::thread::sleep(Duration::from_millis(3500));
+    redis.resume();
+    let to = now_ms();
+    replicas.wait_for(Duration::from_secs(8), "runs after the freeze", |r| {
+        r.iter().any(|e| e.what == "start" && e.at_ms > to + 500)
+    });
+    let record = replicas.finish(None);
+    assert_each_fire_once(&record);
+    let elsewhere: Vec<i64> = record
+        .iter()
+        .filter(|e| e.what == "ev:claimed_elsewhere")
+        .map(|e| e.fire_ms)
+        .collect();
+    assert!(
+        elsewhere.is_empty(),
+        "the replica's own claims, whose replies were lost, were taken for another's: {elsewhere:?}"
+    );
+    assert!(
+        record
+            .iter()
+            .any(|e| e.what == "start" && e.fire_ms >= from && e.fire_ms <= to),
+        "the fire claimed during the freeze ran after it ({from}..{to})"
+    );
+}
+
+#[test]
+fn a_replica_whose_clock_is_an_hour_ahead_cannot_silence_the_others() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let ahead = Replicas::start("ahead", &redis, FAST, &[0, 0, 3_600_000]);
+    let ahead_pid = ahead.children[2].id();
+    let record = ahead.finish(None);
+    assert_each_fire_once(&record);
+    assert_no_gaps(&record);
+    assert!(
+        !record
+            .iter()
+            .any(|e| e.what == "start" && e.pid == ahead_pid),
+        "the replica an hour ahead claimed nothing"
     );
 }

@@ -16,9 +16,12 @@ fn t(s: i64) -> DateTime<Utc> {
 }
 
 async fn acquire(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
-    match guard.claim(t(fire)).await.expect("the guard answers") {
+    acquire_at(guard, t(fire)).await
+}
+
+async fn acquire_at(guard: &dyn Guard, fire: DateTime<Utc>) -> Box<dyn Lease> {
+    match guard.claim(fire).await.expect("the guard answers") {
         Claim::Acquired(lease) => lease,
-        Claim::AlreadyRan => panic!("fire {fire}: AlreadyRan, expected Acquired"),
         other => panic!("fire {fire}: {other:?}, expected Acquired"),
     }
 }
@@ -37,8 +40,9 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
     }
 }
 
-/// What every guard must do, whether or not its leases expire.
-async fn exclusion_and_uniqueness(guard: &dyn Guard) {
+/// What every guard must do, whether or not its leases expire. `other` is another process's
+/// guard of the same job.
+async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
     let first = acquire(guard, 10).await;
     let t1 = first.fencing_token();
     assert_eq!(
@@ -46,15 +50,17 @@ async fn exclusion_and_uniqueness(guard: &dyn Guard) {
         "busy",
         "a held guard is busy for a later fire"
     );
+    assert_eq!(answer(other, 20).await, "busy", "also for another process");
     assert_eq!(
-        answer(guard, 10).await,
+        answer(other, 10).await,
         "already_ran",
-        "the same fire twice"
+        "the same fire claimed by another process"
     );
     assert_eq!(answer(guard, 5).await, "already_ran", "an older fire");
+    assert_eq!(answer(other, 5).await, "already_ran", "an older fire");
     first.release().await.expect("release");
     assert_eq!(
-        answer(guard, 10).await,
+        answer(other, 10).await,
         "already_ran",
         "after release, the fire stays claimed"
     );
@@ -70,33 +76,37 @@ async fn exclusion_and_uniqueness(guard: &dyn Guard) {
     }
 }
 
-/// A busy fire is reported as first only once, to whichever process sees it first.
-async fn busy_is_first_reported_once(guard: &dyn Guard) {
-    let held = acquire(guard, 100).await;
-    let firsts: Vec<bool> = futures_util::future::join_all((0..3).map(|_| guard.claim(t(101))))
-        .await
-        .into_iter()
-        .map(|c| match c.expect("answers") {
-            Claim::Busy { first_report } => first_report,
-            _ => panic!("expected Busy"),
-        })
-        .collect();
+/// A busy fire (`overlap = "skip"`) is reported as first only once, to whichever process sees it
+/// first. `processes` are several processes' guards of one job.
+async fn busy_is_first_reported_once(processes: &[&dyn Guard]) {
+    let held = acquire(processes[0], 100).await;
+    let firsts: Vec<bool> =
+        futures_util::future::join_all(processes[1..].iter().map(|g| g.claim(t(101))))
+            .await
+            .into_iter()
+            .map(|c| match c.expect("answers") {
+                Claim::Busy { first_report } => first_report,
+                other => panic!("{other:?}, expected Busy"),
+            })
+            .collect();
     assert_eq!(firsts.iter().filter(|f| **f).count(), 1, "{firsts:?}");
     held.release().await.expect("release");
 }
 
 /// A dropped fire is reported first by exactly one process, and `last_claimed` follows claims.
-async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard) {
+/// `other` is another process's guard of the same job.
+async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard, other: &dyn Guard) {
     assert_eq!(guard.last_claimed().await.expect("answers"), None);
     assert!(guard.first_report(t(300)).await.expect("answers"));
-    assert!(!guard.first_report(t(300)).await.expect("answers"));
     assert!(
-        !guard.first_report(t(299)).await.expect("answers"),
-        "an older fire was covered"
+        !other.first_report(t(300)).await.expect("answers"),
+        "another process reported it first"
     );
-    assert!(guard.first_report(t(301)).await.expect("answers"));
+    assert!(other.first_report(t(301)).await.expect("answers"));
+    assert!(!guard.first_report(t(301)).await.expect("answers"));
     acquire(guard, 302).await.release().await.expect("release");
     assert_eq!(guard.last_claimed().await.expect("answers"), Some(t(302)));
+    assert_eq!(other.last_claimed().await.expect("answers"), Some(t(302)));
 }
 
 fn scratch_dir(name: &str) -> std::path::PathBuf {
@@ -109,9 +119,14 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
 #[tokio::test]
 async fn file_guard_conforms() {
     let dir = scratch_dir("file");
-    exclusion_and_uniqueness(&FileGuard::new(&dir, "job")).await;
-    busy_is_first_reported_once(&FileGuard::new(&dir, "job2")).await;
-    drops_are_reported_once_and_claims_are_visible(&FileGuard::new(&dir, "job3")).await;
+    exclusion_and_uniqueness(&FileGuard::new(&dir, "job"), &FileGuard::new(&dir, "job")).await;
+    let job2 = [0, 1, 2, 3].map(|_| FileGuard::new(&dir, "job2"));
+    busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>()).await;
+    drops_are_reported_once_and_claims_are_visible(
+        &FileGuard::new(&dir, "job3"),
+        &FileGuard::new(&dir, "job3"),
+    )
+    .await;
     // Two guards on one dir are two processes' views of the same job.
     let a = FileGuard::new(&dir, "shared");
     let b = FileGuard::new(&dir, "shared");
@@ -138,6 +153,16 @@ mod redis {
     use std::sync::Arc;
 
     async fn guard(server: &RedisServer, job: &str, lease_ms: u64) -> RedisGuard {
+        guard_with(server, job, lease_ms, Overlap::Skip).await
+    }
+
+    /// A guard value of its own: another process's view of the job.
+    async fn guard_with(
+        server: &RedisServer,
+        job: &str,
+        lease_ms: u64,
+        overlap: Overlap,
+    ) -> RedisGuard {
         let conn = connect(&server.url()).await.expect("connects");
         RedisGuard::new(
             conn,
@@ -145,7 +170,7 @@ mod redis {
             "cronguard",
             job,
             Duration::from_millis(lease_ms),
-            Overlap::Skip,
+            overlap,
         )
     }
 
@@ -165,9 +190,22 @@ mod redis {
         let Some(server) = RedisServer::start() else {
             return;
         };
-        exclusion_and_uniqueness(&guard(&server, "job", 30_000).await).await;
-        busy_is_first_reported_once(&guard(&server, "job2", 30_000).await).await;
-        drops_are_reported_once_and_claims_are_visible(&guard(&server, "job3", 30_000).await).await;
+        exclusion_and_uniqueness(
+            &guard(&server, "job", 30_000).await,
+            &guard(&server, "job", 30_000).await,
+        )
+        .await;
+        let mut job2 = Vec::new();
+        for _ in 0..4 {
+            job2.push(guard(&server, "job2", 30_000).await);
+        }
+        busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>())
+            .await;
+        drops_are_reported_once_and_claims_are_visible(
+            &guard(&server, "job3", 30_000).await,
+            &guard(&server, "job3", 30_000).await,
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -217,6 +255,279 @@ mod redis {
         }
         let after = after.expect("claims work again after the restart");
         assert!(after > before, "{after} > {before}");
+    }
+
+    /// A plain connection to look at the keys the way an operator would.
+    async fn raw(server: &RedisServer) -> ::redis::aio::ConnectionManager {
+        connect(&server.url()).await.expect("connects")
+    }
+
+    async fn hget(
+        conn: &mut ::redis::aio::ConnectionManager,
+        key: &str,
+        field: &str,
+    ) -> Option<i64> {
+        ::redis::cmd("HGET")
+            .arg(key)
+            .arg(field)
+            .query_async(conn)
+            .await
+            .expect("HGET")
+    }
+
+    async fn pttl(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> i64 {
+        ::redis::cmd("PTTL")
+            .arg(key)
+            .query_async(conn)
+            .await
+            .expect("PTTL")
+    }
+
+    #[tokio::test]
+    async fn redis_a_claim_repeated_after_a_lost_reply_is_the_same_claimant() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "lost", 30_000).await;
+        // The reply of this claim is "lost": the lease is dropped unseen, the fire is asked again.
+        let token = acquire(&g, 1).await.fencing_token();
+        let again = acquire(&g, 1).await;
+        assert_eq!(again.fencing_token(), token, "the stored fencing token");
+        let other_process = guard(&server, "lost", 30_000).await;
+        assert_eq!(
+            answer(&other_process, 1).await,
+            "already_ran",
+            "another process is not the claimant"
+        );
+        assert_eq!(answer(&other_process, 2).await, "busy");
+        assert_eq!(
+            again.renew().await.expect("renews"),
+            Renewal::Renewed,
+            "the retried lease is the lock's holder"
+        );
+        again.release().await.expect("release");
+        assert_eq!(answer(&other_process, 2).await, "acquired");
+
+        // The retry extends the lock to a whole lease from its own send time.
+        let g = guard(&server, "rearm", 1_000).await;
+        let first = acquire(&g, 1).await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let retried = acquire(&g, 1).await;
+        assert_eq!(retried.fencing_token(), first.fencing_token());
+        let left = pttl(&mut conn, "cronguard:{rearm}:lock").await;
+        assert!(left > 900, "the lock was extended: {left} ms left");
+
+        // Once the lease ran out, the retry learns that its fire can no longer start.
+        let g = guard(&server, "lapsed", 200).await;
+        let _lost = acquire(&g, 1).await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(answer(&g, 1).await, "lapsed");
+        assert_eq!(answer(&g, 1).await, "lapsed", "and stays lapsed");
+        assert_eq!(answer(&g, 2).await, "acquired", "later fires are free");
+    }
+
+    #[tokio::test]
+    async fn redis_a_claim_in_flight_while_the_server_froze_is_recognised_on_retry() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        // Load the scripts first, so that the frozen request is the claim itself.
+        assert_eq!(
+            answer(&guard(&server, "warm-up", 30_000).await, 1).await,
+            "acquired"
+        );
+        let g = guard(&server, "frozen", 30_000).await;
+        server.pause();
+        // Longer than the connection's 2 s response timeout: the claim fails on this side, and
+        // the server applies it once it runs again.
+        let (first, ()) = tokio::join!(g.claim(t(1)), async {
+            tokio::time::sleep(Duration::from_millis(2_600)).await;
+            server.resume();
+        });
+        assert!(first.is_err(), "the claim timed out: {first:?}");
+        let mut conn = raw(&server).await;
+        let mut applied = None;
+        for _ in 0..50 {
+            applied = hget(&mut conn, "cronguard:{frozen}:state", "last").await;
+            if applied.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            applied,
+            Some(t(1).timestamp_millis()),
+            "the frozen server applied the claim when it ran again"
+        );
+        let fence = hget(&mut conn, "cronguard:{frozen}:state", "fence").await;
+        let mut retried = None;
+        for _ in 0..100 {
+            match g.claim(t(1)).await {
+                Ok(claim) => {
+                    retried = Some(claim);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        match retried.expect("the guard answers again after the freeze") {
+            Claim::Acquired(lease) => {
+                assert_eq!(
+                    Some(lease.fencing_token() as i64),
+                    fence,
+                    "the stored token"
+                );
+                lease.release().await.expect("release");
+            }
+            Claim::Lapsed => {} // only if the lease ran out meanwhile
+            other => panic!("the retry of a claim that took effect answered {other:?}"),
+        }
+    }
+
+    async fn exists(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> bool {
+        ::redis::cmd("EXISTS")
+            .arg(key)
+            .query_async::<i64>(conn)
+            .await
+            .expect("EXISTS")
+            == 1
+    }
+
+    /// Now on the server's clock, to the millisecond (the server runs on this host).
+    fn now() -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_millis(Utc::now().timestamp_millis()).expect("in range")
+    }
+
+    #[tokio::test]
+    async fn redis_a_fire_far_ahead_of_the_server_clock_is_refused_and_not_stored() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "ahead", 30_000).await;
+        match g.claim(now() + TimeDelta::hours(1)).await.expect("answers") {
+            Claim::TooEarly { ahead } => assert!(
+                ahead > Duration::from_secs(3590) && ahead <= Duration::from_secs(3600),
+                "{ahead:?}"
+            ),
+            other => panic!("a fire an hour ahead: {other:?}, expected TooEarly"),
+        }
+        assert!(
+            !exists(&mut conn, "cronguard:{ahead}:state").await,
+            "no claim recorded"
+        );
+        assert!(
+            !exists(&mut conn, "cronguard:{ahead}:lock").await,
+            "no lock taken"
+        );
+        assert_eq!(g.last_claimed().await.expect("answers"), None);
+        // Within the tolerance (a clock a little ahead, a fire on time): claimed.
+        let soon = now() + TimeDelta::milliseconds(500);
+        acquire_at(&g, soon).await.release().await.expect("release");
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(soon));
+    }
+
+    #[tokio::test]
+    async fn redis_a_stored_fire_far_ahead_of_the_server_clock_does_not_silence_the_job() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        // Written by a replica whose clock was a day ahead, before claims were checked.
+        let poisoned = now() + TimeDelta::days(1);
+        let () = ::redis::cmd("HSET")
+            .arg("cronguard:{poisoned}:state")
+            .arg("last")
+            .arg(poisoned.timestamp_millis())
+            .query_async(&mut conn)
+            .await
+            .expect("HSET");
+        let g = guard(&server, "poisoned", 30_000).await;
+        let fire = now();
+        let lease = acquire_at(&g, fire).await;
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(fire));
+        lease.release().await.expect("release");
+        let other_process = guard(&server, "poisoned", 30_000).await;
+        assert!(
+            matches!(
+                other_process.claim(fire).await.expect("answers"),
+                Claim::AlreadyRan
+            ),
+            "the fire is claimed once"
+        );
+    }
+
+    #[tokio::test]
+    async fn redis_reports_are_recorded_per_fire_and_per_process() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "reports", 30_000).await;
+        let other_process = guard(&server, "reports", 30_000).await;
+        assert!(g.first_report(t(7)).await.expect("answers"));
+        assert!(
+            g.first_report(t(5)).await.expect("answers"),
+            "an older fire is a fire of its own, not covered by a later one"
+        );
+        assert!(
+            g.first_report(t(7)).await.expect("answers"),
+            "the same guard value asking again (its reply was lost) is still first"
+        );
+        assert!(!other_process.first_report(t(7)).await.expect("answers"));
+        assert!(!other_process.first_report(t(5)).await.expect("answers"));
+        assert!(other_process.first_report(t(6)).await.expect("answers"));
+        let key = format!("cronguard:{{reports}}:reported:{}", t(7).timestamp_millis());
+        let left = pttl(&mut conn, &key).await;
+        assert!(
+            left > 0 && left <= 3_600_000,
+            "the record of a report expires: {left} ms"
+        );
+
+        // A busy fire of `overlap = "skip"` is dropped, so the claim records its report; asked
+        // again by the same guard value it is still first.
+        let held = acquire(&g, 100).await;
+        for _ in 0..2 {
+            assert!(matches!(
+                other_process.claim(t(101)).await.expect("answers"),
+                Claim::Busy { first_report: true }
+            ));
+        }
+        assert!(matches!(
+            g.claim(t(101)).await.expect("answers"),
+            Claim::Busy {
+                first_report: false
+            }
+        ));
+        assert!(!g.first_report(t(101)).await.expect("answers"));
+        assert!(other_process.first_report(t(101)).await.expect("answers"));
+        held.release().await.expect("release");
+    }
+
+    #[tokio::test]
+    async fn redis_a_busy_fire_that_waits_keeps_its_report_for_the_misfire() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        for overlap in [Overlap::Queue, Overlap::Replace] {
+            let job = format!("{overlap:?}");
+            let holder = guard_with(&server, &job, 30_000, overlap).await;
+            let waiting = guard_with(&server, &job, 30_000, overlap).await;
+            let third = guard_with(&server, &job, 30_000, overlap).await;
+            let held = acquire(&holder, 1).await;
+            // The fire is not dropped: it waits (queue) or replaces the run (replace).
+            assert_eq!(answer(&waiting, 2).await, "busy");
+            assert_eq!(answer(&third, 2).await, "busy");
+            // Its grace ran out: the misfire is reported at warn level once, not "already
+            // reported by another process" everywhere.
+            assert!(
+                waiting.first_report(t(2)).await.expect("answers"),
+                "{overlap:?}: the busy claims did not consume the report"
+            );
+            assert!(!third.first_report(t(2)).await.expect("answers"));
+            held.release().await.expect("release");
+        }
     }
 
     #[tokio::test]

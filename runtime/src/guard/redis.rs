@@ -2,15 +2,32 @@
 //!
 //! Keys of one job share the hash tag `{<job>}`, so they live in one slot of a Redis Cluster:
 //!
-//! - `<prefix>:{<job>}:lock`: the holder's random token, with `PX lease`;
-//! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (the
-//!   last fencing token) and `reported` (the last dropped fire reported, so that a skip or a
-//!   misfire is reported at warn level once across replicas);
+//! - `<prefix>:{<job>}:lock`: the holder's token, with `PX lease`. A token is a random nonce made
+//!   once per guard value and the fire's Unix ms, so the same guard value claiming the same fire
+//!   again uses the same token;
+//! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
+//!   fencing token) and `holder` (the token that claimed it);
+//! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
+//!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
+//!   is reported at warn level once. One key per fire: a report of fire 5 after one of fire 7 is
+//!   a first report too. A busy claim writes it only for `overlap = "skip"`, where the busy fire
+//!   is dropped; under `queue` and `replace` the fire waits, and its misfire, if it comes to
+//!   that, is reported through `first_report`;
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //!
-//! A claim is one script, one round trip. A release and a renewal are one script each, and both
-//! compare the token first, so only the holder can release or extend its lease.
+//! A claim is one script, one round trip. It reads the server's `TIME` and refuses a fire further
+//! ahead of it than [`CLAIM_AHEAD_TOLERANCE`] (`TooEarly`, nothing written), so that one replica
+//! with a clock far ahead cannot record a future fire that would make every replica's claims
+//! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A release
+//! and a renewal are one script each, and both compare the token first, so only the holder can
+//! release or extend its lease.
+//!
+//! A claim whose reply is lost (a timeout, a dropped connection) may still have been applied. Its
+//! retry carries the same token, so the script recognises it: while the lock still holds that
+//! token the retry is `Acquired` again, with the stored fencing token and the lock extended to a
+//! whole lease from the retry; once the lock is gone it is `Lapsed`. Never `AlreadyRan`, which
+//! would drop the fire without a word and leave the stale lock to make later fires `Busy`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,26 +42,76 @@ use crate::clock::epoch_millis;
 use crate::registry::BoxFuture;
 use crate::Overlap;
 
+/// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
+///
+/// A replica's timer fires on its own clock, so a claim arrives a little before the server's
+/// time when that clock is slightly ahead; within this tolerance that is an ordinary fire. A fire
+/// further ahead comes from a clock that is wrong: the claim answers [`Claim::TooEarly`] and
+/// writes nothing, because a recorded fire in the future would make every replica's claim of
+/// every fire up to it `AlreadyRan` — one bad clock would silence the job cluster-wide. For the
+/// same reason a recorded `last` further ahead than this (written before this check, or before
+/// the server's clock was set back) is ignored, and logged at error level.
+pub(crate) const CLAIM_AHEAD_TOLERANCE: Duration = Duration::from_millis(CLAIM_AHEAD_TOLERANCE_MS);
+const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
+
+/// How long the record of a reported drop is kept, in ms: 1 h. The replicas that see a drop
+/// report it within about one misfire grace of each other, so they all find the record; after
+/// that the key would only be garbage, one per dropped fire.
+const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
+
+/// KEYS: lock, state, cancel, the report record of this fire. ARGV: fire (Unix ms), the
+/// claimant's token, lease (ms), `1` for `overlap = "replace"`, the ahead tolerance (ms), `1` for
+/// `overlap = "skip"` (a busy fire is dropped, so the claim records its report), the guard
+/// value's nonce, the report record's TTL (ms).
+///
+/// Answers `{answer, value, ignored}`: answer `0` already ran, `1` busy (value: first report),
+/// `2` acquired (value: the fencing token), `3` lapsed (this claimant's own claim of the fire
+/// took effect and its lease is gone), `4` too early (value: ms ahead of the server's clock);
+/// `ignored` is `1` when a recorded `last` far ahead of the server's clock was ignored.
 const CLAIM: &str = r#"
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'reported')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local fire = tonumber(ARGV[1])
-if tonumber(state[1] or '-1') >= fire then
-  return {0, 0}
+local tolerance = tonumber(ARGV[5])
+if fire > now + tolerance then
+  return {4, fire - now, 0}
+end
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder')
+local last = tonumber(state[1])
+local ignored = 0
+if last and last > now + tolerance then
+  last = nil
+  ignored = 1
+end
+if last == fire and state[3] == ARGV[2] then
+  if redis.call('GET', KEYS[1]) ~= ARGV[2] then
+    return {3, 0, ignored}
+  end
+  local fence = tonumber(state[2])
+  if not fence then
+    return redis.error_reply('the hash ' .. KEYS[2] .. ' holds no valid fencing token; delete it to reset the job')
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {2, fence, ignored}
+end
+if last and last >= fire then
+  return {0, 0, ignored}
 end
 if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   if ARGV[4] == '1' then
     redis.call('SET', KEYS[3], redis.call('GET', KEYS[1]), 'PX', ARGV[3])
   end
-  if tonumber(state[3] or '-1') < fire then
-    redis.call('HSET', KEYS[2], 'reported', ARGV[1])
-    return {1, 1}
+  if ARGV[6] ~= '1' then
+    return {1, 1, ignored}
   end
-  return {1, 0}
+  if redis.call('SET', KEYS[4], ARGV[7], 'NX', 'PX', ARGV[8]) or redis.call('GET', KEYS[4]) == ARGV[7] then
+    return {1, 1, ignored}
+  end
+  return {1, 0, ignored}
 end
-local t = redis.call('TIME')
-local token = math.max(tonumber(state[2] or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token))
-return {2, token}
+local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2])
+return {2, token, ignored}
 "#;
 
 const RELEASE: &str = r#"
@@ -65,9 +132,10 @@ end
 return 0
 "#;
 
+/// KEYS: the report record of the fire. ARGV: the guard value's nonce, the record's TTL (ms).
+/// `1` when this guard value is the first to report the fire (also when it asks again).
 const FIRST_REPORT: &str = r#"
-if tonumber(redis.call('HGET', KEYS[1], 'reported') or '-1') < tonumber(ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'reported', ARGV[1])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('GET', KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0
@@ -94,12 +162,19 @@ impl Scripts {
 
 pub(crate) struct RedisGuard {
     conn: ConnectionManager,
+    /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
+    /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
+    nonce: Arc<str>,
     scripts: Arc<Scripts>,
     lock_key: Arc<str>,
     state_key: Arc<str>,
     cancel_key: Arc<str>,
+    /// `<prefix>:{<job>}:reported:`, followed by a fire's Unix ms.
+    reported_prefix: Arc<str>,
     lease: Duration,
     replace: bool,
+    /// `overlap = "skip"`: a busy fire is dropped, so the claim records its report.
+    skip: bool,
 }
 
 impl RedisGuard {
@@ -113,18 +188,34 @@ impl RedisGuard {
     ) -> Self {
         RedisGuard {
             conn,
+            nonce: Arc::from(format!(
+                "{:016x}{:016x}",
+                fastrand::u64(..),
+                fastrand::u64(..)
+            )),
             scripts,
             lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
+            reported_prefix: Arc::from(format!("{prefix}:{{{job}}}:reported:")),
             lease,
             replace: overlap == Overlap::Replace,
+            skip: overlap == Overlap::Skip,
         }
     }
 }
 
 fn redis_err(e: redis::RedisError) -> GuardError {
     GuardError::Redis(e.to_string())
+}
+
+/// The lease as Redis `PX` milliseconds. `Job::problems` and the macro keep leases within
+/// `MIN_LEASE..=MAX_LEASE`; this refuses anything else rather than cut it down to a wrong
+/// expiry.
+fn lease_px(lease: Duration) -> Result<u64, GuardError> {
+    cronguard_schedule::check_lease(lease)
+        .and_then(|()| u64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
+        .map_err(|e| GuardError::Redis(format!("the lease of {lease:?} {e}")))
 }
 
 impl Guard for RedisGuard {
@@ -136,27 +227,51 @@ impl Guard for RedisGuard {
         let cancel_key = Arc::clone(&self.cancel_key);
         let lease = self.lease;
         let replace = self.replace;
+        let skip = self.skip;
+        let nonce = Arc::clone(&self.nonce);
+        let fire = epoch_millis(fire_time);
+        let reported_key = format!("{}{fire}", self.reported_prefix);
+        // The same for every claim of this fire by this guard value.
+        let token = format!("{}:{fire}", self.nonce);
         Box::pin(async move {
-            let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+            let px = lease_px(lease)?;
+            // The lock's expiry on the server is at least a lease after this instant, also when
+            // this claim repeats one that took effect (the script extends the lock then).
             let sent_at = Instant::now();
-            let (answer, value): (i64, u64) = scripts
+            let (answer, value, ignored): (i64, u64, i64) = scripts
                 .claim
                 .key(&*lock_key)
                 .key(&*state_key)
                 .key(&*cancel_key)
-                .arg(epoch_millis(fire_time))
+                .key(&reported_key)
+                .arg(fire)
                 .arg(&token)
-                .arg(lease.as_millis() as u64)
+                .arg(px)
                 .arg(if replace { "1" } else { "0" })
+                .arg(CLAIM_AHEAD_TOLERANCE_MS)
+                .arg(if skip { "1" } else { "0" })
+                .arg(&*nonce)
+                .arg(REPORT_TTL_MS)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
+            if ignored == 1 {
+                tracing::error!(
+                    key = %state_key,
+                    fire_time = %fire_time,
+                    "the last claimed fire recorded in Redis lies more than {CLAIM_AHEAD_TOLERANCE:?} ahead of the Redis server's clock (a replica's clock was ahead, or the server's clock was set back); it was ignored so that it does not silence the job. Run NTP on every host and on the Redis server"
+                );
+            }
             Ok(match answer {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },
-                _ => Claim::Acquired(Box::new(RedisLease {
+                3 => Claim::Lapsed,
+                4 => Claim::TooEarly {
+                    ahead: Duration::from_millis(value),
+                },
+                2 => Claim::Acquired(Box::new(RedisLease {
                     conn,
                     scripts,
                     lock_key,
@@ -166,17 +281,26 @@ impl Guard for RedisGuard {
                     lease,
                     sent_at,
                 })),
+                other => {
+                    return Err(GuardError::Redis(format!(
+                        "the claim script answered {other}, which this version of cronguard does not know; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                    )))
+                }
             })
         })
     }
 
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
-        let (state_key, mut conn, scripts) = self.state_key_and_conn();
+        let mut conn = self.conn.clone();
+        let scripts = Arc::clone(&self.scripts);
+        let key = format!("{}{}", self.reported_prefix, epoch_millis(fire_time));
+        let nonce = Arc::clone(&self.nonce);
         Box::pin(async move {
             let first: i64 = scripts
                 .first_report
-                .key(&*state_key)
-                .arg(epoch_millis(fire_time))
+                .key(&key)
+                .arg(&*nonce)
+                .arg(REPORT_TTL_MS)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
@@ -185,7 +309,8 @@ impl Guard for RedisGuard {
     }
 
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
-        let (state_key, mut conn, _) = self.state_key_and_conn();
+        let state_key = Arc::clone(&self.state_key);
+        let mut conn = self.conn.clone();
         Box::pin(async move {
             let last: Option<i64> = redis::cmd("HGET")
                 .arg(&*state_key)
@@ -195,16 +320,6 @@ impl Guard for RedisGuard {
                 .map_err(redis_err)?;
             Ok(last.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
-    }
-}
-
-impl RedisGuard {
-    fn state_key_and_conn(&self) -> (Arc<str>, ConnectionManager, Arc<Scripts>) {
-        (
-            Arc::clone(&self.state_key),
-            self.conn.clone(),
-            Arc::clone(&self.scripts),
-        )
     }
 }
 
@@ -236,12 +351,13 @@ impl Lease for RedisLease {
         let token = self.token.clone();
         let lease = self.lease;
         Box::pin(async move {
+            let px = lease_px(lease)?;
             let answer: i64 = scripts
                 .renew
                 .key(&*lock_key)
                 .key(&*cancel_key)
                 .arg(&token)
-                .arg(lease.as_millis() as u64)
+                .arg(px)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
@@ -308,4 +424,23 @@ pub(crate) async fn clock_skew(
     let server = DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or(midpoint)
         + chrono::TimeDelta::microseconds(micros);
     Ok(server - midpoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_out_of_range_is_refused_not_truncated() {
+        assert_eq!(lease_px(Duration::from_secs(30)).ok(), Some(30_000));
+        for lease in [
+            Duration::from_millis(1),
+            Duration::from_secs(u64::MAX),
+            // 2^64 ms + 5 ms: `as u64` would make it a 5 ms lease.
+            Duration::from_millis(u64::MAX) + Duration::from_millis(6),
+        ] {
+            let err = lease_px(lease).expect_err("out of range").to_string();
+            assert!(err.contains("from 100ms to 24h"), "{err}");
+        }
+    }
 }
