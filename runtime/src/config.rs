@@ -232,16 +232,21 @@ impl Builder {
         let mut runnable = Vec::with_capacity(jobs.len());
         for job in jobs {
             let guard: Option<Arc<dyn Guard>> = match (job.lock, &redis) {
-                (Lock::File, _) => Some(Arc::new(FileGuard::new(&lock_dir, &job.name))),
+                (Lock::File, _) => Some(Arc::new(
+                    FileGuard::new(&lock_dir, &job.name).with_overlap(job.overlap),
+                )),
                 #[cfg(feature = "redis")]
-                (Lock::Redis, Some(redis)) => Some(Arc::new(crate::guard::redis::RedisGuard::new(
-                    redis.conn.clone(),
-                    Arc::clone(&redis.scripts),
-                    &self.redis_prefix,
-                    &job.name,
-                    job.lease_or_default(),
-                    job.overlap,
-                ))),
+                (Lock::Redis, Some(redis)) => Some(Arc::new(
+                    crate::guard::redis::RedisGuard::new(
+                        redis.conn.clone(),
+                        Arc::clone(&redis.scripts),
+                        &self.redis_prefix,
+                        &job.name,
+                        job.lease_or_default(),
+                        job.overlap,
+                    )
+                    .with_grace(job.misfire_grace),
+                )),
                 _ => None,
             };
             let Some(body) = job.body.clone() else {

@@ -25,13 +25,23 @@ async fn replica(
     work: Duration,
     events: &Arc<Mutex<Vec<Event>>>,
 ) -> Cronguard {
-    let sink = Arc::clone(events);
     let job = Job::new(
         "shared",
         Schedule::every(Duration::from_secs(1)).expect("valid"),
     )
-    .lock(Lock::File)
-    .run(move |_| async move { tokio::time::sleep(work).await });
+    .lock(Lock::File);
+    replica_of(dir, offset_ms, work, events, job).await
+}
+
+async fn replica_of(
+    dir: &std::path::Path,
+    offset_ms: i64,
+    work: Duration,
+    events: &Arc<Mutex<Vec<Event>>>,
+    job: Job,
+) -> Cronguard {
+    let sink = Arc::clone(events);
+    let job = job.run(move |_| async move { tokio::time::sleep(work).await });
     cronguard::builder()
         .registered_jobs(false)
         .lock_dir(dir)
@@ -68,6 +78,49 @@ async fn replicas_with_skewed_clocks_run_each_fire_once() {
         };
         assert_eq!(of("started"), 1, "fire {second}: {events:#?}");
         assert_eq!(of("claimed_elsewhere"), 2, "fire {second}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With `overlap = "queue"` a busy fire waits instead of being dropped, so the busy answer must
+/// not use up the fire's report: when it misfires, exactly one replica reports it at warn level.
+#[tokio::test(start_paused = true)]
+async fn a_queued_fire_that_misfires_is_reported_at_warn_level_once_across_replicas() {
+    let dir = lock_dir("queue-misfire");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let job = || {
+        Job::new(
+            "queued",
+            Schedule::every(Duration::from_secs(2)).expect("valid"),
+        )
+        .lock(Lock::File)
+        .overlap(cronguard::Overlap::Queue)
+        .misfire_grace(Duration::from_secs(1))
+    };
+    // Runs take 5 s: the fires after the first wait for its run and misfire in both replicas.
+    let a = replica_of(&dir, 0, Duration::from_secs(5), &events, job()).await;
+    let b = replica_of(&dir, -50, Duration::from_secs(5), &events, job()).await;
+    tokio::time::sleep(Duration::from_millis(6_900)).await;
+    a.shutdown_within(Duration::ZERO).await;
+    b.shutdown_within(Duration::ZERO).await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let events = events.lock().expect("lock").clone();
+    let mut misfired: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind.name() == "misfired")
+        .map(|e| e.fire_time)
+        .collect();
+    misfired.dedup();
+    assert!(misfired.len() >= 2, "{events:#?}");
+    for fire in misfired {
+        let warned = events
+            .iter()
+            .filter(|e| e.fire_time == fire && e.kind.name() == "misfired" && e.first_report)
+            .count();
+        assert_eq!(
+            warned, 1,
+            "fire {fire}: one replica reports the misfire at warn level: {events:#?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -28,12 +28,9 @@ fn replica(name: &'static str, runs: &Runs) -> Job {
         // Ignores `ctx.is_cancelled()` on purpose, as a careless blocking job would.
         std::thread::sleep(Duration::from_millis(2_500));
         let ended = Instant::now();
-        runs.lock().expect("lock").push((
-            name,
-            ctx.fire_time().timestamp_millis(),
-            started,
-            ended,
-        ));
+        runs.lock()
+            .expect("lock")
+            .push((name, ctx.fire_time().timestamp_millis(), started, ended));
     })
 }
 

@@ -555,4 +555,92 @@ mod redis {
         held.release().await.expect("release");
         assert_eq!(answer(&holder_view, 2).await, "acquired");
     }
+
+    async fn claim_name(guard: &dyn Guard, fire: DateTime<Utc>) -> String {
+        format!("{:?}", guard.claim(fire).await.expect("answers"))
+    }
+
+    #[tokio::test]
+    async fn redis_a_retry_after_a_later_fire_was_claimed_is_lapsed_not_already_ran() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let a = guard(&server, "later", 300).await;
+        let b = guard(&server, "later", 300).await;
+        let first = now() - chrono::TimeDelta::seconds(2);
+        // A's claim takes effect, but A never hears of it (its reply is lost).
+        drop(a.claim(first).await.expect("answers"));
+        // Once A's lease has run out, B claims the next fire.
+        let next = first + chrono::TimeDelta::seconds(1);
+        let held = {
+            let mut held = None;
+            for _ in 0..100 {
+                if let Claim::Acquired(lease) = b.claim(next).await.expect("answers") {
+                    held = Some(lease);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            held.expect("B acquires the next fire")
+        };
+        assert_eq!(
+            claim_name(&a, first).await,
+            "Lapsed",
+            "A learns that its own claim took effect and lapsed: never AlreadyRan"
+        );
+        held.release().await.expect("release");
+    }
+
+    #[tokio::test]
+    async fn redis_a_recent_fire_nobody_claimed_is_superseded_and_an_old_one_already_ran() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let a = guard(&server, "passed-over", 30_000).await;
+        let b = guard(&server, "passed-over", 30_000).await;
+        let now = now();
+        acquire_at(&b, now).await.release().await.expect("release");
+        let earlier = now - chrono::TimeDelta::seconds(1);
+        assert_eq!(claim_name(&a, earlier).await, "Superseded");
+        assert_eq!(
+            claim_name(&a, now).await,
+            "AlreadyRan",
+            "the fire B claimed ran"
+        );
+        let long_ago = now - chrono::TimeDelta::hours(1);
+        assert_eq!(
+            claim_name(&a, long_ago).await,
+            "AlreadyRan",
+            "a fire older than its claim record is simply past"
+        );
+    }
+
+    #[tokio::test]
+    async fn redis_an_abandoned_claim_frees_its_lock_and_is_not_counted_as_run() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let a = guard(&server, "abandoned", 30_000).await;
+        let b = guard(&server, "abandoned", 30_000).await;
+        let fire = now();
+        // A's claim takes effect unseen; A gives the fire up.
+        drop(a.claim(fire).await.expect("answers"));
+        assert_eq!(a.last_claimed().await.expect("answers"), Some(fire));
+        b.abandon(fire).await.expect("answers");
+        assert_eq!(
+            a.last_claimed().await.expect("answers"),
+            Some(fire),
+            "another claimant cannot abandon A's claim"
+        );
+        a.abandon(fire).await.expect("answers");
+        assert_eq!(
+            a.last_claimed().await.expect("answers"),
+            None,
+            "a claim given up unstarted does not count as run"
+        );
+        let next = fire + chrono::TimeDelta::milliseconds(500);
+        let lease = acquire_at(&b, next).await;
+        assert_eq!(b.last_claimed().await.expect("answers"), Some(next));
+        lease.release().await.expect("release");
+    }
 }

@@ -33,10 +33,11 @@
 //!   inode the claim just locked (its holder can no longer hold it). The holder clears its record
 //!   when it releases, and logs a warning when its file is gone by then.
 
+use std::collections::VecDeque;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use chrono::{DateTime, Utc};
 use fs2::FileExt;
@@ -53,7 +54,17 @@ const REOPEN_TRIES: usize = 8;
 pub(crate) struct FileGuard {
     lock_path: PathBuf,
     state_path: PathBuf,
+    /// `overlap = "skip"`: a busy fire is dropped, so the claim records its report. Under
+    /// `queue` and `replace` a busy fire waits, and its misfire, if it comes to that, is reported
+    /// through `first_report`.
+    skip: bool,
+    /// The fires this guard value reported last: asking again for one of them answers `true`
+    /// (the record keeps only the newest reported fire of every process).
+    reported_here: Arc<Mutex<VecDeque<i64>>>,
 }
+
+/// How many of its own reported fires a guard value remembers.
+const REPORTED_HERE: usize = 16;
 
 /// The run lock, held, and the inode it is on.
 struct RunLock {
@@ -67,7 +78,35 @@ impl FileGuard {
         FileGuard {
             lock_path: dir.join(format!("{stem}.lock")),
             state_path: dir.join(format!("{stem}.state")),
+            skip: true,
+            reported_here: Arc::default(),
         }
+    }
+
+    /// Whether a busy claim records the fire as reported (`overlap = "skip"`, the default).
+    pub(crate) fn with_overlap(mut self, overlap: crate::Overlap) -> Self {
+        self.skip = overlap == crate::Overlap::Skip;
+        self
+    }
+
+    /// Whether this guard value reports `fire` first, remembering it if so.
+    fn report_first(&self, record: &mut Record, fire: i64) -> bool {
+        let mut here = self
+            .reported_here
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if here.contains(&fire) {
+            return true;
+        }
+        if record.last_reported >= fire {
+            return false;
+        }
+        record.last_reported = fire;
+        if here.len() == REPORTED_HERE {
+            here.pop_front();
+        }
+        here.push_back(fire);
+        true
     }
 
     fn claim_blocking(&self, fire: i64) -> Result<Claim, GuardError> {
@@ -112,9 +151,14 @@ impl FileGuard {
 
     /// Answers `Busy`, recording the fire as reported when it is the first report.
     fn busy(&self, state_file: &File, record: &mut Record, fire: i64) -> Result<Claim, GuardError> {
-        let first_report = record.last_reported < fire;
-        if first_report {
-            record.last_reported = fire;
+        if !self.skip {
+            return Ok(Claim::Busy {
+                first_report: false,
+            });
+        }
+        let before = record.last_reported;
+        let first_report = self.report_first(record, fire);
+        if record.last_reported != before {
             record.write(state_file).map_err(|e| self.state_err(e))?;
         }
         Ok(Claim::Busy { first_report })
@@ -232,11 +276,9 @@ impl Guard for FileGuard {
         let fire = epoch_millis(fire_time);
         self.blocking(move |g| {
             g.with_record(|r| {
-                let first = r.last_reported < fire;
-                if first {
-                    r.last_reported = fire;
-                }
-                (first, first)
+                let before = r.last_reported;
+                let first = g.report_first(r, fire);
+                (first, r.last_reported != before)
             })
         })
     }

@@ -6,7 +6,12 @@
 //!   once per guard value and the fire's Unix ms, so the same guard value claiming the same fire
 //!   again uses the same token;
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
-//!   fencing token) and `holder` (the token that claimed it);
+//!   fencing token) and `lapsed` (a last claimed fire that was given up unstarted: its claimant's
+//!   reply was lost, or it came too late to run; the health check does not count it as run);
+//! - `<prefix>:{<job>}:claim:<fire ms>`: the token that claimed fire `<fire ms>`, kept for the
+//!   job's misfire grace plus 30 s, so that a retry of the claim is recognised even after a later
+//!   fire was claimed, and a recent fire that nobody claimed before a later one is told apart
+//!   (`Superseded`) from one that ran (`AlreadyRan`);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
 //!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
 //!   is reported at warn level once. One key per fire: a report of fire 5 after one of fire 7 is
@@ -24,10 +29,12 @@
 //! release or extend its lease.
 //!
 //! A claim whose reply is lost (a timeout, a dropped connection) may still have been applied. Its
-//! retry carries the same token, so the script recognises it: while the lock still holds that
-//! token the retry is `Acquired` again, with the stored fencing token and the lock extended to a
-//! whole lease from the retry; once the lock is gone it is `Lapsed`. Never `AlreadyRan`, which
-//! would drop the fire without a word and leave the stale lock to make later fires `Busy`.
+//! retry carries the same token, so the script recognises it by the fire's claim record: while
+//! the lock still holds that token the retry is `Acquired` again, with the stored fencing token and
+//! the lock extended to a whole lease from the retry; once the lock is gone it is `Lapsed`. Never
+//! `AlreadyRan`, which would drop the fire without a word. A claim that is given up without an
+//! answer (its fire's grace ran out) is abandoned: one script frees its lock if it holds it and
+//! records the fire as not started.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,15 +66,16 @@ const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
 /// that the key would only be garbage, one per dropped fire.
 const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
 
-/// KEYS: lock, state, cancel, the report record of this fire. ARGV: fire (Unix ms), the
-/// claimant's token, lease (ms), `1` for `overlap = "replace"`, the ahead tolerance (ms), `1` for
-/// `overlap = "skip"` (a busy fire is dropped, so the claim records its report), the guard
-/// value's nonce, the report record's TTL (ms).
+/// KEYS: lock, state, cancel, the report record of this fire, the claim record of this fire.
+/// ARGV: fire (Unix ms), the claimant's token, lease (ms), `1` for `overlap = "replace"`, the
+/// ahead tolerance (ms), `1` for `overlap = "skip"` (a busy fire is dropped, so the claim records
+/// its report), the guard value's nonce, the report record's TTL (ms), the claim record's TTL (ms).
 ///
 /// Answers `{answer, value, ignored}`: answer `0` already ran, `1` busy (value: first report),
 /// `2` acquired (value: the fencing token), `3` lapsed (this claimant's own claim of the fire
-/// took effect and its lease is gone), `4` too early (value: ms ahead of the server's clock);
-/// `ignored` is `1` when a recorded `last` far ahead of the server's clock was ignored.
+/// took effect and its lease is gone), `4` too early (value: ms ahead of the server's clock),
+/// `5` superseded (nobody claimed this recent fire, and a later one was claimed); `ignored` is `1`
+/// when a recorded `last` far ahead of the server's clock was ignored.
 const CLAIM: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -76,15 +84,19 @@ local tolerance = tonumber(ARGV[5])
 if fire > now + tolerance then
   return {4, fire - now, 0}
 end
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder')
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence')
 local last = tonumber(state[1])
 local ignored = 0
 if last and last > now + tolerance then
   last = nil
   ignored = 1
 end
-if last == fire and state[3] == ARGV[2] then
+local claimed_by = redis.call('GET', KEYS[5])
+if claimed_by == ARGV[2] then
   if redis.call('GET', KEYS[1]) ~= ARGV[2] then
+    if tonumber(state[1]) == fire then
+      redis.call('HSET', KEYS[2], 'lapsed', ARGV[1])
+    end
     return {3, 0, ignored}
   end
   local fence = tonumber(state[2])
@@ -95,6 +107,9 @@ if last == fire and state[3] == ARGV[2] then
   return {2, fence, ignored}
 end
 if last and last >= fire then
+  if not claimed_by and fire + tonumber(ARGV[9]) > now then
+    return {5, 0, ignored}
+  end
   return {0, 0, ignored}
 end
 if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
@@ -102,7 +117,7 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
     redis.call('SET', KEYS[3], redis.call('GET', KEYS[1]), 'PX', ARGV[3])
   end
   if ARGV[6] ~= '1' then
-    return {1, 1, ignored}
+    return {1, 0, ignored}
   end
   if redis.call('SET', KEYS[4], ARGV[7], 'NX', 'PX', ARGV[8]) or redis.call('GET', KEYS[4]) == ARGV[7] then
     return {1, 1, ignored}
@@ -110,8 +125,25 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {1, 0, ignored}
 end
 local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2])
+redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token))
+redis.call('SET', KEYS[5], ARGV[2], 'PX', ARGV[9])
 return {2, token, ignored}
+"#;
+
+/// KEYS: lock, state, cancel, the claim record of the fire. ARGV: fire (Unix ms), the
+/// claimant's token. If this claimant's claim of the fire took effect, its lock is freed and,
+/// when it is the last claimed fire, it is recorded as not started (`lapsed`).
+const ABANDON: &str = r#"
+if redis.call('GET', KEYS[4]) ~= ARGV[2] then
+  return 0
+end
+if redis.call('HGET', KEYS[2], 'last') == ARGV[1] then
+  redis.call('HSET', KEYS[2], 'lapsed', ARGV[1])
+end
+if redis.call('GET', KEYS[1]) == ARGV[2] then
+  redis.call('DEL', KEYS[1], KEYS[3])
+end
+return 1
 "#;
 
 const RELEASE: &str = r#"
@@ -147,6 +179,7 @@ pub(crate) struct Scripts {
     release: Script,
     renew: Script,
     first_report: Script,
+    abandon: Script,
 }
 
 impl Scripts {
@@ -156,6 +189,7 @@ impl Scripts {
             release: Script::new(RELEASE),
             renew: Script::new(RENEW),
             first_report: Script::new(FIRST_REPORT),
+            abandon: Script::new(ABANDON),
         }
     }
 }
@@ -171,6 +205,10 @@ pub(crate) struct RedisGuard {
     cancel_key: Arc<str>,
     /// `<prefix>:{<job>}:reported:`, followed by a fire's Unix ms.
     reported_prefix: Arc<str>,
+    /// `<prefix>:{<job>}:claim:`, followed by a fire's Unix ms.
+    claim_prefix: Arc<str>,
+    /// How long a fire's claim record is kept, in ms.
+    claim_ttl_ms: u64,
     lease: Duration,
     replace: bool,
     /// `overlap = "skip"`: a busy fire is dropped, so the claim records its report.
@@ -198,12 +236,37 @@ impl RedisGuard {
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
             reported_prefix: Arc::from(format!("{prefix}:{{{job}}}:reported:")),
+            claim_prefix: Arc::from(format!("{prefix}:{{{job}}}:claim:")),
+            claim_ttl_ms: claim_ttl_ms(crate::job::DEFAULT_MISFIRE_GRACE),
             lease,
             replace: overlap == Overlap::Replace,
             skip: overlap == Overlap::Skip,
         }
     }
 }
+
+impl RedisGuard {
+    /// Keeps each fire's claim record for as long as the job's processes may still ask about the
+    /// fire: its misfire grace, plus [`CLAIM_RECORD_MARGIN`].
+    pub(crate) fn with_grace(mut self, grace: Duration) -> Self {
+        self.claim_ttl_ms = claim_ttl_ms(grace);
+        self
+    }
+}
+
+/// How much longer than a job's grace each fire's claim record is kept: claims are retried and
+/// other processes ask about a fire until its grace ends on their own clocks, a response timeout
+/// or two later.
+const CLAIM_RECORD_MARGIN: Duration = Duration::from_secs(30);
+
+fn claim_ttl_ms(grace: Duration) -> u64 {
+    u64::try_from(grace.saturating_add(CLAIM_RECORD_MARGIN).as_millis())
+        .unwrap_or(u64::MAX)
+        .min(MAX_CLAIM_TTL_MS)
+}
+
+/// A claim record never outlives a week (a grace of `Duration::MAX` is allowed).
+const MAX_CLAIM_TTL_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 fn redis_err(e: redis::RedisError) -> GuardError {
     GuardError::Redis(e.to_string())
@@ -231,6 +294,8 @@ impl Guard for RedisGuard {
         let nonce = Arc::clone(&self.nonce);
         let fire = epoch_millis(fire_time);
         let reported_key = format!("{}{fire}", self.reported_prefix);
+        let claim_key = format!("{}{fire}", self.claim_prefix);
+        let claim_ttl = self.claim_ttl_ms;
         // The same for every claim of this fire by this guard value.
         let token = format!("{}:{fire}", self.nonce);
         Box::pin(async move {
@@ -244,6 +309,7 @@ impl Guard for RedisGuard {
                 .key(&*state_key)
                 .key(&*cancel_key)
                 .key(&reported_key)
+                .key(&claim_key)
                 .arg(fire)
                 .arg(&token)
                 .arg(px)
@@ -252,6 +318,7 @@ impl Guard for RedisGuard {
                 .arg(if skip { "1" } else { "0" })
                 .arg(&*nonce)
                 .arg(REPORT_TTL_MS)
+                .arg(claim_ttl)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
@@ -268,6 +335,7 @@ impl Guard for RedisGuard {
                     first_report: value == 1,
                 },
                 3 => Claim::Lapsed,
+                5 => Claim::Superseded,
                 4 => Claim::TooEarly {
                     ahead: Duration::from_millis(value),
                 },
@@ -308,16 +376,43 @@ impl Guard for RedisGuard {
         })
     }
 
+    fn abandon(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<(), GuardError>> {
+        let mut conn = self.conn.clone();
+        let scripts = Arc::clone(&self.scripts);
+        let fire = epoch_millis(fire_time);
+        let keys = [
+            self.lock_key.to_string(),
+            self.state_key.to_string(),
+            self.cancel_key.to_string(),
+            format!("{}{fire}", self.claim_prefix),
+        ];
+        let token = format!("{}:{fire}", self.nonce);
+        Box::pin(async move {
+            let _: i64 = scripts
+                .abandon
+                .key(&keys[..])
+                .arg(fire)
+                .arg(&token)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(())
+        })
+    }
+
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
         let state_key = Arc::clone(&self.state_key);
         let mut conn = self.conn.clone();
         Box::pin(async move {
-            let last: Option<i64> = redis::cmd("HGET")
+            let (last, lapsed): (Option<i64>, Option<i64>) = redis::cmd("HMGET")
                 .arg(&*state_key)
                 .arg("last")
+                .arg("lapsed")
                 .query_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
+            // A last claim given up unstarted says nothing about which earlier fire ran.
+            let last = last.filter(|l| lapsed != Some(*l));
             Ok(last.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
     }

@@ -505,20 +505,25 @@ impl JobModel {
             Answer::Acquired { token, deadline } => {
                 self.retries = 0;
                 self.last_guard_error = None;
-                let refusal = if deadline.is_some_and(|d| now.mono >= d) {
-                    Some(EventKind::misfired(
-                        "the guard's answer came only after the lease had run out; the run was not started".to_owned(),
-                        fire.t,
-                    ))
+                // A claim granted too late: other processes saw the fire as claimed, so the
+                // report goes through the guard (one of them may have reported it already).
+                let late = if deadline.is_some_and(|d| now.mono >= d) {
+                    Some("the guard's answer came only after the lease had run out; the run was not started".to_owned())
                 } else if now.wall >= fire.deadline {
-                    Some(EventKind::misfired(
-                        format!(
-                            "claimed only after the misfire grace of {} had passed",
-                            human(self.spec.misfire_grace)
-                        ),
-                        fire.t,
+                    Some(format!(
+                        "claimed only after the misfire grace of {} had passed",
+                        human(self.spec.misfire_grace)
                     ))
-                } else if self.running.len() >= self.spec.max_instances as usize {
+                } else {
+                    None
+                };
+                if let Some(reason) = late {
+                    out.push(Action::Abandon(fire.t));
+                    self.report_drop(fire.t, EventKind::misfired(reason, fire.t), now, out);
+                    return;
+                }
+                // A claim this process must not run: the fire is its alone, nobody else reports it.
+                let refusal = if self.running.len() >= self.spec.max_instances as usize {
                     Some(EventKind::Skipped {
                         reason: format!(
                             "{} (the guard granted the claim, but this process never runs more than max_instances at once)",
@@ -539,7 +544,6 @@ impl JobModel {
                 match refusal {
                     Some(kind) => {
                         out.push(Action::Abandon(fire.t));
-                        // The fire is this process's alone: nobody else will report it.
                         self.emit_drop(fire.t, kind, true, now, out);
                     }
                     None => self.start_run(fire, token, now, out),

@@ -111,7 +111,7 @@ fn a_claim_answered_after_its_lease_ran_out_does_not_start() {
         deadline: Some(Duration::from_secs(12)),
     };
     m.on_claimed(late, now(13), &mut out);
-    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
+    assert_eq!(said(&mut out), ["abandon 10", "ask report 10 misfired"]);
     assert_eq!(m.running(), 0);
 }
 
@@ -304,4 +304,5 @@ fn stopping_reports_waiting_fires_and_gives_up_claims_in_flight() {
     m.on_claimed(acquired(1), now(11), &mut out);
     assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
     assert!(!m.busy());
+    // A claim answered after the grace while running is given up and reported through the guard.
 }
