@@ -497,7 +497,8 @@ impl JobModel {
             self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }
-        if !matches!(answer, Answer::Failed(_)) && self.uncertain == Some(fire.t) {
+        let was_uncertain = self.uncertain == Some(fire.t);
+        if !matches!(answer, Answer::Failed(_)) && was_uncertain {
             self.uncertain = None;
         }
         self.too_early = matches!(answer, Answer::TooEarly(_));
@@ -548,6 +549,14 @@ impl JobModel {
                     }
                     None => self.start_run(fire, token, now, out),
                 }
+            }
+            Answer::AlreadyRan if was_uncertain => {
+                // A claim of this fire may have taken effect without its reply, so long ago that
+                // the guard no longer knows who made it (this process was frozen, or its clock
+                // jumped back): whether the fire ran cannot be told, so it is reported.
+                self.retries = 0;
+                let reason = "an earlier claim of this fire by this process got no answer, and the guard no longer knows whose claim it took (this process was paused or its clock jumped back): the fire ran elsewhere or did not run at all".to_owned();
+                self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             }
             Answer::AlreadyRan => {
                 self.retries = 0;

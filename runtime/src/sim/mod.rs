@@ -179,8 +179,10 @@ pub(super) struct Record {
     pub(super) data_losses: Vec<Ms>,
     /// When the server stalled or was down: (from, until).
     pub(super) outages: Vec<(Ms, Ms)>,
-    /// Every claim sent: (true time, fire).
-    pub(super) claims: Vec<(Ms, Ms)>,
+    /// Every claim sent: (true time, fire, replica).
+    pub(super) claims: Vec<(Ms, Ms, usize)>,
+    /// When each replica was frozen: (replica, from, until).
+    pub(super) pauses: Vec<(usize, Ms, Ms)>,
     /// Fires whose claim or report was in flight when their replica crashed.
     pub(super) crash_lost: Vec<Ms>,
     pub(super) stop_at: Ms,
@@ -721,7 +723,7 @@ impl Sim {
                     claim_ttl: self.sc.grace + 2 * RESPONSE_TIMEOUT,
                 };
                 let sent = self.now;
-                self.record.claims.push((sent, fire));
+                self.record.claims.push((sent, fire, r));
                 self.replicas[r].unanswered.insert(fire);
                 self.send(r, req, Pending::Claim { fire, sent }, RESPONSE_TIMEOUT);
             }
@@ -927,6 +929,8 @@ impl Sim {
             Fault::Pause { replica, length } => {
                 let rep = &mut self.replicas[replica];
                 rep.paused_until = rep.paused_until.max(self.now + length);
+                let until = rep.paused_until;
+                self.record.pauses.push((replica, self.now, until));
             }
             Fault::Crash { replica, down } => {
                 let rep = &mut self.replicas[replica];
