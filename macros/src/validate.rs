@@ -9,10 +9,11 @@ use crate::args::{self, Arg, Value, ARGUMENTS};
 use crate::duration;
 use crate::errors::Errors;
 
-/// The default `lease` of a `redis` guard, in milliseconds.
-pub(crate) const DEFAULT_LEASE_MILLIS: u64 = 30_000;
-/// The default `misfire_grace`, in milliseconds.
-pub(crate) const DEFAULT_MISFIRE_GRACE_MILLIS: u64 = 60_000;
+/// The default `lease` of a `redis` guard, in milliseconds (shared with the runtime).
+pub(crate) const DEFAULT_LEASE_MILLIS: u64 = cronguard_schedule::DEFAULT_LEASE.as_millis() as u64;
+/// The default `misfire_grace`, in milliseconds (shared with the runtime).
+pub(crate) const DEFAULT_MISFIRE_GRACE_MILLIS: u64 =
+    cronguard_schedule::DEFAULT_MISFIRE_GRACE.as_millis() as u64;
 
 const LOCKS: &[&str] = &["local", "file", "redis"];
 const OVERLAPS: &[&str] = &["skip", "queue", "replace"];

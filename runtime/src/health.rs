@@ -86,3 +86,35 @@ pub(crate) fn judge(
         _ => HealthState::OnTime,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 0).expect("in range")
+    }
+
+    #[test]
+    fn a_claim_recorded_far_in_the_future_proves_nothing() {
+        let grace = Duration::from_secs(60);
+        let now = at(1_000);
+        assert_eq!(
+            judge(Some(at(900)), Some(at(900)), grace, now),
+            HealthState::OnTime
+        );
+        // Written by a replica whose clock was an hour ahead: the job is not on time for it.
+        assert_eq!(
+            judge(Some(at(900)), Some(at(4_600)), grace, now),
+            HealthState::Overdue {
+                missed: at(900),
+                deadline: at(960)
+            }
+        );
+        // Within the tolerance a replica's slightly fast clock is fine.
+        assert_eq!(
+            judge(Some(at(900)), Some(at(1_000)), grace, now),
+            HealthState::OnTime
+        );
+    }
+}

@@ -47,10 +47,7 @@ impl fmt::Display for Lock {
     }
 }
 
-/// The default `lease` of a `redis` guard.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-/// The default `misfire_grace`.
-pub const DEFAULT_MISFIRE_GRACE: Duration = Duration::from_secs(60);
+pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 
 type AsyncBody = Arc<dyn Fn(JobContext) -> BoxFuture<JobOutcome> + Send + Sync>;
 type BlockingBody = Arc<dyn Fn(JobContext) -> JobOutcome + Send + Sync>;

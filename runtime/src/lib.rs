@@ -34,7 +34,7 @@ pub use crate::job::{Job, Lock, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 pub use crate::registry::IntoJobOutcome;
 pub use crate::status::{Counts, JobStatus, RunRecord};
 pub use cronguard_macros::scheduled;
-pub use cronguard_schedule::{Fires, Schedule, ScheduleError};
+pub use cronguard_schedule::{Fires, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE};
 
 /// What a fire does when no instance slot is free (`overlap = "..."`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

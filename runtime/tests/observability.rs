@@ -308,3 +308,17 @@ async fn a_hook_that_cannot_keep_up_misses_events_but_never_holds_memory_or_jobs
         "the queue was filled: {seen}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_with_an_endless_timeout_does_not_overflow() {
+    let job = Job::new("endless", every(1)).run(|_| async {});
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
+        .job(job)
+        .start()
+        .await
+        .expect("starts");
+    sleep_s(2.5).await;
+    handle.shutdown_within(Duration::MAX).await;
+}

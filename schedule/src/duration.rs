@@ -2,6 +2,12 @@ use std::time::Duration;
 
 use crate::DurationError;
 
+/// The default `lease` of a shared guard (`lease = "..."`), used by the macro and the runtime.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The default `misfire_grace`, used by the macro and the runtime.
+pub const DEFAULT_MISFIRE_GRACE: Duration = Duration::from_secs(60);
+
 /// The shortest `lease` of a `redis` guard: 100 ms. A holder renews its lease every third of it,
 /// so a shorter lease would need a round trip to Redis every few milliseconds and would expire
 /// under an ordinary network delay or a short pause of the process.

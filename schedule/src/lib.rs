@@ -60,7 +60,9 @@ mod schedule;
 mod zone;
 
 pub use crate::cron::{validate_cron, CronExpr, YEAR_MAX, YEAR_MIN};
-pub use crate::duration::{check_lease, parse_duration, MAX_LEASE, MIN_LEASE};
+pub use crate::duration::{
+    check_lease, parse_duration, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, MAX_LEASE, MIN_LEASE,
+};
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
 pub use crate::name::validate_job_name;
 pub use crate::schedule::{Fires, Schedule};
