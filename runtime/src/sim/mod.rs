@@ -1040,7 +1040,7 @@ mod tests {
         let n = std::env::var("CRONGUARD_SIM_SEEDS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(1_000);
+            .unwrap_or(4_000);
         let first = std::env::var("CRONGUARD_SIM_FIRST_SEED")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -1072,14 +1072,28 @@ mod tests {
             assert!(run_seed(seed, false).is_ok(), "{report}");
             return;
         }
-        let mut failures = Vec::new();
         let range = seeds();
         let count = range.end - range.start;
-        for seed in range {
-            if let Err(e) = run_seed(seed, false) {
-                failures.push((seed, e));
-            }
-        }
+        // Seeds are independent: spread them over the cores.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        let mut failures: Vec<(u64, String)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|k| {
+                    let range = range.clone();
+                    scope.spawn(move || {
+                        range
+                            .filter(|seed| seed % threads == k)
+                            .filter_map(|seed| run_seed(seed, false).err().map(|e| (seed, e)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        failures.sort_by_key(|(seed, _)| *seed);
         let mut kinds = std::collections::BTreeMap::new();
         for (_, e) in &failures {
             for line in e.lines() {
@@ -1088,8 +1102,8 @@ mod tests {
                     .or_insert(0) += 1;
             }
         }
-        println!("broken invariants (lines per invariant): {kinds:?}");
         if let Some((seed, e)) = failures.first() {
+            println!("broken invariants (lines per invariant): {kinds:?}");
             let seeds: Vec<u64> = failures.iter().map(|(s, _)| *s).collect();
             panic!(
                 "{} of {count} seeds broke an invariant: {seeds:?}\nfirst: seed {seed}: {e}\nreplay it with CRONGUARD_SIM_SEED={seed} cargo test -p cronguard --lib sim -- --nocapture",
