@@ -199,7 +199,7 @@ impl Cronguard {
         {
             tracing::warn!(
                 waited_ms = release_wait.as_millis() as u64,
-                "some leases were not given back in time; they free themselves when they expire"
+                "some lease releases (or runs that ignored cancellation) did not finish in time; leases free themselves when they expire"
             );
         }
         // Every event, up to the last run's end, reaches the hooks before shutdown returns —

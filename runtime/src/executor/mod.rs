@@ -52,6 +52,11 @@ impl Shared {
         }
     }
 
+    /// The instant of a monotonic time the job models saw.
+    pub(crate) fn instant(&self, mono: Duration) -> Instant {
+        self.origin + mono
+    }
+
     /// A monotonic instant as the job models see it.
     pub(crate) fn mono(&self, at: Instant) -> Duration {
         at.saturating_duration_since(self.origin)

@@ -66,7 +66,12 @@ impl Links {
 
 /// A run after its first poll: (job, run id, how long the poll took, its end and length if it
 /// finished).
-type Polled = (u32, RunId, Option<Duration>, Option<(RunEnd, Duration)>);
+type Polled = (
+    u32,
+    RunId,
+    Option<Duration>,
+    Option<(RunEnd, Duration, Instant)>,
+);
 
 /// Runs the shard until the scheduler stops, then drains it.
 pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
@@ -186,6 +191,8 @@ impl Shard {
     /// Handles the fires of up to [`CHUNK`] jobs of the backlog, one job at a time: its fires
     /// under the lock, then its run's first poll without it, while the job is still in cache.
     fn fire_chunk(&mut self) {
+        // One reading of the clocks for the chunk: its jobs fire within microseconds.
+        let now = self.links.shared.now();
         for _ in 0..CHUNK {
             let Some(idx) = self.backlog.pop_front() else {
                 break;
@@ -196,7 +203,7 @@ impl Shard {
                     continue;
                 };
                 let cx = self.links.cx(idx);
-                if let Some(next) = slot.fire(&cx, &mut self.actions) {
+                if let Some(next) = slot.fire(&cx, now, &mut self.actions) {
                     self.fires.entry(next).or_default().push(idx);
                 }
                 arm(&mut self.wakeups, &self.links.shared, slot, idx);
@@ -230,7 +237,7 @@ impl Shard {
                 let (first_poll, ended) = match run::start(start, claimed, to) {
                     Started::Finished { end, ended } => {
                         let took = ended.saturating_duration_since(claimed);
-                        (Some(took), Some((end, took)))
+                        (Some(took), Some((end, took, ended)))
                     }
                     Started::Spawned { first_poll } => (first_poll, None),
                 };

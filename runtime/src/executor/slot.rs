@@ -135,9 +135,14 @@ impl JobSlot {
     }
 
     /// Takes every fire due now and starts what may start; returns the next fire instant.
-    pub(super) fn fire(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) -> Option<DateTime<Utc>> {
-        let next = self.model.on_timer(cx.now(), out);
-        self.perform(cx, out);
+    pub(super) fn fire(
+        &mut self,
+        cx: &Cx<'_>,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) -> Option<DateTime<Utc>> {
+        let next = self.model.on_timer(now, out);
+        self.perform(cx, now, out);
         next
     }
 
@@ -148,8 +153,9 @@ impl JobSlot {
 
     /// A wake-up from [`wake_at`](JobSlot::wake_at) came due.
     pub(super) fn on_wake(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
-        self.model.on_wake(cx.now(), out);
-        self.perform(cx, out);
+        let now = cx.now();
+        self.model.on_wake(now, out);
+        self.perform(cx, now, out);
     }
 
     pub(super) fn busy(&self) -> bool {
@@ -171,12 +177,14 @@ impl JobSlot {
                 first_report,
             } => self.model.on_reported(fire, kind, first_report, now, out),
             Report::Finished { id, end } => {
-                let duration = self.forget_run(id);
+                let duration = self.forget_run(id).map_or(Duration::ZERO, |started| {
+                    cx.shared.instant(now.mono) - started
+                });
                 self.model.on_run_ended(id, end, duration, now, out);
             }
             Report::Verdict { id, verdict } => self.model.on_verdict(id, verdict, now, out),
         }
-        self.perform(cx, out);
+        self.perform(cx, now, out);
     }
 
     /// A guard's answer for the model; an acquired lease waits in the slot for the model's word.
@@ -208,14 +216,12 @@ impl JobSlot {
         }
     }
 
-    /// Forgets the cancel signal of run `id`; returns how long it ran.
-    fn forget_run(&mut self, id: RunId) -> Duration {
-        let Some(pos) = self.cancels.iter().position(|(run, ..)| *run == id) else {
-            return Duration::ZERO;
-        };
+    /// Forgets the cancel signal of run `id`; returns when it started.
+    fn forget_run(&mut self, id: RunId) -> Option<Instant> {
+        let pos = self.cancels.iter().position(|(run, ..)| *run == id)?;
         let (_, _, started) = self.cancels.swap_remove(pos);
         self.metrics.running.set(self.cancels.len() as f64);
-        started.elapsed()
+        Some(started)
     }
 
     /// Run `id` had its first poll, which took `first_poll` on the shard (`None`: it was not
@@ -225,7 +231,7 @@ impl JobSlot {
         cx: &Cx<'_>,
         id: RunId,
         first_poll: Option<Duration>,
-        ended: Option<(RunEnd, Duration)>,
+        ended: Option<(RunEnd, Duration, Instant)>,
         out: &mut Vec<Action>,
     ) {
         if let Some(took) = first_poll.filter(|t| *t > INLINE_POLL_LIMIT) {
@@ -239,24 +245,29 @@ impl JobSlot {
                 );
             }
         }
-        let Some((end, duration)) = ended else {
+        let Some((end, duration, at)) = ended else {
             return;
         };
         self.forget_run(id);
-        self.model.on_run_ended(id, end, duration, cx.now(), out);
-        self.perform(cx, out);
+        let now = Now {
+            wall: cx.shared.clock.now(),
+            mono: cx.shared.mono(at),
+        };
+        self.model.on_run_ended(id, end, duration, now, out);
+        self.perform(cx, now, out);
     }
 
     /// The scheduler stopped firing: fires still waiting will not run.
     pub(super) fn stop(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
-        self.model.stop(cx.now(), out);
-        self.perform(cx, out);
+        let now = cx.now();
+        self.model.stop(now, out);
+        self.perform(cx, now, out);
     }
 
     /// The shutdown deadline passed: running jobs are cancelled.
     pub(super) fn cancel_runs(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
         self.model.cancel_runs(out);
-        self.perform(cx, out);
+        self.perform(cx, cx.now(), out);
     }
 
     /// Runs that ignored cancellation are left behind, loudly.
@@ -267,11 +278,11 @@ impl JobSlot {
     }
 
     /// Carries out the model's actions.
-    fn perform(&mut self, cx: &Cx<'_>, actions: &mut Vec<Action>) {
+    fn perform(&mut self, cx: &Cx<'_>, now: Now, actions: &mut Vec<Action>) {
         for action in actions.drain(..) {
             match action {
                 Action::Emit(event) => self.emit(cx, event),
-                Action::Start { run, fire, token } => self.start(cx, run, fire, token),
+                Action::Start { run, fire, token } => self.start(cx, now, run, fire, token),
                 Action::Cancel(run) => {
                     if let Some((_, cancel, _)) = self.cancels.iter().find(|(id, ..)| *id == run) {
                         cancel.cancel();
@@ -345,7 +356,7 @@ impl JobSlot {
         }
     }
 
-    fn start(&mut self, cx: &Cx<'_>, id: RunId, fire: DateTime<Utc>, token: u64) {
+    fn start(&mut self, cx: &Cx<'_>, now: Now, id: RunId, fire: DateTime<Utc>, token: u64) {
         let hold = match self.pending_lease.take() {
             Some(lease) => Hold::Lease(lease),
             None => Hold::Local,
@@ -357,7 +368,7 @@ impl JobSlot {
             fencing_token: token,
             cancel: cancel.clone(),
         };
-        let now = Instant::now();
+        let now = cx.shared.instant(now.mono);
         self.cancels.reserve_exact(1);
         self.cancels.push((id, cancel.clone(), now));
         self.metrics.running.set(self.cancels.len() as f64);

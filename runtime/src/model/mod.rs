@@ -155,7 +155,7 @@ pub(crate) struct JobModel {
     next_run_id: RunId,
     retry_at: Option<DateTime<Utc>>,
     retries: u32,
-    last_guard_error: Option<String>,
+    last_guard_error: Option<Box<str>>,
     /// A fire whose claim failed without an answer: the claim may have taken effect.
     uncertain: Option<DateTime<Utc>>,
     /// The last answer for the fire at the front was `TooEarly`: this host's clock is ahead.
@@ -591,15 +591,18 @@ impl JobModel {
                 self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             }
             Answer::TooEarly(ahead) => {
-                self.last_guard_error = Some(format!(
-                    "the guard refused the claim: the fire lies {} ahead of the guard's clock, so this host's clock is ahead",
-                    human(ahead)
-                ));
+                self.last_guard_error = Some(
+                    format!(
+                        "the guard refused the claim: the fire lies {} ahead of the guard's clock, so this host's clock is ahead",
+                        human(ahead)
+                    )
+                    .into(),
+                );
                 self.wait_and_retry(fire, now, out);
             }
             Answer::Failed(e) => {
                 self.uncertain = Some(fire.t);
-                self.last_guard_error = Some(e);
+                self.last_guard_error = Some(e.into());
                 self.wait_and_retry(fire, now, out);
             }
         }
