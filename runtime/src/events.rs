@@ -71,7 +71,7 @@ pub enum EventKind {
         reason: String,
         /// How many fires this event reports (1 unless the process was paused or its clock
         /// jumped past several fires).
-        count: u64,
+        count: u32,
         /// The first fire it reports (the event's fire time when `count` is 1).
         first: DateTime<Utc>,
     },

@@ -132,7 +132,12 @@ async fn run_case(case: Case) -> Outcome {
             .iter()
             .flat_map(|e| match &e.kind {
                 EventKind::Misfired { count, first, .. } => (0..*count)
-                    .map(|k| (secs(*first) + (k * case.every_s) as f64, "misfired"))
+                    .map(|k| {
+                        (
+                            secs(*first) + (u64::from(k) * case.every_s) as f64,
+                            "misfired",
+                        )
+                    })
                     .collect::<Vec<_>>(),
                 _ => vec![(secs(e.fire_time), e.kind.name())],
             })

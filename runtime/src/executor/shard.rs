@@ -19,6 +19,7 @@ use super::run::{self, ReportTo, Started, INLINE_POLL_LIMIT};
 use super::slot::{Cx, Launch};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
+use crate::guard::Lease;
 use crate::model::{Action, RunEnd, RunId};
 
 /// Jobs handled between two yields during a burst of fires.
@@ -51,6 +52,8 @@ struct Links {
     tx: mpsc::UnboundedSender<Msg>,
     /// Runs claimed under the lock, started by [`launch`](Shard::launch) after it.
     launches: RefCell<Vec<Launch>>,
+    /// See [`Cx::lease`].
+    lease: RefCell<Option<Box<dyn Lease>>>,
 }
 
 impl Links {
@@ -60,6 +63,7 @@ impl Links {
             shared: &self.shared,
             tx: &self.tx,
             launches: &self.launches,
+            lease: &self.lease,
         }
     }
 }
@@ -82,6 +86,7 @@ pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
             shared,
             tx,
             launches: RefCell::default(),
+            lease: RefCell::default(),
         },
         rx,
         fires: BTreeMap::new(),

@@ -32,6 +32,9 @@ pub(super) struct Cx<'a> {
     /// Runs started while the shard holds its lock; the shard launches them once it let go, so
     /// that no job code runs under the lock (a job may read the monitor).
     pub(super) launches: &'a RefCell<Vec<Launch>>,
+    /// The lease of a claim just answered, until the job's model starts its run or gives it up
+    /// (it decides at once, in the same call).
+    pub(super) lease: &'a RefCell<Option<Box<dyn Lease>>>,
 }
 
 impl Cx<'_> {
@@ -66,8 +69,6 @@ pub(crate) struct JobSlot {
     status: StatusRecord,
     /// Each run going on: its cancel signal and when it started.
     cancels: Vec<(RunId, RunCancel, Instant)>,
-    /// The lease of the last claim, until the model starts its run or gives it back.
-    pending_lease: Option<Box<dyn Lease>>,
     /// The earliest wake-up of this job in its shard's queue.
     pub(super) armed: Option<Instant>,
     /// Runs start on a task of their own, not with a first poll on the shard (set once a first
@@ -96,7 +97,6 @@ impl JobSlot {
             metrics,
             status: StatusRecord::default(),
             cancels: Vec::new(),
-            pending_lease: None,
             armed: None,
             own_task: false,
         }
@@ -185,6 +185,11 @@ impl JobSlot {
             Report::Verdict { id, verdict } => self.model.on_verdict(id, verdict, now, out),
         }
         self.perform(cx, now, out);
+        if let Some(unused) = cx.lease.borrow_mut().take() {
+            // The model always starts or gives up an acquired claim; should it not, the lease
+            // must still go back.
+            run::release_soon(unused, Arc::clone(self.name()), &cx.shared.tasks);
+        }
     }
 
     /// A guard's answer for the model; an acquired lease waits in the slot for the model's word.
@@ -196,7 +201,7 @@ impl JobSlot {
                 let deadline = lease
                     .expiry()
                     .map(|(length, sent)| cx.shared.mono(sent + length));
-                if let Some(stale) = self.pending_lease.replace(lease) {
+                if let Some(stale) = cx.lease.borrow_mut().replace(lease) {
                     run::release_soon(stale, Arc::clone(job), &cx.shared.tasks);
                 }
                 Answer::Acquired { token, deadline }
@@ -289,7 +294,7 @@ impl JobSlot {
                     }
                 }
                 Action::Abandon(fire) => {
-                    let lease = self.pending_lease.take();
+                    let lease = cx.lease.borrow_mut().take();
                     let guard = self.guard.clone();
                     let job = Arc::clone(self.name());
                     cx.shared.tasks.spawn(async move {
@@ -357,7 +362,7 @@ impl JobSlot {
     }
 
     fn start(&mut self, cx: &Cx<'_>, now: Now, id: RunId, fire: DateTime<Utc>, token: u64) {
-        let hold = match self.pending_lease.take() {
+        let hold = match cx.lease.borrow_mut().take() {
             Some(lease) => Hold::Lease(lease),
             None => Hold::Local,
         };

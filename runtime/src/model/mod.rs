@@ -126,7 +126,7 @@ pub(crate) const ABANDON_ATTEMPTS: u32 = 5;
 
 /// Fires walked one by one after a pause before the rest are only skipped over: the aggregated
 /// misfire then gives its count as a lower bound.
-const MISSED_WALK_LIMIT: u64 = 100_000;
+const MISSED_WALK_LIMIT: u32 = 100_000;
 
 struct Run {
     id: RunId,
@@ -141,7 +141,7 @@ struct Run {
 struct Missed {
     first: DateTime<Utc>,
     last: DateTime<Utc>,
-    count: u64,
+    count: u32,
     walked_all: bool,
 }
 
