@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+use crate::error::Error;
 use crate::events::{Event, EventSink, Hook};
 use crate::executor::{self, Shared};
 use crate::guard::file::FileGuard;
 use crate::guard::Guard;
 use crate::handle::Cronguard;
 use crate::job::{registered, Job};
-use crate::{Clock, Error, Lock};
+use crate::options::Lock;
 
 /// The default time running jobs get to finish at shutdown.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::error::Error;
 use crate::events::Event;
 use crate::executor::{lock, GuardView, ShardJobs, Shards, Shared};
 use crate::health::{judge, Health, HealthState, JobHealth};
 use crate::status::JobStatus;
-use crate::Error;
 
 /// The longest shutdown waits for leases to be given back after the runs ended.
 const RELEASE_WAIT: Duration = Duration::from_secs(5);
@@ -29,7 +29,7 @@ fn far_instant(d: Duration) -> Instant {
 #[derive(Clone)]
 pub struct Monitor {
     shards: Arc<[ShardJobs]>,
-    clock: crate::Clock,
+    clock: crate::clock::Clock,
     instance: Arc<str>,
 }
 

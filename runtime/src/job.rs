@@ -6,46 +6,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::context::JobContext;
+use crate::options::{Lock, Overlap};
 use crate::registry::{
     BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
 };
-use crate::{JobContext, Overlap, Schedule};
-
-/// Which guard protects a job's fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "snake_case")
-)]
-#[non_exhaustive]
-pub enum Lock {
-    /// In-process: `max_instances` at once, each fire once, in this process only.
-    #[default]
-    Local,
-    /// `flock` on a file in the lock dir: one run at a time, each fire once, across every process
-    /// of one host.
-    File,
-    /// Redis: one run at a time, each fire once, across a cluster.
-    Redis,
-}
-
-impl Lock {
-    /// `local`, `file` or `redis`: the value of `lock = "..."`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Lock::Local => "local",
-            Lock::File => "file",
-            Lock::Redis => "redis",
-        }
-    }
-}
-
-impl fmt::Display for Lock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use cronguard_schedule::Schedule;
 
 pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 

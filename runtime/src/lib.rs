@@ -16,6 +16,7 @@ mod health;
 mod job;
 mod metrics;
 mod model;
+mod options;
 mod registry;
 #[cfg(test)]
 mod sim;
@@ -30,25 +31,12 @@ pub use crate::events::{
 };
 pub use crate::handle::{Cronguard, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
-pub use crate::job::{Job, Lock, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
+pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
+pub use crate::options::{Lock, Overlap};
 pub use crate::registry::IntoJobOutcome;
 pub use crate::status::{Counts, JobStatus, RunRecord};
 pub use cronguard_macros::scheduled;
 pub use cronguard_schedule::{Fires, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE};
-
-/// What a fire does when no instance slot is free (`overlap = "..."`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Overlap {
-    /// Drop the fire now; it is reported as `skipped`.
-    #[default]
-    Skip,
-    /// Let the fire wait for a slot until its misfire grace runs out.
-    Queue,
-    /// Cancel the oldest running instance (through its [`JobContext`]) and start this fire when
-    /// its slot is free.
-    Replace,
-}
 
 /// Not public API. Lets the benchmarks drive a guard directly.
 #[cfg(feature = "redis")]
@@ -79,7 +67,7 @@ pub mod __bench {
                 "cronguard",
                 job,
                 lease,
-                crate::Overlap::Skip,
+                crate::options::Overlap::Skip,
             ))
         }
 
@@ -101,10 +89,10 @@ pub mod __bench {
 /// Not public API. Used by code that `#[scheduled]` generates.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::options::Overlap;
     pub use crate::registry::{
         BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
     };
-    pub use crate::Overlap;
     pub use inventory;
 
     /// Emitted by `#[scheduled(lock = "redis")]`, spanned on `"redis"`: nothing when the

@@ -16,7 +16,7 @@
 use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
 use crate::events::{EventKind, Occurrence};
-use crate::Lock;
+use crate::options::Lock;
 
 pub(crate) struct JobMetrics {
     succeeded: Counter,

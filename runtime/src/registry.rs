@@ -1,7 +1,8 @@
 //! Jobs registered by `#[scheduled]` through `inventory`, in the const-constructible form the macro
 //! emits. The runtime turns each into a [`Job`](crate::Job) at start.
 
-use crate::{JobContext, Overlap};
+use crate::context::JobContext;
+use crate::options::Overlap;
 
 /// A boxed, sendable future (used by generated code).
 pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'static>>;

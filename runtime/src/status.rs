@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::events::{Event, EventKind, Occurrence};
-use crate::Lock;
+use crate::options::Lock;
 
 /// A snapshot of one job.
 #[derive(Debug, Clone)]

@@ -18,11 +18,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::clock::Clock;
 use crate::events::EventSink;
 use crate::guard::Guard;
 use crate::job::Body;
+use crate::job::Job;
 use crate::model::Now;
-use crate::{Clock, Job};
 
 pub(crate) use slot::{GuardView, JobSlot};
 

@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::msg::{Msg, Report};
+use crate::context::JobContext;
 use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
 use crate::guard::Lease;
 use crate::job::Body;
 use crate::model::{RunEnd, RunId, Verdict};
-use crate::JobContext;
 
 /// Where a run reports to: its shard, its job, its id.
 pub(super) struct ReportTo<'a> {

@@ -14,14 +14,15 @@ use super::msg::{Msg, Report};
 use super::run::{self, panic_message, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
 use crate::cancel::RunCancel;
+use crate::context::JobContext;
 use crate::events::Occurrence;
 use crate::fire::fmt_time;
 use crate::guard::{Claim, Guard, GuardError, Lease};
 use crate::job::Body;
+use crate::job::Job;
 use crate::metrics::JobMetrics;
 use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec, ABANDON_ATTEMPTS};
 use crate::status::{JobStatus, StatusRecord};
-use crate::{Job, JobContext};
 
 /// What a job's handlers need of their shard.
 pub(super) struct Cx<'a> {

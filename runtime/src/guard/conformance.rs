@@ -148,7 +148,7 @@ async fn file_guard_conforms() {
 mod redis {
     use super::*;
     use crate::guard::redis::{connect, RedisGuard, Scripts};
-    use crate::Overlap;
+    use crate::options::Overlap;
     use cronguard_testkit::RedisServer;
     use std::sync::Arc;
 

@@ -84,8 +84,8 @@ impl FileGuard {
     }
 
     /// Whether a busy claim records the fire as reported (`overlap = "skip"`, the default).
-    pub(crate) fn with_overlap(mut self, overlap: crate::Overlap) -> Self {
-        self.skip = overlap == crate::Overlap::Skip;
+    pub(crate) fn with_overlap(mut self, overlap: crate::options::Overlap) -> Self {
+        self.skip = overlap == crate::options::Overlap::Skip;
         self
     }
 

@@ -6,8 +6,9 @@
 //!   once per guard value and the fire's Unix ms, so the same guard value claiming the same fire
 //!   again uses the same token;
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
-//!   fencing token) and `lapsed` (a last claimed fire that was given up unstarted: its claimant's
-//!   reply was lost, or it came too late to run; the health check does not count it as run);
+//!   fencing token), `holder` (the token that claimed it) and `lapsed` (a last claimed fire that
+//!   was given up unstarted: its claimant's reply was lost, or it came too late to run; the health
+//!   check does not count it as run);
 //! - `<prefix>:{<job>}:claim:<fire ms>`: the token that claimed fire `<fire ms>`, kept for the
 //!   job's misfire grace plus 30 s, so that a retry of the claim is recognised even after a later
 //!   fire was claimed, and a recent fire that nobody claimed before a later one is told apart
@@ -46,8 +47,8 @@ use tokio::time::Instant;
 
 use super::{Claim, Guard, GuardError, Lease, Renewal};
 use crate::clock::epoch_millis;
+use crate::options::Overlap;
 use crate::registry::BoxFuture;
-use crate::Overlap;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
 ///
@@ -84,17 +85,24 @@ local tolerance = tonumber(ARGV[5])
 if fire > now + tolerance then
   return {4, fire - now, 0}
 end
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence')
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder')
 local last = tonumber(state[1])
 local ignored = 0
 if last and last > now + tolerance then
   last = nil
   ignored = 1
 end
-local claimed_by = redis.call('GET', KEYS[5])
+-- Who claimed this fire: the state hash knows for the last claimed fire; an older fire's claim
+-- record is read only when a later fire was claimed since (rare: a retry or a late process).
+local claimed_by = false
+if last == fire then
+  claimed_by = state[3]
+elseif last and last > fire then
+  claimed_by = redis.call('GET', KEYS[5])
+end
 if claimed_by == ARGV[2] then
   if redis.call('GET', KEYS[1]) ~= ARGV[2] then
-    if tonumber(state[1]) == fire then
+    if last == fire then
       redis.call('HSET', KEYS[2], 'lapsed', ARGV[1])
     end
     return {3, 0, ignored}
@@ -107,7 +115,7 @@ if claimed_by == ARGV[2] then
   return {2, fence, ignored}
 end
 if last and last >= fire then
-  if not claimed_by and fire + tonumber(ARGV[9]) > now then
+  if last > fire and not claimed_by and fire + tonumber(ARGV[9]) > now then
     return {5, 0, ignored}
   end
   return {0, 0, ignored}
@@ -125,7 +133,7 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {1, 0, ignored}
 end
 local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token))
+redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2])
 redis.call('SET', KEYS[5], ARGV[2], 'PX', ARGV[9])
 return {2, token, ignored}
 "#;

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::guard::redis::clock_skew;
-use crate::{Clock, Job, Lock};
+use crate::job::Job;
+use crate::options::Lock;
 
 const CHECK_EVERY: Duration = Duration::from_secs(60);
 

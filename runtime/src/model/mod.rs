@@ -22,7 +22,8 @@ use chrono::{DateTime, Utc};
 use crate::clock::after;
 use crate::events::{CancelReason, EventKind, Occurrence};
 use crate::fire::{fmt_time, human, Fire};
-use crate::{Lock, Overlap, Schedule};
+use crate::options::{Lock, Overlap};
+use cronguard_schedule::Schedule;
 use due::Due;
 use window::FireWindow;
 

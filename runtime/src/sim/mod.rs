@@ -25,7 +25,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::events::{EventKind, Occurrence};
 use crate::health::{judge, HealthState};
 use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec, Verdict};
-use crate::{Lock, Overlap, Schedule};
+use crate::options::{Lock, Overlap};
+use cronguard_schedule::Schedule;
 use server::{JobState, Ms, Req, Resp};
 
 /// The client's response timeout (the Redis guard's connection manager).
