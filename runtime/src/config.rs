@@ -238,17 +238,14 @@ impl Builder {
                     FileGuard::new(&lock_dir, &job.name).with_overlap(job.overlap),
                 )),
                 #[cfg(feature = "redis")]
-                (Lock::Redis, Some(redis)) => Some(Arc::new(
-                    crate::guard::redis::RedisGuard::new(
-                        redis.conn.clone(),
-                        Arc::clone(&redis.scripts),
-                        &self.redis_prefix,
-                        &job.name,
-                        job.lease_or_default(),
-                        job.overlap,
-                    )
-                    .with_grace(job.misfire_grace),
-                )),
+                (Lock::Redis, Some(redis)) => Some(Arc::new(crate::guard::redis::RedisGuard::new(
+                    redis.conn.clone(),
+                    Arc::clone(&redis.scripts),
+                    &self.redis_prefix,
+                    &job.name,
+                    job.lease_or_default(),
+                    job.overlap,
+                ))),
                 _ => None,
             };
             let Some(body) = job.body.clone() else {

@@ -6,13 +6,12 @@
 //!   once per guard value and the fire's Unix ms, so the same guard value claiming the same fire
 //!   again uses the same token;
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
-//!   fencing token), `holder` (the token that claimed it) and `lapsed` (a last claimed fire that
-//!   was given up unstarted: its claimant's reply was lost, or it came too late to run; the health
-//!   check does not count it as run);
-//! - `<prefix>:{<job>}:claim:<fire ms>`: the token that claimed fire `<fire ms>`, kept for the
-//!   job's misfire grace plus 30 s, so that a retry of the claim is recognised even after a later
-//!   fire was claimed, and a recent fire that nobody claimed before a later one is told apart
-//!   (`Superseded`) from one that ran (`AlreadyRan`);
+//!   fencing token), `holder` (the token that claimed it), `recent` (the last eight claims as
+//!   `fire token` pairs, so that a retry of a claim is recognised even after later fires were
+//!   claimed, and a fire that nobody claimed before a later one is told apart (`Superseded`) from
+//!   one that ran (`AlreadyRan`)) and `lapsed` (a last claimed fire that was given up unstarted:
+//!   its claimant's reply was lost, or it came too late to run; the health check does not count it
+//!   as run);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
 //!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
 //!   is reported at warn level once. One key per fire: a report of fire 5 after one of fire 7 is
@@ -30,7 +29,7 @@
 //! release or extend its lease.
 //!
 //! A claim whose reply is lost (a timeout, a dropped connection) may still have been applied. Its
-//! retry carries the same token, so the script recognises it by the fire's claim record: while
+//! retry carries the same token, so the script recognises it from the recent claims: while
 //! the lock still holds that token the retry is `Acquired` again, with the stored fencing token and
 //! the lock extended to a whole lease from the retry; once the lock is gone it is `Lapsed`. Never
 //! `AlreadyRan`, which would drop the fire without a word. A claim that is given up without an
@@ -67,17 +66,39 @@ const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
 /// that the key would only be garbage, one per dropped fire.
 const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
 
-/// KEYS: lock, state, cancel, the report record of this fire, the claim record of this fire.
-/// ARGV: fire (Unix ms), the claimant's token, lease (ms), `1` for `overlap = "replace"`, the
-/// ahead tolerance (ms), `1` for `overlap = "skip"` (a busy fire is dropped, so the claim records
-/// its report), the guard value's nonce, the report record's TTL (ms), the claim record's TTL (ms).
+/// Lua helpers of the claim and abandon scripts. `recent` holds the last [`RECENT_CLAIMS`] claims
+/// as `fire token fire token ...`, oldest first (claims only rise, so it is sorted).
+const RECENT: &str = r#"
+local function claimant(recent, fire)
+  if not recent then return false end
+  local f = nil
+  for word in string.gmatch(recent, '%S+') do
+    if f == nil then
+      f = word
+    else
+      if tonumber(f) == fire then return word end
+      f = nil
+    end
+  end
+  return false
+end
+local function oldest(recent)
+  if not recent then return nil end
+  return tonumber(string.match(recent, '^(%S+)'))
+end
+"#;
+
+/// KEYS: lock, state, cancel, the report record of this fire. ARGV: fire (Unix ms), the
+/// claimant's token, lease (ms), `1` for `overlap = "replace"`, the ahead tolerance (ms), `1` for
+/// `overlap = "skip"` (a busy fire is dropped, so the claim records its report), the guard
+/// value's nonce, the report record's TTL (ms), how many recent claims to keep.
 ///
 /// Answers `{answer, value, ignored}`: answer `0` already ran, `1` busy (value: first report),
 /// `2` acquired (value: the fencing token), `3` lapsed (this claimant's own claim of the fire
 /// took effect and its lease is gone), `4` too early (value: ms ahead of the server's clock),
-/// `5` superseded (nobody claimed this recent fire, and a later one was claimed); `ignored` is `1`
-/// when a recorded `last` far ahead of the server's clock was ignored.
-const CLAIM: &str = r#"
+/// `5` superseded (nobody claimed this fire, and a later one was claimed); `ignored` is `1` when a
+/// recorded `last` far ahead of the server's clock was ignored.
+const CLAIM_BODY: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local fire = tonumber(ARGV[1])
@@ -85,20 +106,20 @@ local tolerance = tonumber(ARGV[5])
 if fire > now + tolerance then
   return {4, fire - now, 0}
 end
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder')
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder', 'recent')
 local last = tonumber(state[1])
 local ignored = 0
 if last and last > now + tolerance then
   last = nil
   ignored = 1
 end
--- Who claimed this fire: the state hash knows for the last claimed fire; an older fire's claim
--- record is read only when a later fire was claimed since (rare: a retry or a late process).
+-- Who claimed this fire: the hash names the last claim's holder; an older fire's claimant is
+-- looked up in the recent claims only when a later fire was claimed since (a retry, a late process).
 local claimed_by = false
 if last == fire then
   claimed_by = state[3]
 elseif last and last > fire then
-  claimed_by = redis.call('GET', KEYS[5])
+  claimed_by = claimant(state[4], fire)
 end
 if claimed_by == ARGV[2] then
   if redis.call('GET', KEYS[1]) ~= ARGV[2] then
@@ -115,7 +136,8 @@ if claimed_by == ARGV[2] then
   return {2, fence, ignored}
 end
 if last and last >= fire then
-  if last > fire and not claimed_by and fire + tonumber(ARGV[9]) > now then
+  local first = oldest(state[4])
+  if last > fire and not claimed_by and first and fire > first then
     return {5, 0, ignored}
   end
   return {0, 0, ignored}
@@ -133,19 +155,29 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {1, 0, ignored}
 end
 local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2])
-redis.call('SET', KEYS[5], ARGV[2], 'PX', ARGV[9])
+local recent = (state[4] and (state[4] .. ' ') or '') .. ARGV[1] .. ' ' .. ARGV[2]
+local words = {}
+for word in string.gmatch(recent, '%S+') do words[#words + 1] = word end
+local keep = tonumber(ARGV[9]) * 2
+if #words > keep then
+  recent = table.concat(words, ' ', #words - keep + 1)
+end
+redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2], 'recent', recent)
 return {2, token, ignored}
 "#;
 
-/// KEYS: lock, state, cancel, the claim record of the fire. ARGV: fire (Unix ms), the
-/// claimant's token. If this claimant's claim of the fire took effect, its lock is freed and,
-/// when it is the last claimed fire, it is recorded as not started (`lapsed`).
-const ABANDON: &str = r#"
-if redis.call('GET', KEYS[4]) ~= ARGV[2] then
+/// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token. If this claimant's
+/// claim of the fire took effect, its lock is freed and, when it is the last claimed fire, it is
+/// recorded as not started (`lapsed`).
+const ABANDON_BODY: &str = r#"
+local state = redis.call('HMGET', KEYS[2], 'last', 'holder', 'recent')
+local fire = tonumber(ARGV[1])
+local last = tonumber(state[1])
+local ours = (last == fire and state[2] == ARGV[2]) or claimant(state[3], fire) == ARGV[2]
+if not ours then
   return 0
 end
-if redis.call('HGET', KEYS[2], 'last') == ARGV[1] then
+if last == fire then
   redis.call('HSET', KEYS[2], 'lapsed', ARGV[1])
 end
 if redis.call('GET', KEYS[1]) == ARGV[2] then
@@ -153,6 +185,11 @@ if redis.call('GET', KEYS[1]) == ARGV[2] then
 end
 return 1
 "#;
+
+/// How many recent claims the state hash keeps, so that a retry whose reply was lost is
+/// recognised even after later fires were claimed, and a fire nobody claimed is told apart from
+/// one that ran.
+const RECENT_CLAIMS: u32 = 8;
 
 const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -193,11 +230,11 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
-            claim: Script::new(CLAIM),
+            claim: Script::new(&format!("{RECENT}{CLAIM_BODY}")),
             release: Script::new(RELEASE),
             renew: Script::new(RENEW),
             first_report: Script::new(FIRST_REPORT),
-            abandon: Script::new(ABANDON),
+            abandon: Script::new(&format!("{RECENT}{ABANDON_BODY}")),
         }
     }
 }
@@ -213,10 +250,6 @@ pub(crate) struct RedisGuard {
     cancel_key: Arc<str>,
     /// `<prefix>:{<job>}:reported:`, followed by a fire's Unix ms.
     reported_prefix: Arc<str>,
-    /// `<prefix>:{<job>}:claim:`, followed by a fire's Unix ms.
-    claim_prefix: Arc<str>,
-    /// How long a fire's claim record is kept, in ms.
-    claim_ttl_ms: u64,
     lease: Duration,
     replace: bool,
     /// `overlap = "skip"`: a busy fire is dropped, so the claim records its report.
@@ -244,37 +277,12 @@ impl RedisGuard {
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
             reported_prefix: Arc::from(format!("{prefix}:{{{job}}}:reported:")),
-            claim_prefix: Arc::from(format!("{prefix}:{{{job}}}:claim:")),
-            claim_ttl_ms: claim_ttl_ms(crate::job::DEFAULT_MISFIRE_GRACE),
             lease,
             replace: overlap == Overlap::Replace,
             skip: overlap == Overlap::Skip,
         }
     }
 }
-
-impl RedisGuard {
-    /// Keeps each fire's claim record for as long as the job's processes may still ask about the
-    /// fire: its misfire grace, plus [`CLAIM_RECORD_MARGIN`].
-    pub(crate) fn with_grace(mut self, grace: Duration) -> Self {
-        self.claim_ttl_ms = claim_ttl_ms(grace);
-        self
-    }
-}
-
-/// How much longer than a job's grace each fire's claim record is kept: claims are retried and
-/// other processes ask about a fire until its grace ends on their own clocks, a response timeout
-/// or two later.
-const CLAIM_RECORD_MARGIN: Duration = Duration::from_secs(30);
-
-fn claim_ttl_ms(grace: Duration) -> u64 {
-    u64::try_from(grace.saturating_add(CLAIM_RECORD_MARGIN).as_millis())
-        .unwrap_or(u64::MAX)
-        .min(MAX_CLAIM_TTL_MS)
-}
-
-/// A claim record never outlives a week (a grace of `Duration::MAX` is allowed).
-const MAX_CLAIM_TTL_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 fn redis_err(e: redis::RedisError) -> GuardError {
     GuardError::Redis(e.to_string())
@@ -302,8 +310,6 @@ impl Guard for RedisGuard {
         let nonce = Arc::clone(&self.nonce);
         let fire = epoch_millis(fire_time);
         let reported_key = format!("{}{fire}", self.reported_prefix);
-        let claim_key = format!("{}{fire}", self.claim_prefix);
-        let claim_ttl = self.claim_ttl_ms;
         // The same for every claim of this fire by this guard value.
         let token = format!("{}:{fire}", self.nonce);
         Box::pin(async move {
@@ -317,7 +323,6 @@ impl Guard for RedisGuard {
                 .key(&*state_key)
                 .key(&*cancel_key)
                 .key(&reported_key)
-                .key(&claim_key)
                 .arg(fire)
                 .arg(&token)
                 .arg(px)
@@ -326,7 +331,7 @@ impl Guard for RedisGuard {
                 .arg(if skip { "1" } else { "0" })
                 .arg(&*nonce)
                 .arg(REPORT_TTL_MS)
-                .arg(claim_ttl)
+                .arg(RECENT_CLAIMS)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
@@ -392,7 +397,6 @@ impl Guard for RedisGuard {
             self.lock_key.to_string(),
             self.state_key.to_string(),
             self.cancel_key.to_string(),
-            format!("{}{fire}", self.claim_prefix),
         ];
         let token = format!("{}:{fire}", self.nonce);
         Box::pin(async move {

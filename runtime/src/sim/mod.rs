@@ -721,7 +721,6 @@ impl Sim {
                     skip: self.sc.overlap == Overlap::Skip,
                     replace: self.sc.overlap == Overlap::Replace,
                     nonce: self.replicas[r].nonce,
-                    claim_ttl: self.sc.grace + 2 * RESPONSE_TIMEOUT,
                 };
                 let sent = self.now;
                 self.record.claims.push((sent, fire, r));

@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 /// Milliseconds of simulated true time (the server's clock is true time).
 pub(super) type Ms = i64;
 
+/// How many recent claims the server remembers (as the Redis guard).
+const RECENT_CLAIMS: usize = 8;
+
 /// How far ahead of the server's clock a claimed fire may lie (as in the Redis guard).
 pub(super) const AHEAD_TOLERANCE: Ms = 1_000;
 
@@ -21,8 +24,6 @@ pub(super) enum Req {
         skip: bool,
         replace: bool,
         nonce: u64,
-        /// How long the claim's record outlives it, so that a retry is recognised.
-        claim_ttl: Ms,
     },
     Renew {
         token: String,
@@ -60,9 +61,9 @@ pub(super) enum Resp {
 #[derive(Debug, Default, Clone)]
 pub(super) struct JobState {
     last: Option<Ms>,
-    /// Who claimed each recent fire, until when: a retry is recognised even after a later fire
-    /// was claimed.
-    claims: BTreeMap<Ms, (String, Ms)>,
+    /// Who claimed the last [`RECENT_CLAIMS`] fires: a retry is recognised even after a later
+    /// fire was claimed, and a fire nobody claimed is told apart from one that ran.
+    claims: BTreeMap<Ms, String>,
     fence: u64,
     lapsed: Option<Ms>,
     lock: Option<(String, Ms)>,
@@ -88,13 +89,11 @@ impl JobState {
                 skip,
                 replace,
                 nonce,
-                claim_ttl,
             } => {
                 if *fire > now + AHEAD_TOLERANCE {
                     return Resp::TooEarly { ahead: fire - now };
                 }
-                self.claims.retain(|_, (_, until)| *until > now);
-                if self.claims.get(fire).is_some_and(|(t, _)| t == token) {
+                if self.claims.get(fire).is_some_and(|t| t == token) {
                     if self.lock_holder(now) == Some(token) {
                         self.lock = Some((token.clone(), now + lease));
                         return Resp::Acquired { fence: self.fence };
@@ -106,10 +105,13 @@ impl JobState {
                 }
                 let last = self.last.filter(|l| *l <= now + AHEAD_TOLERANCE);
                 if last.is_some_and(|l| l >= *fire) {
-                    // A recent fire that nobody claimed was passed over; an old one is simply
-                    // past (a process whose clock is far behind stays quiet).
-                    let recent = now < fire + claim_ttl;
-                    if recent && !self.claims.contains_key(fire) {
+                    // A fire among the recent claims that nobody claimed was passed over; an
+                    // older one is simply past (a process whose clock is far behind stays quiet).
+                    let oldest = self.claims.keys().next().copied();
+                    let passed_over = last.is_some_and(|l| l > *fire)
+                        && oldest.is_some_and(|o| *fire > o)
+                        && !self.claims.contains_key(fire);
+                    if passed_over {
                         return Resp::Superseded;
                     }
                     return Resp::AlreadyRan;
@@ -129,7 +131,10 @@ impl JobState {
                 }
                 self.lock = Some((token.clone(), now + lease));
                 self.last = Some(*fire);
-                self.claims.insert(*fire, (token.clone(), now + claim_ttl));
+                self.claims.insert(*fire, token.clone());
+                while self.claims.len() > RECENT_CLAIMS {
+                    self.claims.pop_first();
+                }
                 self.fence = (self.fence + 1).max(u64::try_from(now).unwrap_or(0) * 1_000);
                 Resp::Acquired { fence: self.fence }
             }
@@ -156,7 +161,7 @@ impl JobState {
                 Resp::Done
             }
             Req::Abandon { fire, token } => {
-                let ours = self.claims.get(fire).is_some_and(|(t, _)| t == token);
+                let ours = self.claims.get(fire).is_some_and(|t| t == token);
                 if ours && self.last == Some(*fire) {
                     self.lapsed = Some(*fire);
                 }
