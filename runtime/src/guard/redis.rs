@@ -6,10 +6,10 @@
 //!   once per guard value and the fire's Unix ms, so the same guard value claiming the same fire
 //!   again uses the same token;
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
-//!   fencing token), `holder` (the token that claimed it), `recent` (the last eight claims as
-//!   `fire token` pairs, so that a retry of a claim is recognised even after later fires were
-//!   claimed, and a fire that nobody claimed before a later one is told apart (`Superseded`) from
-//!   one that ran (`AlreadyRan`)) and `lapsed` (a last claimed fire that was given up unstarted:
+//!   fencing token), `holder` (the token that claimed it), `n` and `r0`..`r7` (a ring of the last
+//!   eight claims as `fire token`, so that a retry of a claim is recognised even after later fires
+//!   were claimed, and a fire that nobody claimed before a later one is told apart (`Superseded`)
+//!   from one that ran (`AlreadyRan`)) and `lapsed` (a last claimed fire that was given up unstarted:
 //!   its claimant's reply was lost, or it came too late to run; the health check does not count it
 //!   as run);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
@@ -66,32 +66,33 @@ const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
 /// that the key would only be garbage, one per dropped fire.
 const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
 
-/// Lua helpers of the claim and abandon scripts. `recent` holds the last [`RECENT_CLAIMS`] claims
-/// as `fire token fire token ...`, oldest first (claims only rise, so it is sorted).
+/// Lua helper of the claim and abandon scripts: who claimed `fire` among the recent claims, and
+/// the oldest fire they hold. The state hash keeps the last eight claims in a ring of fields
+/// `r0`..`r7` (`<fire> <token>`), written at `n % 8` with `n` the number of claims, so that a
+/// claim writes two short fields and parses nothing; the ring is read only when a later fire was
+/// claimed since (a retry after a lost reply, a late process).
 const RECENT: &str = r#"
-local function claimant(recent, fire)
-  if not recent then return false end
-  local f = nil
-  for word in string.gmatch(recent, '%S+') do
-    if f == nil then
-      f = word
-    else
-      if tonumber(f) == fire then return word end
-      f = nil
+local function recent_claimant(state_key, fire)
+  local ring = redis.call('HMGET', state_key, 'r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7')
+  local who, oldest = false, nil
+  for i = 1, 8 do
+    if ring[i] then
+      local f, t = string.match(ring[i], '^(%S+) (%S+)$')
+      f = tonumber(f)
+      if f then
+        if f == fire then who = t end
+        if not oldest or f < oldest then oldest = f end
+      end
     end
   end
-  return false
-end
-local function oldest(recent)
-  if not recent then return nil end
-  return tonumber(string.match(recent, '^(%S+)'))
+  return who, oldest
 end
 "#;
 
 /// KEYS: lock, state, cancel, the report record of this fire. ARGV: fire (Unix ms), the
 /// claimant's token, lease (ms), `1` for `overlap = "replace"`, the ahead tolerance (ms), `1` for
 /// `overlap = "skip"` (a busy fire is dropped, so the claim records its report), the guard
-/// value's nonce, the report record's TTL (ms), how many recent claims to keep.
+/// value's nonce, the report record's TTL (ms).
 ///
 /// Answers `{answer, value, ignored}`: answer `0` already ran, `1` busy (value: first report),
 /// `2` acquired (value: the fencing token), `3` lapsed (this claimant's own claim of the fire
@@ -106,7 +107,7 @@ local tolerance = tonumber(ARGV[5])
 if fire > now + tolerance then
   return {4, fire - now, 0}
 end
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder', 'recent')
+local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder', 'n')
 local last = tonumber(state[1])
 local ignored = 0
 if last and last > now + tolerance then
@@ -115,11 +116,11 @@ if last and last > now + tolerance then
 end
 -- Who claimed this fire: the hash names the last claim's holder; an older fire's claimant is
 -- looked up in the recent claims only when a later fire was claimed since (a retry, a late process).
-local claimed_by = false
+local claimed_by, oldest = false, nil
 if last == fire then
   claimed_by = state[3]
 elseif last and last > fire then
-  claimed_by = claimant(state[4], fire)
+  claimed_by, oldest = recent_claimant(KEYS[2], fire)
 end
 if claimed_by == ARGV[2] then
   if redis.call('GET', KEYS[1]) ~= ARGV[2] then
@@ -136,8 +137,7 @@ if claimed_by == ARGV[2] then
   return {2, fence, ignored}
 end
 if last and last >= fire then
-  local first = oldest(state[4])
-  if last > fire and not claimed_by and first and fire > first then
+  if last > fire and not claimed_by and oldest and fire > oldest then
     return {5, 0, ignored}
   end
   return {0, 0, ignored}
@@ -155,14 +155,9 @@ if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {1, 0, ignored}
 end
 local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-local recent = (state[4] and (state[4] .. ' ') or '') .. ARGV[1] .. ' ' .. ARGV[2]
-local words = {}
-for word in string.gmatch(recent, '%S+') do words[#words + 1] = word end
-local keep = tonumber(ARGV[9]) * 2
-if #words > keep then
-  recent = table.concat(words, ' ', #words - keep + 1)
-end
-redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2], 'recent', recent)
+local n = tonumber(state[4]) or 0
+redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2],
+  'n', n + 1, 'r' .. (n % 8), ARGV[1] .. ' ' .. ARGV[2])
 return {2, token, ignored}
 "#;
 
@@ -170,10 +165,10 @@ return {2, token, ignored}
 /// claim of the fire took effect, its lock is freed and, when it is the last claimed fire, it is
 /// recorded as not started (`lapsed`).
 const ABANDON_BODY: &str = r#"
-local state = redis.call('HMGET', KEYS[2], 'last', 'holder', 'recent')
+local state = redis.call('HMGET', KEYS[2], 'last', 'holder')
 local fire = tonumber(ARGV[1])
 local last = tonumber(state[1])
-local ours = (last == fire and state[2] == ARGV[2]) or claimant(state[3], fire) == ARGV[2]
+local ours = (last == fire and state[2] == ARGV[2]) or recent_claimant(KEYS[2], fire) == ARGV[2]
 if not ours then
   return 0
 end
@@ -185,11 +180,6 @@ if redis.call('GET', KEYS[1]) == ARGV[2] then
 end
 return 1
 "#;
-
-/// How many recent claims the state hash keeps, so that a retry whose reply was lost is
-/// recognised even after later fires were claimed, and a fire nobody claimed is told apart from
-/// one that ran.
-const RECENT_CLAIMS: u32 = 8;
 
 const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -331,7 +321,6 @@ impl Guard for RedisGuard {
                 .arg(if skip { "1" } else { "0" })
                 .arg(&*nonce)
                 .arg(REPORT_TTL_MS)
-                .arg(RECENT_CLAIMS)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
