@@ -420,6 +420,12 @@ impl JobModel {
             let Some(fire) = self.due.front() else {
                 return;
             };
+            if now.wall >= fire.deadline {
+                // Never claimed or started once its grace has passed (the process may have been
+                // frozen with the fire waiting).
+                self.drop_misfires(now, out);
+                continue;
+            }
             if self.last_started.is_some_and(|last| last >= fire.t) {
                 // Only a fire already started here: never twice.
                 self.due.pop_front();

@@ -306,3 +306,16 @@ fn stopping_reports_waiting_fires_and_gives_up_claims_in_flight() {
     assert!(!m.busy());
     // A claim answered after the grace while running is given up and reported through the guard.
 }
+
+#[test]
+fn a_waiting_fire_past_its_grace_is_never_claimed() {
+    let mut m = model(Lock::Redis, Overlap::Queue);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(acquired(1), now(10), &mut out);
+    m.on_timer(now(20), &mut out);
+    said(&mut out);
+    // The run of 10 ends long after fire 20's grace (the process was frozen meanwhile).
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(40), &mut out);
+    assert_eq!(said(&mut out), ["succeeded 10", "ask report 20 misfired"]);
+}

@@ -7,7 +7,8 @@
 //! 3. every fire has at most one fate in each process, and every fire of the checked window either
 //!    started somewhere or was reported at warn level (a first report of a skip or a misfire) or
 //!    coalesced into a later fire by some process — unless a claim or report of it by a process
-//!    that then crashed was never answered (the server may apply it after the crash);
+//!    that then crashed was never answered (the server may apply it after the crash), or the
+//!    server lost its data while the fire was open and before any later fire was claimed;
 //! 4. fencing tokens rise in start order (outside a data-loss window: a claim answered before the
 //!    loss may start after a claim answered after it);
 //! 5. health never says "on time" while the newest fire whose grace has passed, and every later
@@ -110,11 +111,24 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             ));
         }
     }
+    // A store that lost its data forgets which recent fires were claimed: a fire still open at
+    // the loss and older than every claim made after it may be passed over unreported.
+    let forgotten = |fire: Ms| {
+        rec.data_losses.iter().any(|loss| {
+            let first_after = rec
+                .starts
+                .iter()
+                .filter(|s| s.claimed >= *loss)
+                .map(|s| s.fire)
+                .min();
+            *loss <= fire + sc.grace + MARGIN && first_after.is_none_or(|f| fire < f)
+        })
+    };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;
     let mut fire = first;
     while fire <= last {
-        if !covered.contains(&fire) && !rec.crash_lost.contains(&fire) {
+        if !covered.contains(&fire) && !rec.crash_lost.contains(&fire) && !forgotten(fire) {
             broken.push(format!(
                 "3: fire {fire} neither started nor was reported at warn level by any replica"
             ));
