@@ -315,14 +315,8 @@ impl Shard {
                     if n == 0 {
                         return;
                     }
-                    let mut jobs = lock(&self.jobs);
-                    for msg in inbox.drain(..) {
-                        let Some(slot) = jobs.get_mut(msg.job as usize) else {
-                            continue;
-                        };
-                        let cx = self.links.cx(msg.job);
-                        slot.on_report(&cx, msg.report, &mut self.actions);
-                    }
+                    self.handle(&mut inbox);
+                    let jobs = lock(&self.jobs);
                     busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));
                 }
                 _ = sleep_until(wake) => {

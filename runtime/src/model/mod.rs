@@ -138,6 +138,21 @@ struct Run {
     lease_lost: bool,
 }
 
+impl Run {
+    /// An event of this run, at `at`, after running for `duration` if it ended.
+    fn event(&self, kind: EventKind, at: DateTime<Utc>, duration: Option<Duration>) -> Occurrence {
+        Occurrence {
+            fire_time: self.fire,
+            fencing_token: Some(self.token),
+            at,
+            first_report: true,
+            lateness: Some(self.lateness),
+            duration,
+            kind,
+        }
+    }
+}
+
 /// Fires that were missed after a pause, reported as one.
 struct Missed {
     first: DateTime<Utc>,
@@ -644,24 +659,17 @@ impl JobModel {
         let lateness = (now.wall - fire.t).to_std().unwrap_or_default();
         self.last_started = Some(fire.t);
         self.last_token = token;
-        self.running.reserve_exact(1); // most jobs never run twice at once
-        self.running.push(Run {
+        let run = Run {
             id,
             fire: fire.t,
             token,
             lateness,
             cancel_reason: None,
             lease_lost: false,
-        });
-        out.push(Action::Emit(Occurrence {
-            fire_time: fire.t,
-            fencing_token: Some(token),
-            at: now.wall,
-            first_report: true,
-            lateness: Some(lateness),
-            duration: None,
-            kind: EventKind::Started,
-        }));
+        };
+        out.push(Action::Emit(run.event(EventKind::Started, now.wall, None)));
+        self.running.reserve_exact(1); // most jobs never run twice at once
+        self.running.push(run);
         out.push(Action::Start {
             run: id,
             fire: fire.t,
@@ -687,15 +695,7 @@ impl JobModel {
                 }
                 run.lease_lost = true;
                 run.cancel_reason = Some(CancelReason::LeaseLost);
-                let event = Occurrence {
-                    fire_time: run.fire,
-                    fencing_token: Some(run.token),
-                    at: now.wall,
-                    first_report: true,
-                    lateness: Some(run.lateness),
-                    duration: None,
-                    kind: EventKind::LeaseLost { reason },
-                };
+                let event = run.event(EventKind::LeaseLost { reason }, now.wall, None);
                 out.push(Action::Cancel(id));
                 out.push(Action::Emit(event));
             }
@@ -721,17 +721,12 @@ impl JobModel {
         };
         let run = self.running.swap_remove(pos);
         if end == RunEnd::LeaseExpired && !run.lease_lost {
-            out.push(Action::Emit(Occurrence {
-                fire_time: run.fire,
-                fencing_token: Some(run.token),
-                at: now.wall,
-                first_report: true,
-                lateness: Some(run.lateness),
-                duration: None,
-                kind: EventKind::LeaseLost {
-                    reason: "the lease's local deadline passed before the run's next step (the process was paused, or renewals failed); the run was stopped there".to_owned(),
-                },
-            }));
+            let reason = "the lease's local deadline passed before the run's next step (the process was paused, or renewals failed); the run was stopped there".to_owned();
+            out.push(Action::Emit(run.event(
+                EventKind::LeaseLost { reason },
+                now.wall,
+                None,
+            )));
         }
         let kind = match (end, run.cancel_reason) {
             (RunEnd::LeaseExpired, _) => EventKind::Cancelled {
@@ -743,15 +738,7 @@ impl JobModel {
             (RunEnd::Ok, None) => EventKind::Succeeded,
             (RunEnd::Failed(error), None) => EventKind::Failed { error },
         };
-        out.push(Action::Emit(Occurrence {
-            fire_time: run.fire,
-            fencing_token: Some(run.token),
-            at: now.wall,
-            first_report: true,
-            lateness: Some(run.lateness),
-            duration: Some(duration),
-            kind,
-        }));
+        out.push(Action::Emit(run.event(kind, now.wall, Some(duration))));
         self.try_start(now, out);
     }
 
