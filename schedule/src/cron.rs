@@ -2,7 +2,7 @@
 //!
 //! croner is lenient (it replaces names anywhere in the text, skips empty list items, accepts `+`
 //! in the day-of-week field, …), so every expression is first parsed here against the strict
-//! Vixie/cronie dialect of DESIGN §2. The result is rewritten into a canonical, purely numeric
+//! Vixie/cronie dialect (README, "Fires"). The result is rewritten into a canonical, purely numeric
 //! 7-field form (`sec min hour dom mon dow year`) and only that form is handed to croner, through
 //! [`croner_parser`], which both [`validate_cron`] and the runtime use.
 //!

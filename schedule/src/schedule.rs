@@ -2,7 +2,7 @@
 //!
 //! croner walks the cron expression on naive wall-clock time; this module maps each scheduled
 //! wall-clock time to instants with the zone's rules at that very time (never a frozen offset),
-//! following cronie (DESIGN §2):
+//! following cronie (README, "Fires"):
 //!
 //! | wall-clock time            | fixed-time job                        | wildcard job        |
 //! | -------------------------- | ------------------------------------- | ------------------- |
