@@ -32,6 +32,18 @@ fn spawn_worker(dir: &Path, work_ms: u64, run_for_ms: u64, offset_ms: i64) -> Ch
 }
 
 /// Waits (bounded) until `cond` holds on the record.
+/// Waits for every worker to exit successfully, then reads what they recorded.
+fn finish(children: &mut [Child], dir: &Path) -> Vec<cronguard_tests::Entry> {
+    for c in children.iter_mut() {
+        assert!(
+            c.wait().expect("wait").success(),
+            "a worker failed; see {}",
+            dir.display()
+        );
+    }
+    read_record(&dir.join("record"))
+}
+
 fn wait_for(
     dir: &Path,
     timeout: Duration,
@@ -56,14 +68,7 @@ fn four_processes_run_every_fire_exactly_once() {
         .into_iter()
         .map(|offset| spawn_worker(&dir, 50, 6500, offset))
         .collect();
-    for c in &mut children {
-        assert!(
-            c.wait().expect("wait").success(),
-            "a worker failed; see {}",
-            dir.display()
-        );
-    }
-    let entries = read_record(&dir.join("record"));
+    let entries = finish(&mut children, &dir);
     let per_fire = starts_per_fire(&entries);
     assert!(per_fire.len() >= 5, "too few fires ran: {per_fire:?}");
     for (fire, pids) in &per_fire {
@@ -194,14 +199,7 @@ fn a_lock_file_removed_or_replaced_mid_run_does_not_let_another_process_start() 
     let fresh = dir.join("locks").join("fresh");
     std::fs::write(&fresh, b"").expect("write");
     std::fs::rename(&fresh, &lock).expect("replace");
-    for c in &mut children {
-        assert!(
-            c.wait().expect("wait").success(),
-            "a worker failed; see {}",
-            dir.display()
-        );
-    }
-    let entries = read_record(&dir.join("record"));
+    let entries = finish(&mut children, &dir);
     assert_runs_never_overlap(&entries);
     let starts = entries.iter().filter(|e| e.what == "start").count();
     assert!(starts >= 2, "runs went on: {entries:#?}");
