@@ -2,9 +2,10 @@
 //! A leaf module: every layer may name them.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Which guard protects a job's fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Serialize),
@@ -20,22 +21,44 @@ pub enum Lock {
     File,
     /// Redis: one run at a time, each fire once, across a cluster.
     Redis,
+    /// PostgreSQL: one run at a time, each fire once, across a cluster, with run history.
+    Postgres,
+    /// A guard of the application's own, registered under this name with
+    /// [`Builder::custom_guard`](crate::Builder::custom_guard) (`lock = "custom:<name>"`).
+    Custom(Arc<str>),
 }
 
 impl Lock {
-    /// `local`, `file` or `redis`: the value of `lock = "..."`.
-    pub const fn as_str(self) -> &'static str {
+    /// The guard a job names with `lock = "custom:<name>"`.
+    pub fn custom(name: impl Into<Arc<str>>) -> Self {
+        Lock::Custom(name.into())
+    }
+
+    /// `local`, `file`, `redis`, `postgres` or `custom`: the guard's kind, as metrics label it.
+    pub const fn as_str(&self) -> &'static str {
         match self {
             Lock::Local => "local",
             Lock::File => "file",
             Lock::Redis => "redis",
+            Lock::Postgres => "postgres",
+            Lock::Custom(_) => "custom",
         }
+    }
+
+    /// Whether runs hold an expiring lease in a store shared by a cluster (`redis`, `postgres`
+    /// and custom guards), so that `lease` applies.
+    pub const fn has_lease(&self) -> bool {
+        matches!(self, Lock::Redis | Lock::Postgres | Lock::Custom(_))
     }
 }
 
 impl fmt::Display for Lock {
+    /// The value of `lock = "..."`: `local`, `file`, `redis`, `postgres` or `custom:<name>`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            Lock::Custom(name) => write!(f, "custom:{name}"),
+            other => f.write_str(other.as_str()),
+        }
     }
 }
 

@@ -145,7 +145,7 @@ impl StatusRecord {
         JobStatus {
             name: job.name.to_string(),
             schedule: job.schedule.to_string(),
-            lock: job.lock,
+            lock: job.lock.clone(),
             enabled: job.enabled,
             next_fire,
             last_run: self.last_run.as_ref().map(|r| RunRecord {
