@@ -160,7 +160,6 @@ const FAST: Settings = Settings {
     run_for_ms: 10_000,
 };
 
-
 #[test]
 fn steady_state_runs_every_fire_exactly_once_and_records_its_history() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
