@@ -1,27 +1,78 @@
 use std::fmt;
+use std::ops::Range;
 
-/// A cron expression that cronguard rejects, with the reason.
+/// A cron expression that cronguard rejects, with the reason and, where one part of the
+/// expression is at fault, its position.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronError {
     pub(crate) message: String,
+    /// Byte range of the offending part in the expression as given.
+    pub(crate) span: Option<Range<usize>>,
+    /// 1-based column (in characters) of the span's start.
+    pub(crate) column: Option<usize>,
 }
 
 impl CronError {
     pub(crate) fn new(message: impl Into<String>) -> Self {
         CronError {
             message: message.into(),
+            span: None,
+            column: None,
         }
+    }
+
+    /// Marks `len` bytes from `at` as the offending part, unless a narrower part is marked.
+    pub(crate) fn spanning(mut self, at: usize, len: usize) -> Self {
+        if self.span.is_none() {
+            self.span = Some(at..at + len);
+        }
+        self
+    }
+
+    /// Moves a span relative to a part that starts at `at` into the enclosing text; without a
+    /// span, the whole part (`len` bytes) is marked.
+    pub(crate) fn shifted(mut self, at: usize, len: usize) -> Self {
+        self.span = Some(match self.span.take() {
+            Some(span) => span.start + at..span.end + at,
+            None => at..at + len,
+        });
+        self
+    }
+
+    /// Computes the column of the span in `expr`, the expression as given.
+    pub(crate) fn located_in(mut self, expr: &str) -> Self {
+        self.column = self
+            .span
+            .as_ref()
+            .and_then(|span| expr.get(..span.start))
+            .map(|before| before.chars().count() + 1);
+        self
     }
 
     /// The reason, lowercase and without the expression itself (for compiler messages).
     pub fn reason(&self) -> &str {
         &self.message
     }
+
+    /// The byte range of the offending part (a field, an item or one character) in the
+    /// expression as given; `None` when the expression as a whole is at fault (a wrong number
+    /// of fields, a date that never occurs).
+    pub fn span(&self) -> Option<Range<usize>> {
+        self.span.clone()
+    }
+
+    /// The 1-based column, counted in characters, where the offending part starts.
+    pub fn column(&self) -> Option<usize> {
+        self.column
+    }
 }
 
 impl fmt::Display for CronError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        match self.column {
+            Some(column) => write!(f, "at column {column}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
     }
 }
 
@@ -72,7 +123,7 @@ pub enum DurationError {
 #[non_exhaustive]
 pub enum ScheduleError {
     /// The cron expression is invalid.
-    #[error("invalid cron expression `{expr}`: {source}")]
+    #[error("invalid cron expression `{expr}`{}: {}", source.column.map(|c| format!(" at column {c}")).unwrap_or_default(), source.reason())]
     Cron {
         /// The expression as given.
         expr: String,

@@ -65,5 +65,5 @@ pub use crate::duration::{
 };
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
 pub use crate::name::validate_job_name;
-pub use crate::schedule::{Fires, Schedule};
+pub use crate::schedule::{Fires, FiresBefore, Schedule};
 pub use crate::zone::parse_time_zone;

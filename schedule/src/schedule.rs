@@ -139,6 +139,42 @@ impl Schedule {
             last: Some(after),
         }
     }
+
+    /// The last fire strictly before `before`, or `None` when the schedule never fired before
+    /// it. The same daylight-saving rules as [`Schedule::next_after`] apply, so that for every
+    /// fire `f`, `previous_before(next_after(t))` is the fire before it: "which fire should have
+    /// happened last" needs no walk forward from an old instant.
+    ///
+    /// ```
+    /// use chrono::{TimeZone, Utc};
+    /// use cronguard_schedule::Schedule;
+    ///
+    /// let schedule = Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid");
+    /// let now = Utc.with_ymd_and_hms(2026, 3, 29, 12, 0, 0).single().expect("valid");
+    /// // 02:30 did not exist that morning: the fire was at 03:00 local, 01:00 UTC.
+    /// let last = schedule.previous_before(now).expect("fired");
+    /// assert_eq!(last, Utc.with_ymd_and_hms(2026, 3, 29, 1, 0, 0).single().expect("valid"));
+    /// ```
+    pub fn previous_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match &self.kind {
+            Kind::Every { interval } => {
+                let step = i64::try_from(interval.as_nanos()).ok()?;
+                let now = before.timestamp_nanos_opt()?;
+                let previous = now.checked_sub(1)?.div_euclid(step).checked_mul(step)?;
+                Some(DateTime::<Utc>::UNIX_EPOCH + TimeDelta::nanoseconds(previous))
+            }
+            Kind::Cron { expr, tz } => CronWalk { expr, tz }.previous_before(before),
+        }
+    }
+
+    /// The fires strictly before `before`, in descending order, without repeats: the same
+    /// instants as [`Schedule::fires_after`], walked backwards.
+    pub fn fires_before(&self, before: DateTime<Utc>) -> FiresBefore<'_> {
+        FiresBefore {
+            schedule: self,
+            last: Some(before),
+        }
+    }
 }
 
 impl fmt::Display for Schedule {
@@ -169,6 +205,23 @@ impl Iterator for Fires<'_> {
     }
 }
 
+/// Iterator over the fires of a [`Schedule`] backwards in time; see [`Schedule::fires_before`].
+#[derive(Debug, Clone)]
+pub struct FiresBefore<'a> {
+    schedule: &'a Schedule,
+    last: Option<DateTime<Utc>>,
+}
+
+impl Iterator for FiresBefore<'_> {
+    type Item = DateTime<Utc>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let previous = self.schedule.previous_before(self.last?);
+        self.last = previous;
+        previous
+    }
+}
+
 /// The instants of one scheduled wall-clock time: none, one, or two (both occurrences of a
 /// repeated time, earlier first).
 type Instants = [Option<DateTime<Utc>>; 2];
@@ -196,6 +249,77 @@ impl CronWalk<'_> {
         }
     }
 
+    /// The last fire before `before`: the mirror of [`Self::next_after`].
+    fn previous_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let offset = self.tz.offset_from_utc_datetime(&before.naive_utc()).fix();
+        let local = before.naive_utc().checked_add_offset(offset)?;
+        let backward = self.last_from(local, before);
+        match (backward, self.earlier_occurrence_from_fold(before, local)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The last instant before `before` of a scheduled wall-clock time at or before `local`.
+    ///
+    /// Walking the wall clock down, instants shrink with it (of a repeated time the later
+    /// instant is taken first), so the first wall-clock time with an instant before `before`
+    /// yields the answer — except for the earlier occurrences of repeated times after `local`,
+    /// which [`Self::earlier_occurrence_from_fold`] covers.
+    fn last_from(&self, local: NaiveDateTime, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // A time before `local` is at or before its whole second.
+        let mut cursor = local.with_nanosecond(0)?;
+        let mut inclusive = true;
+        for _ in 0..MAX_PASSED_OVER {
+            let wall = self.expr.previous_naive(&cursor, inclusive)?;
+            if let Some(instant) = self
+                .instants(wall)
+                .into_iter()
+                .flatten()
+                .filter(|i| *i < before)
+                .max()
+            {
+                return Some(instant);
+            }
+            cursor = wall;
+            inclusive = false;
+        }
+        None
+    }
+
+    /// When `before` lies in the later pass of a repeated wall-clock range, the scheduled times
+    /// of that range after `before`'s wall clock fired in the earlier pass, before `before`: the
+    /// last of those is the earlier instant of the last scheduled time before the range's end.
+    fn earlier_occurrence_from_fold(
+        &self,
+        before: DateTime<Utc>,
+        local: NaiveDateTime,
+    ) -> Option<DateTime<Utc>> {
+        let chrono::LocalResult::Ambiguous(earlier, later) = self.tz.from_local_datetime(&local)
+        else {
+            return None;
+        };
+        let offset_of =
+            |instant: DateTime<Utc>| self.tz.offset_from_utc_datetime(&instant.naive_utc()).fix();
+        let later_offset = later.offset().fix();
+        let earlier_offset = earlier.offset().fix();
+        if offset_of(before) != later_offset {
+            return None;
+        }
+        // The clock turned back at the first instant with the later offset, in (earlier, before].
+        let transition = first_instant_where(earlier.timestamp(), before.timestamp(), |instant| {
+            offset_of(instant) == later_offset
+        })?;
+        let range_end = transition.naive_utc().checked_add_offset(earlier_offset)?;
+        let wall = self.expr.previous_naive(&range_end, false)?;
+        match self.tz.from_local_datetime(&wall) {
+            chrono::LocalResult::Ambiguous(first, _) => {
+                Some(first.with_timezone(&Utc)).filter(|i| *i < before)
+            }
+            _ => None,
+        }
+    }
+
     /// The first instant after `after` of a scheduled wall-clock time later than `local`.
     ///
     /// Instants grow with their wall-clock time (gaps map forward to their end, and of a repeated
@@ -206,7 +330,7 @@ impl CronWalk<'_> {
         // croner works in whole seconds; a time later than `local` is later than its whole second.
         let mut cursor = local.with_nanosecond(0)?;
         for _ in 0..MAX_PASSED_OVER {
-            let wall = self.expr.cron.find_next_occurrence(&cursor, false).ok()?;
+            let wall = self.expr.next_naive(&cursor, false)?;
             if let Some(instant) = self
                 .instants(wall)
                 .into_iter()
@@ -243,11 +367,7 @@ impl CronWalk<'_> {
             offset_of(instant) == later_offset
         })?;
         let range_start = transition.with_timezone(self.tz).naive_local();
-        let wall = self
-            .expr
-            .cron
-            .find_next_occurrence(&range_start, true)
-            .ok()?;
+        let wall = self.expr.next_naive(&range_start, true)?;
         match self.tz.from_local_datetime(&wall) {
             chrono::LocalResult::Ambiguous(_, second) => {
                 Some(second.with_timezone(&Utc)).filter(|i| *i > after)
