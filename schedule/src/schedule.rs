@@ -262,29 +262,36 @@ impl CronWalk<'_> {
 
     /// The last instant before `before` of a scheduled wall-clock time at or before `local`.
     ///
-    /// Walking the wall clock down, instants shrink with it (of a repeated time the later
-    /// instant is taken first), so the first wall-clock time with an instant before `before`
-    /// yields the answer — except for the earlier occurrences of repeated times after `local`,
-    /// which [`Self::earlier_occurrence_from_fold`] covers.
+    /// Walking the wall clock down, instants shrink with it, with one exception: of a repeated
+    /// time whose later instant is not before `before`, only the earlier instant counts, and a
+    /// lower repeated time may still have a later instant before `before` (which beats every
+    /// earlier one). So such an earlier instant is kept as a candidate and the walk goes on to
+    /// the first time that yields an instant otherwise. The earlier occurrences of repeated times
+    /// after `local` are covered by [`Self::earlier_occurrence_from_fold`].
     fn last_from(&self, local: NaiveDateTime, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
         // A time before `local` is at or before its whole second.
         let mut cursor = local.with_nanosecond(0)?;
         let mut inclusive = true;
+        let mut candidate: Option<DateTime<Utc>> = None;
         for _ in 0..MAX_PASSED_OVER {
-            let wall = self.expr.previous_naive(&cursor, inclusive)?;
-            if let Some(instant) = self
-                .instants(wall)
-                .into_iter()
-                .flatten()
-                .filter(|i| *i < before)
-                .max()
-            {
-                return Some(instant);
+            let Some(wall) = self.expr.previous_naive(&cursor, inclusive) else {
+                return candidate;
+            };
+            match self.instants(wall) {
+                [Some(earlier), Some(later)] if later >= before && earlier < before => {
+                    candidate = candidate.max(Some(earlier));
+                }
+                instants => {
+                    let best = instants.into_iter().flatten().filter(|i| *i < before).max();
+                    if best.is_some() {
+                        return best.max(candidate);
+                    }
+                }
             }
             cursor = wall;
             inclusive = false;
         }
-        None
+        candidate
     }
 
     /// When `before` lies in the later pass of a repeated wall-clock range, the scheduled times
