@@ -369,7 +369,7 @@ pub(crate) enum Item {
 }
 
 impl Item {
-    fn canonical(self) -> String {
+    pub(crate) fn canonical(self) -> String {
         match self {
             Item::All => "*".to_owned(),
             Item::Value(v) => v.to_string(),
@@ -417,7 +417,7 @@ impl Field {
     }
 
     /// The plain values the field selects, or `None` when it uses `L`, `#` and the like.
-    fn plain_values(&self) -> Option<BTreeSet<u32>> {
+    pub(crate) fn plain_values(&self) -> Option<BTreeSet<u32>> {
         let (min, max) = self.kind.bounds();
         let mut set = BTreeSet::new();
         for item in &self.items {

@@ -53,6 +53,7 @@
 //! agree on the instants whenever they started.
 
 mod cron;
+mod describe;
 mod duration;
 mod error;
 mod name;

@@ -119,6 +119,32 @@ impl Schedule {
         self.cron_expr().is_some_and(CronExpr::is_wildcard)
     }
 
+    /// The schedule in English words, for dashboards, logs and status pages: the time of day,
+    /// the days, months and years, and the time zone in parentheses.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cronguard_schedule::Schedule;
+    ///
+    /// let nightly = Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid");
+    /// assert_eq!(nightly.describe(), "at 02:30 every day (Europe/Berlin)");
+    /// let office = Schedule::cron("*/15 9-17 * * MON-FRI", "UTC").expect("valid");
+    /// assert_eq!(
+    ///     office.describe(),
+    ///     "every 15 minutes from 09:00 through 17:45, Monday to Friday (UTC)"
+    /// );
+    /// let every = Schedule::every(Duration::from_secs(30)).expect("valid");
+    /// assert_eq!(every.describe(), "every 30 seconds");
+    /// ```
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            Kind::Cron { expr, tz } => {
+                format!("{} ({})", crate::describe::cron(&expr.parsed), tz.name())
+            }
+            Kind::Every { interval } => crate::describe::interval(*interval),
+        }
+    }
+
     /// The first fire strictly after `after`, or `None` when the schedule never fires again.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match &self.kind {
