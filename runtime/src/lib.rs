@@ -14,6 +14,7 @@ pub mod guard;
 mod handle;
 mod health;
 mod job;
+mod job_config;
 mod metrics;
 mod model;
 mod options;
@@ -32,11 +33,14 @@ pub use crate::events::{
 pub use crate::handle::{Cronguard, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
-pub use crate::options::{Lock, Overlap};
+pub use crate::job_config::{JobConfig, JobConfigError};
+pub use crate::options::{Lock, Overlap, ParseOptionError};
 pub use crate::registry::IntoJobOutcome;
 pub use crate::status::{Counts, JobStatus, RunRecord};
 pub use cronguard_macros::scheduled;
-pub use cronguard_schedule::{Fires, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE};
+pub use cronguard_schedule::{
+    CronError, Fires, FiresBefore, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE,
+};
 
 /// Not public API. Lets the benchmarks drive a guard directly.
 #[cfg(feature = "redis")]

@@ -116,6 +116,28 @@ pub enum DurationError {
         /// What was given.
         text: String,
     },
+    /// A job setting shorter than a millisecond.
+    #[error("`{text}` is shorter than 1ms; cronguard counts durations in whole milliseconds, so give at least `1ms`")]
+    SubMillisecond {
+        /// What was given.
+        text: String,
+    },
+    /// A job setting with a fraction of a millisecond, which would be cut off silently.
+    #[error("`{text}` is not a whole number of milliseconds; cronguard counts durations in whole milliseconds, so write `{down}ms` or `{up}ms`")]
+    FractionOfMillisecond {
+        /// What was given.
+        text: String,
+        /// The whole milliseconds below it.
+        down: u128,
+        /// The whole milliseconds above it.
+        up: u128,
+    },
+    /// A job setting longer than `u64::MAX` milliseconds.
+    #[error("`{text}` is too long; give at most `18446744073709551615ms`")]
+    TooLong {
+        /// What was given.
+        text: String,
+    },
 }
 
 /// Why a [`Schedule`](crate::Schedule) could not be built.
@@ -137,4 +159,16 @@ pub enum ScheduleError {
     /// The interval is zero.
     #[error("an interval of zero is not allowed; give a positive interval such as `30s`")]
     ZeroInterval,
+    /// The interval (`every`, `@every`) is not a duration of whole milliseconds.
+    #[error("invalid interval: {0}")]
+    Interval(#[source] DurationError),
+    /// Both `cron` and `every` were given.
+    #[error("`cron` cannot be combined with `every`; a job has one schedule: keep `cron` for calendar times or `every` for a fixed interval")]
+    CronAndEvery,
+    /// Neither `cron` nor `every` was given.
+    #[error("missing schedule; give `cron` (for example `0 */5 * * * *`) or `every` (for example `30s`)")]
+    NoSchedule,
+    /// A time zone was given for an interval.
+    #[error("`tz` applies only to `cron`; an `every` interval is counted from the Unix epoch and does not depend on a time zone, so remove `tz`")]
+    TimeZoneWithEvery,
 }

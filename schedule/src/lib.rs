@@ -52,6 +52,7 @@
 //! [`Schedule::every`] fires at whole multiples of the interval since the Unix epoch, so replicas
 //! agree on the instants whenever they started.
 
+mod config;
 mod cron;
 mod describe;
 mod duration;
@@ -62,7 +63,8 @@ mod zone;
 
 pub use crate::cron::{validate_cron, CronExpr, YEAR_MAX, YEAR_MIN};
 pub use crate::duration::{
-    check_lease, parse_duration, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, MAX_LEASE, MIN_LEASE,
+    check_lease, parse_duration, parse_duration_millis, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE,
+    MAX_LEASE, MIN_LEASE,
 };
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
 pub use crate::name::validate_job_name;
