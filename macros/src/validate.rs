@@ -392,10 +392,7 @@ fn check_schedule(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<S
             match cronguard_schedule::validate_cron(&expr) {
                 Ok(()) => true,
                 Err(error) => {
-                    errors.on(
-                        lit,
-                        format!("invalid cron expression `{expr}`: {}", error.reason()),
-                    );
+                    errors.on(lit, error.message_for(&expr));
                     false
                 }
             }

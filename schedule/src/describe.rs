@@ -262,8 +262,8 @@ fn month_days(dom: &Field) -> String {
                 ordinal(end)
             ),
             Item::Last => "the last day".to_owned(),
-            Item::LastMinus(1) => "the day before the last day".to_owned(),
-            Item::LastMinus(n) => format!("{n} days before the last day"),
+            Item::LastMinus(1) => "the second-to-last day".to_owned(),
+            Item::LastMinus(n) => format!("the {}-to-last day", ordinal(n + 1)),
             Item::LastWeekday => "the last weekday".to_owned(),
             Item::NearestWeekday(d) => format!("the weekday nearest the {}", ordinal(d)),
             Item::Nth { .. } | Item::LastOf(_) => i.canonical(),

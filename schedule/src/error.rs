@@ -65,6 +65,28 @@ impl CronError {
     pub fn column(&self) -> Option<usize> {
         self.column
     }
+
+    /// The whole message for `expr`, the expression as given: "invalid cron expression `...` at
+    /// column N: reason". Characters other than printable ASCII, space and tab are shown escaped
+    /// (`\u{a0}`), so a hidden character is visible. The `#[scheduled]` macro and
+    /// [`ScheduleError`] both print this.
+    pub fn message_for(&self, expr: &str) -> String {
+        let shown: String = expr
+            .chars()
+            .map(|c| {
+                if c.is_ascii_graphic() || c == ' ' || c == '\t' {
+                    c.to_string()
+                } else {
+                    format!("\\u{{{:x}}}", u32::from(c))
+                }
+            })
+            .collect();
+        let at = self
+            .column
+            .map(|c| format!(" at column {c}"))
+            .unwrap_or_default();
+        format!("invalid cron expression `{shown}`{at}: {}", self.message)
+    }
 }
 
 impl fmt::Display for CronError {
@@ -145,7 +167,7 @@ pub enum DurationError {
 #[non_exhaustive]
 pub enum ScheduleError {
     /// The cron expression is invalid.
-    #[error("invalid cron expression `{expr}`{}: {}", source.column.map(|c| format!(" at column {c}")).unwrap_or_default(), source.reason())]
+    #[error("{}", source.message_for(expr))]
     Cron {
         /// The expression as given.
         expr: String,

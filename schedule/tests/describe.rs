@@ -58,11 +58,11 @@ const TABLE: &[(&str, &str)] = &[
     ("0 0 L * *", "at 00:00 on the last day of the month"),
     (
         "0 0 L-1 * *",
-        "at 00:00 on the day before the last day of the month",
+        "at 00:00 on the second-to-last day of the month",
     ),
     (
         "0 0 L-3,L * *",
-        "at 00:00 on 3 days before the last day and the last day of the month",
+        "at 00:00 on the 4th-to-last day and the last day of the month",
     ),
     ("0 0 LW * *", "at 00:00 on the last weekday of the month"),
     (
@@ -72,6 +72,10 @@ const TABLE: &[(&str, &str)] = &[
     (
         "0 0 21,22,23 * *",
         "at 00:00 on the 21st, the 22nd and the 23rd of the month",
+    ),
+    (
+        "0 0 L-30 * MON",
+        "at 00:00 on the 31st-to-last day of the month and on Monday",
     ),
     // Days of the week.
     ("0 9 * * MON", "at 09:00 on Monday"),
