@@ -70,3 +70,8 @@ pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
 pub use crate::name::validate_job_name;
 pub use crate::schedule::{Fires, FiresBefore, Schedule};
 pub use crate::zone::parse_time_zone;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

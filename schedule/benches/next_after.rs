@@ -1,0 +1,110 @@
+//! Throughput of `Schedule::next_after` against croner's `find_next_occurrence` on the same
+//! expressions, in UTC and in a zone with daylight-saving time. Each side walks the same number
+//! of consecutive fires from the same start; the ratio is croner's time over ours (above 1: we
+//! are faster).
+//!
+//! ```text
+//! cargo bench -p cronguard-schedule
+//! ```
+//!
+//! `CRONGUARD_BENCH_FIRES` sets the fires walked per expression and zone (default 20000).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+use croner::parser::{CronParser, Seconds};
+use cronguard_schedule::Schedule;
+
+const EXPRESSIONS: &[&str] = &[
+    "0 */5 * * * *",
+    "*/10 * * * * *",
+    "0 30 2 * * *",
+    "0 0 9-17 * * MON-FRI",
+    "0 */15 9-17 * * 1-5",
+    "0 0 0 L * *",
+    "0 15 10 ? * 5#3",
+    "0 0 0 1 1 *",
+];
+
+const ZONES: &[Tz] = &[Tz::UTC, Tz::Europe__Berlin];
+
+fn main() {
+    let fires: usize = std::env::var("CRONGUARD_BENCH_FIRES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let start = Utc
+        .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or_default();
+    println!(
+        "{:<24} {:<14} {:>12} {:>12} {:>7}",
+        "expression", "zone", "ours ns/op", "croner ns/op", "ratio"
+    );
+    let (mut ours_total, mut croner_total) = (Duration::ZERO, Duration::ZERO);
+    for zone in ZONES {
+        for expr in EXPRESSIONS {
+            let Ok(schedule) = Schedule::cron_in(expr, *zone) else {
+                eprintln!("`{expr}` does not parse");
+                continue;
+            };
+            let Ok(cron) = CronParser::builder()
+                .seconds(Seconds::Optional)
+                .build()
+                .parse(expr)
+            else {
+                eprintln!("croner does not parse `{expr}`");
+                continue;
+            };
+            // Warm up both, then time the walk.
+            let ours = time(fires, || walk_ours(&schedule, start, fires / 10));
+            let ours = ours.min(time(fires, || walk_ours(&schedule, start, fires)));
+            let local = start.with_timezone(zone);
+            let theirs = time(fires, || walk_croner(&cron, local, fires / 10));
+            let theirs = theirs.min(time(fires, || walk_croner(&cron, local, fires)));
+            ours_total += ours;
+            croner_total += theirs;
+            println!(
+                "{:<24} {:<14} {:>12.0} {:>12.0} {:>7.2}",
+                expr,
+                zone.name(),
+                per_op(ours, fires),
+                per_op(theirs, fires),
+                theirs.as_secs_f64() / ours.as_secs_f64()
+            );
+        }
+    }
+    println!(
+        "overall: croner time / our time = {:.2} (above 1: cronguard-schedule is faster)",
+        croner_total.as_secs_f64() / ours_total.as_secs_f64()
+    );
+}
+
+fn time(_fires: usize, run: impl FnOnce() -> usize) -> Duration {
+    let begin = Instant::now();
+    black_box(run());
+    begin.elapsed()
+}
+
+fn per_op(elapsed: Duration, fires: usize) -> f64 {
+    elapsed.as_nanos() as f64 / fires.max(1) as f64
+}
+
+fn walk_ours(schedule: &Schedule, start: DateTime<Utc>, fires: usize) -> usize {
+    schedule.fires_after(start).take(fires).count()
+}
+
+fn walk_croner(cron: &croner::Cron, start: DateTime<Tz>, fires: usize) -> usize {
+    let mut at = start;
+    let mut count = 0;
+    while count < fires {
+        match cron.find_next_occurrence(&at, false) {
+            Ok(next) => at = next,
+            Err(_) => break,
+        }
+        count += 1;
+    }
+    count
+}
