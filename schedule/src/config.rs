@@ -20,7 +20,7 @@ impl Schedule {
     /// let poll = Schedule::from_settings(None, Some("30s"), None)?;
     /// assert_eq!(poll.describe(), "every 30 seconds");
     /// assert_eq!(
-    ///     Schedule::from_settings(None, Some("30s"), Some("UTC")).unwrap_err(),
+    ///     Schedule::from_settings(None, Some("30s"), Some("UTC")).expect_err("invalid"),
     ///     ScheduleError::TimeZoneWithEvery
     /// );
     /// # Ok::<(), ScheduleError>(())

@@ -62,15 +62,15 @@ fn one_line_errors() {
 #[test]
 fn settings_follow_the_rules_of_the_attribute() {
     assert_eq!(
-        Schedule::from_settings(Some("0 * * * *"), Some("1m"), None).unwrap_err(),
+        Schedule::from_settings(Some("0 * * * *"), Some("1m"), None).expect_err("invalid"),
         ScheduleError::CronAndEvery
     );
     assert_eq!(
-        Schedule::from_settings(None, None, Some("UTC")).unwrap_err(),
+        Schedule::from_settings(None, None, Some("UTC")).expect_err("invalid"),
         ScheduleError::NoSchedule
     );
     assert_eq!(
-        Schedule::from_settings(None, Some("1m"), Some("UTC")).unwrap_err(),
+        Schedule::from_settings(None, Some("1m"), Some("UTC")).expect_err("invalid"),
         ScheduleError::TimeZoneWithEvery
     );
     let every = Schedule::from_settings(None, Some("1500ms"), None).expect("valid");

@@ -125,8 +125,50 @@ const PIECES: &[&str] = &[
     "\0",
 ];
 
+/// Valid expressions, each to be changed in one place.
+const VALID: &[&str] = &[
+    "*/15 9-17 * * MON-FRI",
+    "0 30 2 * * *",
+    "0 0 L-3,L * *",
+    "0 0 1,15W * 1#2",
+    "0 0 0 29 2 * 2028-2040/4",
+    "CRON_TZ=Europe/Berlin 0 0 LW * *",
+    "@every 1h 30m",
+    "5,10,15-20,*/7 * * * *",
+    "0 0 * * FRI-SUN",
+    "@hourly",
+];
+
+/// A valid expression with one piece inserted, one character replaced, or one removed.
+fn mutated() -> impl Strategy<Value = String> {
+    (
+        proptest::sample::select(VALID),
+        any::<proptest::sample::Index>(),
+        proptest::sample::select(PIECES),
+        0..3u8,
+    )
+        .prop_map(|(valid, at, piece, how)| {
+            let mut chars: Vec<char> = valid.chars().collect();
+            let at = at.index(chars.len() + 1);
+            match how {
+                0 => {
+                    chars.splice(at..at, piece.chars());
+                }
+                1 if at < chars.len() => {
+                    chars.splice(at..=at, piece.chars());
+                }
+                _ if at < chars.len() => {
+                    chars.remove(at);
+                }
+                _ => {}
+            }
+            chars.into_iter().collect()
+        })
+}
+
 fn near_valid() -> impl Strategy<Value = String> {
     prop_oneof![
+        mutated(),
         // Five to seven fields from the pieces.
         proptest::collection::vec(
             proptest::collection::vec(proptest::sample::select(PIECES), 1..4)
