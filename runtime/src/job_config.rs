@@ -115,12 +115,12 @@ impl JobConfig {
             Ok(schedule) => Some(schedule),
             Err(error) => {
                 let key = match &error {
-                    ScheduleError::Cron { .. } => "cron",
-                    ScheduleError::TimeZone(_) => "tz",
-                    ScheduleError::Interval(_) | ScheduleError::ZeroInterval => "every",
-                    _ => "schedule",
+                    ScheduleError::Cron { .. } => "`cron`: ",
+                    ScheduleError::TimeZone(_) => "`tz`: ",
+                    ScheduleError::Interval(_) | ScheduleError::ZeroInterval => "`every`: ",
+                    _ => "",
                 };
-                let mut problem = format!("`{key}`: {error}");
+                let mut problem = format!("{key}{error}");
                 if let ScheduleError::Cron { expr, source } = &error {
                     problem.push_str(&pointer(expr, source));
                     cron_error = Some(source.clone());
@@ -143,11 +143,15 @@ impl JobConfig {
             duration,
         );
         // The combinations (`lease` without `redis`, `max_instances` with a shared guard, the
-        // name, the lease's range) are the checks every job passes at start: run them now.
-        if let (Some(schedule), Some(lock), Some(overlap), Some(lease), Some(grace)) =
-            (schedule, lock, overlap, lease, grace)
+        // name, the lease's range) are the checks every job passes at start: run them now, also
+        // when the schedule is invalid (on a stand-in), so that every problem is reported at once.
+        let checked = schedule
+            .clone()
+            .or_else(|| Schedule::every(Duration::from_secs(60)).ok());
+        if let (Some(checked), Some(lock), Some(overlap), Some(lease), Some(grace)) =
+            (checked, lock, overlap, lease, grace)
         {
-            let mut job = Job::new(name.clone(), schedule)
+            let mut job = Job::new(name.clone(), checked)
                 .lock(lock.unwrap_or_default())
                 .overlap(overlap.unwrap_or_default())
                 .max_instances(self.max_instances.unwrap_or(1))
@@ -158,7 +162,7 @@ impl JobConfig {
                 job = job.lease(lease);
             }
             problems.extend(job.setting_problems());
-            if problems.is_empty() {
+            if problems.is_empty() && schedule.is_some() {
                 return Ok(job);
             }
         } else if let Err(problem) = cronguard_schedule::validate_job_name(&name) {
