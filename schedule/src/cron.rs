@@ -573,6 +573,10 @@ fn parse_strict(expr: &str) -> Result<Parsed, CronError> {
                 parsed.alias = Some(alias.to_owned());
                 Ok(parsed)
             }
+            None if alias.eq_ignore_ascii_case("@every") => Err(CronError::new(
+                "`@every` is not a cron alias; for a fixed interval use `every = \"30s\"` (`@every 30s` is accepted where a whole schedule is read from one line of text)",
+            )
+            .spanning(alias_at, alias.len())),
             None if alias.eq_ignore_ascii_case("@reboot") => Err(CronError::new(
                 "`@reboot` is not supported; use a fixed schedule such as `@daily`, or run the code at startup",
             )

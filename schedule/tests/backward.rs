@@ -1,5 +1,7 @@
 //! `previous_before` and `fires_before`: the same fires as the forward walk, in reverse, with the
-//! same daylight-saving rules. Property tests over random expressions, zones and instants.
+//! same daylight-saving rules. Property tests over random expressions, zones and instants;
+//! `CRONGUARD_PROPTEST_CASES` (default 256) and `CRONGUARD_PROPTEST_SEED` (fixed by default) for
+//! longer or other runs.
 
 use std::time::Duration;
 
@@ -144,8 +146,22 @@ fn cases() -> u32 {
         .unwrap_or(256)
 }
 
+/// A fixed seed keeps runs deterministic; `CRONGUARD_PROPTEST_SEED` picks another one.
+fn config() -> ProptestConfig {
+    let seed = std::env::var("CRONGUARD_PROPTEST_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x0c40_9a2d);
+    ProptestConfig {
+        cases: cases(),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(config())]
 
     #[test]
     fn forward_and_backward_walks_agree(

@@ -1,7 +1,8 @@
 //! Fuzzing the parser with proptest: arbitrary strings and near-valid expressions never make it
 //! panic or hang, and what it accepts can be evaluated both ways and described.
 //!
-//! `CRONGUARD_FUZZ_CASES` sets the cases per property (default 2000), for longer runs:
+//! `CRONGUARD_FUZZ_CASES` sets the cases per property (default 2000) and `CRONGUARD_FUZZ_SEED`
+//! the seed (fixed by default, so that a run is deterministic), for longer runs:
 //!
 //! ```text
 //! CRONGUARD_FUZZ_CASES=200000 cargo test -p cronguard-schedule --release --test fuzz
@@ -182,8 +183,22 @@ fn near_valid() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A fixed seed keeps runs deterministic; `CRONGUARD_FUZZ_SEED` picks another one.
+fn config() -> ProptestConfig {
+    let seed = std::env::var("CRONGUARD_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x0c40_9a2d);
+    ProptestConfig {
+        cases: cases(),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(config())]
 
     #[test]
     fn arbitrary_strings_never_panic_or_hang(

@@ -180,6 +180,7 @@ const INVALID: &[(&str, &str)] = &[
     ("@often", "unknown alias `@often`; use `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@midnight` or `@hourly`"),
     ("@reboot", "`@reboot` is not supported; use a fixed schedule such as `@daily`, or run the code at startup"),
     ("@daily 5", "the alias `@daily` stands alone; remove the fields after it"),
+    ("@every 5m", "`@every` is not a cron alias; for a fixed interval use `every = \"30s\"` (`@every 30s` is accepted where a whole schedule is read from one line of text)"),
     // Never fires.
     ("0 0 31 4 *", "the expression never fires: day 31 never occurs in April"),
     ("0 0 31 4,6,9,11 *", "the expression never fires: day 31 never occurs in April, June, September or November"),
