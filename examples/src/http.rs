@@ -1,12 +1,17 @@
 //! `/metrics` (Prometheus text), `/health` (200 when every job is on time, 503 otherwise, JSON
-//! body) and `/jobs` (the status of every job, JSON) over HTTP.
+//! body), `/jobs` (the status of every job, JSON) and `/jobs/{name}/history?since=<RFC 3339>`
+//! (the run history of a job whose guard keeps it, JSON; the last 24 hours by default) over
+//! HTTP.
 
-use axum::extract::State;
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use cronguard::Monitor;
+use chrono::{DateTime, TimeDelta, Utc};
+use cronguard::{HistoryError, Monitor};
 use metrics_exporter_prometheus::PrometheusHandle;
 
 #[derive(Clone)]
@@ -21,6 +26,7 @@ pub fn router(monitor: Monitor, prometheus: PrometheusHandle) -> Router {
         .route("/metrics", get(metrics))
         .route("/health", get(health))
         .route("/jobs", get(jobs))
+        .route("/jobs/{name}/history", get(history))
         .with_state(App {
             monitor,
             prometheus,
@@ -43,4 +49,35 @@ async fn health(State(app): State<App>) -> impl IntoResponse {
 
 async fn jobs(State(app): State<App>) -> impl IntoResponse {
     Json(app.monitor.jobs())
+}
+
+async fn history(
+    State(app): State<App>,
+    Path(name): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> axum::response::Response {
+    let since = match query.get("since") {
+        None => Utc::now() - TimeDelta::hours(24),
+        Some(text) => match DateTime::parse_from_rfc3339(text) {
+            Ok(t) => t.with_timezone(&Utc),
+            Err(e) => {
+                let message =
+                    format!("`since` must be an RFC 3339 time such as 2026-01-31T02:30:00Z: {e}");
+                return (StatusCode::BAD_REQUEST, message).into_response();
+            }
+        },
+    };
+    match app.monitor.history(&name, since).await {
+        Ok(entries) => Json(entries).into_response(),
+        Err(e @ (HistoryError::UnknownJob(_) | HistoryError::NotKept(_))) => {
+            (StatusCode::NOT_FOUND, e.to_string()).into_response()
+        }
+        Err(e) => {
+            let message = match std::error::Error::source(&e) {
+                Some(source) => format!("{e}: {source}"),
+                None => e.to_string(),
+            };
+            (StatusCode::SERVICE_UNAVAILABLE, message).into_response()
+        }
+    }
 }

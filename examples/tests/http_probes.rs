@@ -123,3 +123,51 @@ async fn metrics_move_after_runs_and_health_turns_503_when_a_job_is_overdue() {
     handle.shutdown().await;
     watcher.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_history_is_served_from_the_postgres_guard() {
+    let Some(db) = cronguard_testkit::PostgresServer::start() else {
+        return;
+    };
+    let prometheus = PrometheusBuilder::new().build_recorder().handle();
+    let job = Job::new(
+        "reports::nightly",
+        Schedule::every(Duration::from_millis(500)).expect("valid"),
+    )
+    .lock(cronguard::Lock::Postgres)
+    .history(true)
+    .run(|ctx| async move {
+        if ctx.fire_time().timestamp_subsec_millis() == 0 {
+            Err("the report store answered 503")
+        } else {
+            Ok(())
+        }
+    });
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .postgres_url(db.url())
+        .job(job)
+        .start()
+        .await
+        .expect("starts");
+    let addr = serve(handle.monitor(), prometheus).await;
+    let path = "/jobs/reports::nightly/history";
+    eventually(
+        "a failed and a succeeded run in the history",
+        Duration::from_secs(10),
+        || async {
+            let body = get(addr, path).await.1;
+            body.contains(r#""outcome":"failed""#) && body.contains(r#""outcome":"succeeded""#)
+        },
+    )
+    .await;
+    let (code, body) = get(addr, path).await;
+    assert_eq!(code, 200);
+    assert!(body.contains("the report store answered 503"), "{body}");
+    assert!(body.contains(r#""fencing_token":"#), "{body}");
+    let (code, _) = get(addr, "/jobs/nobody/history").await;
+    assert_eq!(code, 404);
+    let (code, body) = get(addr, &format!("{path}?since=yesterday")).await;
+    assert_eq!(code, 400, "{body}");
+    handle.shutdown().await;
+}

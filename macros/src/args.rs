@@ -21,6 +21,7 @@ pub(crate) const ARGUMENTS: &[&str] = &[
     "coalesce",
     "misfire_grace",
     "name",
+    "history",
 ];
 
 /// Words users reach for that mean one of our arguments.

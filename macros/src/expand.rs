@@ -63,14 +63,19 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
         }
     };
 
-    let (guard, feature_check) = match job.guard {
+    let (guard, feature_check) = match &job.guard {
         Guard::Local => (quote!(#private::StaticGuard::Local), None),
         Guard::File => (quote!(#private::StaticGuard::File), None),
         Guard::Redis(span) => (
             quote!(#private::StaticGuard::Redis),
             // Spanned on `"redis"`, so that a disabled `redis` feature is reported there.
-            Some(quote_spanned!(span=> ::cronguard::__private::require_redis_feature!();)),
+            Some(quote_spanned!(*span=> ::cronguard::__private::require_redis_feature!();)),
         ),
+        Guard::Postgres(span) => (
+            quote!(#private::StaticGuard::Postgres),
+            Some(quote_spanned!(*span=> ::cronguard::__private::require_postgres_feature!();)),
+        ),
+        Guard::Custom(name) => (quote!(#private::StaticGuard::Custom(#name)), None),
     };
 
     let overlap = match job.overlap {
@@ -83,6 +88,7 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
     let max_instances = Literal::u32_suffixed(job.max_instances);
     let misfire_grace_millis = Literal::u64_suffixed(job.misfire_grace_millis);
     let coalesce = job.coalesce;
+    let history = job.history;
     let body = body(ident, job);
     let variant = if job.signature.is_async {
         quote!(Async)
@@ -103,6 +109,7 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
                     schedule: #schedule,
                     guard: #guard,
                     lease_millis: #lease_millis,
+                    history: #history,
                     max_instances: #max_instances,
                     overlap: #overlap,
                     coalesce: #coalesce,

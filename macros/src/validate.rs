@@ -15,7 +15,7 @@ pub(crate) const DEFAULT_LEASE_MILLIS: u64 = cronguard_schedule::DEFAULT_LEASE.a
 pub(crate) const DEFAULT_MISFIRE_GRACE_MILLIS: u64 =
     cronguard_schedule::DEFAULT_MISFIRE_GRACE.as_millis() as u64;
 
-const LOCKS: &[&str] = &["local", "file", "redis"];
+const LOCKS: &[&str] = &["local", "file", "redis", "postgres"];
 const OVERLAPS: &[&str] = &["skip", "queue", "replace"];
 
 /// A checked `#[scheduled]` attribute and function, ready to expand.
@@ -26,8 +26,10 @@ pub(crate) struct Job {
     pub(crate) schedule: Schedule,
     /// The guard.
     pub(crate) guard: Guard,
-    /// The lease of a `redis` guard.
+    /// The lease of a guard with leases (`redis`, `postgres`, custom).
     pub(crate) lease_millis: u64,
+    /// Whether the guard keeps the run history (`history`).
+    pub(crate) history: bool,
     /// Runs allowed at once.
     pub(crate) max_instances: u32,
     /// What a fire does when no slot is free.
@@ -49,7 +51,7 @@ pub(crate) enum Schedule {
 }
 
 /// The guard of a job.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Guard {
     /// `lock = "local"`.
     Local,
@@ -57,6 +59,31 @@ pub(crate) enum Guard {
     File,
     /// `lock = "redis"`; the span is the `"redis"` literal's.
     Redis(Span),
+    /// `lock = "postgres"`; the span is the `"postgres"` literal's.
+    Postgres(Span),
+    /// `lock = "custom:<name>"`: the name.
+    Custom(String),
+}
+
+impl Guard {
+    /// The value of `lock = "..."` that names this guard.
+    fn name(&self) -> &str {
+        match self {
+            Guard::Local => "local",
+            Guard::File => "file",
+            Guard::Redis(_) => "redis",
+            Guard::Postgres(_) => "postgres",
+            Guard::Custom(_) => "custom",
+        }
+    }
+
+    /// Whether runs hold an expiring lease (so `lease` applies).
+    fn has_lease(&self) -> bool {
+        matches!(
+            self,
+            Guard::Redis(_) | Guard::Postgres(_) | Guard::Custom(_)
+        )
+    }
 }
 
 /// What a fire does when no instance slot is free.
@@ -340,8 +367,9 @@ fn single_token_text(tokens: &TokenStream) -> Option<String> {
 fn check_args(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<Job> {
     let schedule = check_schedule(args, syntax_ok, errors);
     let guard = check_lock(args, errors);
-    let lease_millis = check_lease(args, guard, errors);
-    let max_instances = check_max_instances(args, guard, errors);
+    let lease_millis = check_lease(args, guard.as_ref(), errors);
+    let max_instances = check_max_instances(args, guard.as_ref(), errors);
+    let history = check_history(args, guard.as_ref(), errors);
     let overlap = check_overlap(args, errors);
     let coalesce = args.flag("coalesce", errors);
     let misfire_grace_millis = args
@@ -359,6 +387,7 @@ fn check_args(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<Job> 
         schedule: schedule?,
         guard: guard?,
         lease_millis: lease_millis?,
+        history: history?,
         max_instances: max_instances?,
         overlap: overlap?,
         coalesce,
@@ -462,12 +491,24 @@ fn check_lock(args: &Args, errors: &mut Errors) -> Option<Guard> {
         "local" => Some(Guard::Local),
         "file" => Some(Guard::File),
         "redis" => Some(Guard::Redis(lit.span())),
+        "postgres" => Some(Guard::Postgres(lit.span())),
         other => {
+            if let Some(name) = other.strip_prefix("custom:") {
+                let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+                if !name.is_empty() && name.chars().all(plain) {
+                    return Some(Guard::Custom(name.to_owned()));
+                }
+                errors.on(
+                    &lit,
+                    format!("`lock = \"custom:<name>\"` needs the name the guard was registered under with `Builder::custom_guard` after `custom:`, made of ASCII letters, digits, `_`, `-` and `.`; `{name}` is not such a name"),
+                );
+                return None;
+            }
             let hint = did_you_mean(other, LOCKS);
             errors.on(
                 &lit,
                 format!(
-                    "unknown lock `{other}`;{hint} expected one of: `local` (in this process), `file` (all processes on this host) or `redis` (all replicas of a cluster)"
+                    "unknown lock `{other}`;{hint} expected one of: `local` (in this process), `file` (all processes on this host), `redis` or `postgres` (all replicas of a cluster), or `custom:<name>` (a guard registered with `Builder::custom_guard`)"
                 ),
             );
             None
@@ -475,7 +516,24 @@ fn check_lock(args: &Args, errors: &mut Errors) -> Option<Guard> {
     }
 }
 
-fn check_lease(args: &Args, guard: Option<Guard>, errors: &mut Errors) -> Option<u64> {
+fn check_history(args: &Args, guard: Option<&Guard>, errors: &mut Errors) -> Option<bool> {
+    let history = args.flag("history", errors);
+    if let (true, Some(key), Some(guard)) = (history, args.key("history"), guard) {
+        if !matches!(guard, Guard::Postgres(_) | Guard::Custom(_)) {
+            errors.at(
+                key.span(),
+                format!(
+                    "`history` needs a guard that keeps run history: `lock = \"postgres\"` or a custom guard, not `lock = \"{}\"`; remove `history` or change the lock",
+                    guard.name()
+                ),
+            );
+            return None;
+        }
+    }
+    Some(history)
+}
+
+fn check_lease(args: &Args, guard: Option<&Guard>, errors: &mut Errors) -> Option<u64> {
     let lease = args.string("lease", errors);
     let millis = match &lease {
         Some(lit) => duration_or_report(lit, errors),
@@ -483,11 +541,10 @@ fn check_lease(args: &Args, guard: Option<Guard>, errors: &mut Errors) -> Option
         None => Some(DEFAULT_LEASE_MILLIS),
     };
     if let (Some(key), Some(guard)) = (args.key("lease"), guard) {
-        let name = match guard {
-            Guard::Local => "local",
-            Guard::File => "file",
-            Guard::Redis(_) => return lease_in_range(lease.as_ref(), millis, errors),
-        };
+        if guard.has_lease() {
+            return lease_in_range(lease.as_ref(), millis, errors);
+        }
+        let name = guard.name();
         let how = if args.has("lock") {
             format!("a `{name}` guard holds no lease")
         } else {
@@ -496,7 +553,7 @@ fn check_lease(args: &Args, guard: Option<Guard>, errors: &mut Errors) -> Option
         errors.at(
             key.span(),
             format!(
-                "`lease` applies only to `lock = \"redis\"`; {how}, so remove `lease` or set `lock = \"redis\"`"
+                "`lease` applies only to guards with leases (`lock = \"redis\"`, `\"postgres\"` or `\"custom:<name>\"`); {how}, so remove `lease` or change the lock"
             ),
         );
         return None;
@@ -519,7 +576,7 @@ fn lease_in_range(lease: Option<&LitStr>, millis: Option<u64>, errors: &mut Erro
     }
 }
 
-fn check_max_instances(args: &Args, guard: Option<Guard>, errors: &mut Errors) -> Option<u32> {
+fn check_max_instances(args: &Args, guard: Option<&Guard>, errors: &mut Errors) -> Option<u32> {
     let Some(value) = args.integer("max_instances", errors) else {
         return (!args.has("max_instances")).then_some(1);
     };
@@ -557,6 +614,8 @@ fn check_max_instances(args: &Args, guard: Option<Guard>, errors: &mut Errors) -
         let (name, holds) = match guard {
             Some(Guard::File) => ("file", "across all processes of this host"),
             Some(Guard::Redis(_)) => ("redis", "across all replicas of the cluster"),
+            Some(Guard::Postgres(_)) => ("postgres", "across all replicas of the cluster"),
+            Some(Guard::Custom(_)) => ("custom", "across every process it reaches"),
             Some(Guard::Local) | None => return Some(count),
         };
         errors.on(

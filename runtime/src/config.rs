@@ -11,8 +11,10 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::events::{Event, EventSink, Hook};
 use crate::executor::{self, Shared};
-use crate::guard::file::FileGuard;
-use crate::guard::Guard;
+use crate::guard::{Guard, GuardSpec};
+use crate::guards::{
+    GuardSettings, Stores, DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA,
+};
 use crate::handle::Cronguard;
 use crate::job::{registered, Job};
 use crate::options::Lock;
@@ -26,12 +28,15 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default a folder private to
 /// this user: `$XDG_RUNTIME_DIR/cronguard`, else `/run/cronguard` for root, else
 /// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards),
-/// `CRONGUARD_INSTANCE` (this process's name in events; default `hostname:pid`).
+/// `CRONGUARD_POSTGRES_URL` or `DATABASE_URL` (`postgres` guards), `CRONGUARD_POSTGRES_SCHEMA`
+/// (default `cronguard`), `CRONGUARD_INSTANCE` (this process's name in events; default
+/// `hostname:pid`).
 ///
 /// # Errors
 ///
 /// [`Error::Config`] listing every problem: two jobs with one name, a job with invalid settings,
-/// an unusable lock dir, a `redis` job without a Redis URL.
+/// an unusable lock dir, a `redis` or `postgres` job without a URL, a `custom:<name>` guard that
+/// was not registered.
 pub async fn start() -> Result<Cronguard, Error> {
     builder().start().await
 }
@@ -64,6 +69,11 @@ pub struct Builder {
     lock_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: String,
+    postgres_url: Option<String>,
+    postgres_schema: String,
+    history: bool,
+    history_retention_days: u32,
+    custom_guards: BTreeMap<String, crate::guard::GuardFactory>,
     instance: Option<String>,
     clock: Clock,
     jobs: Vec<Job>,
@@ -83,6 +93,12 @@ impl Builder {
             lock_dir: env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
             redis_url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
             redis_prefix: "cronguard".to_owned(),
+            postgres_url: env("CRONGUARD_POSTGRES_URL").or_else(|| env("DATABASE_URL")),
+            postgres_schema: env("CRONGUARD_POSTGRES_SCHEMA")
+                .unwrap_or_else(|| DEFAULT_POSTGRES_SCHEMA.to_owned()),
+            history: false,
+            history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
+            custom_guards: BTreeMap::new(),
             instance: env("CRONGUARD_INSTANCE"),
             clock: Clock::system(),
             jobs: Vec::new(),
@@ -110,6 +126,48 @@ impl Builder {
     /// `<prefix>:{<job>}:reported:<fire ms>`.
     pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.redis_prefix = prefix.into();
+        self
+    }
+
+    /// The PostgreSQL URL of the `postgres` guards (`postgres://user:password@host:5432/db`, or
+    /// the `key=value` form).
+    pub fn postgres_url(mut self, url: impl Into<String>) -> Self {
+        self.postgres_url = Some(url.into());
+        self
+    }
+
+    /// The schema of the `postgres` guard's tables (default `cronguard`): created at start when
+    /// missing, with the tables and functions in the README ("The PostgreSQL guard").
+    pub fn postgres_schema(mut self, schema: impl Into<String>) -> Self {
+        self.postgres_schema = schema.into();
+        self
+    }
+
+    /// Keeps the run history of every job whose guard can keep it (`postgres`, custom guards),
+    /// as `history` on each job would (default `false`). Read it with
+    /// [`Cronguard::history`](crate::Cronguard::history).
+    pub fn history(mut self, all: bool) -> Self {
+        self.history = all;
+        self
+    }
+
+    /// How many days of run history the `postgres` guard keeps (default 30): older rows are
+    /// deleted at start and every hour, 1,000 rows at a time.
+    pub fn history_retention_days(mut self, days: u32) -> Self {
+        self.history_retention_days = days;
+        self
+    }
+
+    /// Registers a guard of the application's own under `name`, for jobs with
+    /// `lock = "custom:<name>"` (or [`Lock::Custom`]). `factory` is called once per job with the
+    /// job's settings; the guard must keep the contract of the [`guard`](crate::guard) module,
+    /// which the conformance suite (feature `conformance`) checks.
+    pub fn custom_guard(
+        mut self,
+        name: impl Into<String>,
+        factory: impl Fn(&GuardSpec) -> Arc<dyn Guard> + Send + Sync + 'static,
+    ) -> Self {
+        self.custom_guards.insert(name.into(), Arc::new(factory));
         self
     }
 
@@ -168,6 +226,13 @@ impl Builder {
             }
         }
         jobs.extend(self.jobs);
+        if self.history {
+            for job in &mut jobs {
+                if matches!(job.lock, Lock::Postgres | Lock::Custom(_)) {
+                    job.history = true;
+                }
+            }
+        }
 
         let mut by_name: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
         for job in &jobs {
@@ -204,9 +269,17 @@ impl Builder {
         } else {
             connect_redis(self.redis_url.as_deref(), &redis_jobs, &mut problems).await
         };
-        if !problems.is_empty() {
-            return Err(Error::Config { problems });
-        }
+        let stores = Stores::connect(
+            GuardSettings {
+                postgres_url: self.postgres_url,
+                postgres_schema: self.postgres_schema,
+                history_retention_days: self.history_retention_days,
+                custom: self.custom_guards,
+            },
+            &jobs,
+            &mut problems,
+        )
+        .await;
         if !problems.is_empty() {
             return Err(Error::Config { problems });
         }
@@ -221,22 +294,9 @@ impl Builder {
             tasks: tokio_util::task::TaskTracker::new(),
             origin: tokio::time::Instant::now(),
         };
-        #[cfg(feature = "redis")]
-        if let Some(redis) = &redis {
-            crate::guard::skew::spawn_monitor(
-                redis.conn.clone(),
-                shared.clock.clone(),
-                &jobs,
-                shared.stop.clone(),
-            )
-            .await;
-        }
-        let mut runnable = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            let guard: Option<Arc<dyn Guard>> = match (job.lock, &redis) {
-                (Lock::File, _) => Some(Arc::new(
-                    FileGuard::new(&lock_dir, &job.name).with_overlap(job.overlap),
-                )),
+        let mut built = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let guard: Option<Arc<dyn Guard>> = match (&job.lock, &redis) {
                 #[cfg(feature = "redis")]
                 (Lock::Redis, Some(redis)) => Some(Arc::new(crate::guard::redis::RedisGuard::new(
                     redis.conn.clone(),
@@ -246,8 +306,15 @@ impl Builder {
                     job.lease_or_default(),
                     job.overlap,
                 ))),
-                _ => None,
+                _ => stores.guard(job, &lock_dir, &shared.instance),
             };
+            built.push((job, guard));
+        }
+        crate::guards::spawn_skew_monitors(&built, &shared.clock, &shared.stop).await;
+        stores.spawn_retention(&jobs.iter().collect::<Vec<_>>(), &shared.stop);
+        let guards: Vec<Option<Arc<dyn Guard>>> = built.into_iter().map(|(_, g)| g).collect();
+        let mut runnable = Vec::with_capacity(jobs.len());
+        for (job, guard) in jobs.into_iter().zip(guards) {
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start
             };

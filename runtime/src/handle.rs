@@ -3,12 +3,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
 use crate::error::Error;
 use crate::events::Event;
 use crate::executor::{lock, GuardView, ShardJobs, Shards, Shared};
+use crate::guard::GuardError;
 use crate::health::{judge, Health, HealthState, JobHealth};
+use crate::history::HistoryEntry;
 use crate::status::JobStatus;
 
 /// The longest shutdown waits for leases to be given back after the runs ended.
@@ -20,6 +23,27 @@ fn far_instant(d: Duration) -> Instant {
     now.checked_add(d)
         .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
         .unwrap_or(now)
+}
+
+/// Why [`Monitor::history`] has no answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// No job of this scheduler has this name.
+    #[error("no job is named `{0}`")]
+    UnknownJob(String),
+    /// The job's guard keeps no history, or history is off for the job.
+    #[error("job `{0}` keeps no run history; give it `history` with a guard that keeps it (`lock = \"postgres\"`), or call `Builder::history(true)`")]
+    NotKept(String),
+    /// The guard could not answer.
+    #[error("the run history of job `{job}` cannot be read")]
+    Guard {
+        /// The job.
+        job: String,
+        /// What failed.
+        #[source]
+        source: GuardError,
+    },
 }
 
 /// A cloneable, read-only view of a running scheduler: the jobs' status and health.
@@ -42,6 +66,46 @@ impl Monitor {
         }
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
+    }
+
+    /// The run history of job `job` from fire `since` on, oldest first (at most
+    /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) entries): every run with its outcome,
+    /// and every fire reported as dropped, across every replica that shares the guard. Kept by
+    /// guards that store it (`lock = "postgres"`) for jobs with `history`.
+    ///
+    /// # Errors
+    ///
+    /// [`HistoryError`]: no such job, no history kept for it, or the guard failed (a 5 s limit).
+    pub async fn history(
+        &self,
+        job: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<HistoryEntry>, HistoryError> {
+        let view = self
+            .shards
+            .iter()
+            .find_map(|shard| {
+                lock(shard)
+                    .iter()
+                    .find(|j| &**j.name() == job)
+                    .map(|j| j.guard())
+            })
+            .ok_or_else(|| HistoryError::UnknownJob(job.to_owned()))?;
+        let GuardView::Shared(guard) = view else {
+            return Err(HistoryError::NotKept(job.to_owned()));
+        };
+        let guard_err = |source| HistoryError::Guard {
+            job: job.to_owned(),
+            source,
+        };
+        match tokio::time::timeout(Duration::from_secs(5), guard.history(since)).await {
+            Ok(Ok(Some(entries))) => Ok(entries),
+            Ok(Ok(None)) => Err(HistoryError::NotKept(job.to_owned())),
+            Ok(Err(e)) => Err(guard_err(e)),
+            Err(_) => Err(guard_err(GuardError::Other(
+                "the guard did not answer within 5 s".to_owned(),
+            ))),
+        }
     }
 
     /// Runs going on now, over all jobs.
@@ -148,6 +212,19 @@ impl Cronguard {
     /// Whether every job is on time; see [`Monitor::health`].
     pub async fn health(&self) -> Health {
         self.monitor.health().await
+    }
+
+    /// The run history of a job; see [`Monitor::history`].
+    ///
+    /// # Errors
+    ///
+    /// See [`Monitor::history`].
+    pub async fn history(
+        &self,
+        job: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<HistoryEntry>, HistoryError> {
+        self.monitor.history(job, since).await
     }
 
     /// A cloneable, read-only view of the jobs' status and health, for HTTP handlers and probes.

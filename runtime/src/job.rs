@@ -60,6 +60,7 @@ pub struct Job {
     pub(crate) body: Option<Body>,
     pub(crate) defined_at: Option<String>,
     pub(crate) enabled: bool,
+    pub(crate) history: bool,
 }
 
 impl Job {
@@ -78,6 +79,7 @@ impl Job {
             body: None,
             defined_at: None,
             enabled: true,
+            history: false,
         }
     }
 
@@ -87,7 +89,14 @@ impl Job {
         self
     }
 
-    /// The lease of a `redis` guard (`lease = "..."`), from
+    /// Whether the guard keeps this job's run history (`history`): needs a guard that stores it,
+    /// such as `lock = "postgres"`. See also [`Builder::history`](crate::Builder::history).
+    pub fn history(mut self, history: bool) -> Self {
+        self.history = history;
+        self
+    }
+
+    /// The lease of a `redis`, `postgres` or custom guard (`lease = "..."`), from
     /// [`MIN_LEASE`](cronguard_schedule::MIN_LEASE) (100 ms) to
     /// [`MAX_LEASE`](cronguard_schedule::MAX_LEASE) (24 h).
     pub fn lease(mut self, lease: Duration) -> Self {
@@ -202,9 +211,16 @@ impl Job {
                 self.max_instances, self.lock
             ));
         }
-        if self.lease.is_some() && self.lock != Lock::Redis {
+        if self.lease.is_some() && !self.lock.has_lease() {
             problems.push(format!(
-                "job `{name}`: `lease` applies only to `lock = \"redis\"`"
+                "job `{name}`: `lease` applies only to guards with leases (`lock = \"redis\"`, `\"postgres\"` or a custom guard), not to `lock = \"{}\"`",
+                self.lock
+            ));
+        }
+        if self.history && !matches!(self.lock, Lock::Postgres | Lock::Custom(_)) {
+            problems.push(format!(
+                "job `{name}`: `history` needs a guard that keeps run history (`lock = \"postgres\"` or a custom guard), not `lock = \"{}\"`",
+                self.lock
             ));
         }
         if let Some(lease) = self.lease {
@@ -232,18 +248,22 @@ impl Job {
             StaticGuard::Local => Lock::Local,
             StaticGuard::File => Lock::File,
             StaticGuard::Redis => Lock::Redis,
+            StaticGuard::Postgres => Lock::Postgres,
+            StaticGuard::Custom(name) => Lock::custom(name),
         };
         let body = match s.body {
             JobBody::Async(f) => Body::Async(Arc::new(f)),
             JobBody::Blocking(f) => Body::Blocking(Arc::new(f)),
         };
+        let leased = lock.has_lease();
         let mut job = Job::new(s.name, schedule)
             .lock(lock)
+            .history(s.history)
             .max_instances(s.max_instances)
             .overlap(s.overlap)
             .coalesce(s.coalesce)
             .misfire_grace(Duration::from_millis(s.misfire_grace_millis));
-        if lock == Lock::Redis {
+        if leased {
             job = job.lease(Duration::from_millis(s.lease_millis));
         }
         job.body = Some(body);
@@ -259,6 +279,7 @@ impl fmt::Debug for Job {
             .field("schedule", &self.schedule)
             .field("lock", &self.lock)
             .field("lease", &self.lease)
+            .field("history", &self.history)
             .field("max_instances", &self.max_instances)
             .field("overlap", &self.overlap)
             .field("coalesce", &self.coalesce)

@@ -20,8 +20,9 @@ use crate::options::{Lock, Overlap};
 /// name = "reports::nightly"
 /// cron = "0 30 2 * * *"        # or: every = "30s"
 /// tz = "Europe/Berlin"         # cron only; default UTC
-/// lock = "redis"               # local (default), file or redis
-/// lease = "10s"                # redis only; default 30s
+/// lock = "redis"               # local (default), file, redis, postgres or custom:<name>
+/// lease = "10s"                # guards with leases only; default 30s
+/// history = false              # postgres or a custom guard only
 /// max_instances = 1            # local only above 1; default 1
 /// overlap = "queue"            # skip (default), queue or replace
 /// coalesce = true              # default false
@@ -64,10 +65,10 @@ pub struct JobConfig {
     /// The IANA time zone of `cron` (`tz = "Europe/Berlin"`); UTC when absent.
     #[cfg_attr(feature = "serde", serde(default))]
     pub tz: Option<String>,
-    /// The guard: `local` (default), `file` or `redis`.
+    /// The guard: `local` (default), `file`, `redis`, `postgres` or `custom:<name>`.
     #[cfg_attr(feature = "serde", serde(default))]
     pub lock: Option<String>,
-    /// The lease of a `redis` guard (`lease = "10s"`).
+    /// The lease of a guard with leases (`lease = "10s"`).
     #[cfg_attr(feature = "serde", serde(default))]
     pub lease: Option<String>,
     /// Runs allowed at once (`local` only above 1); default 1.
@@ -82,6 +83,9 @@ pub struct JobConfig {
     /// How late a fire may still start (`misfire_grace = "60s"`).
     #[cfg_attr(feature = "serde", serde(default))]
     pub misfire_grace: Option<String>,
+    /// Whether the guard keeps the job's run history (`history`; `postgres` or a custom guard).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub history: bool,
     /// Whether this process fires the job (see [`Job::enabled`]); default `true`.
     #[cfg_attr(feature = "serde", serde(default))]
     pub enabled: Option<bool>,
@@ -156,6 +160,7 @@ impl JobConfig {
                 .overlap(overlap.unwrap_or_default())
                 .max_instances(self.max_instances.unwrap_or(1))
                 .coalesce(self.coalesce)
+                .history(self.history)
                 .misfire_grace(grace.unwrap_or(cronguard_schedule::DEFAULT_MISFIRE_GRACE))
                 .enabled(self.enabled.unwrap_or(true));
             if let Some(lease) = lease {
@@ -358,7 +363,7 @@ mod tests {
             ),
             (
                 config(|c| c.lease = Some("10s".to_owned())),
-                "`lease` applies only to `lock = \"redis\"`",
+                "`lease` applies only to guards with leases",
             ),
             (
                 config(|c| {
@@ -377,6 +382,17 @@ mod tests {
             (
                 config(|c| c.max_instances = Some(0)),
                 "`max_instances` is 0",
+            ),
+            (
+                config(|c| {
+                    c.lock = Some("file".to_owned());
+                    c.history = true;
+                }),
+                "`history` needs a guard that keeps run history",
+            ),
+            (
+                config(|c| c.lock = Some("custom:".to_owned())),
+                "needs the name",
             ),
             (
                 config(|c| c.misfire_grace = Some("0s".to_owned())),

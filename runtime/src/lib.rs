@@ -11,8 +11,10 @@ mod events;
 mod executor;
 mod fire;
 pub mod guard;
+mod guards;
 mod handle;
 mod health;
+pub mod history;
 mod job;
 mod job_config;
 mod metrics;
@@ -30,7 +32,8 @@ pub use crate::error::Error;
 pub use crate::events::{
     CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
-pub use crate::handle::{Cronguard, Monitor};
+pub use crate::guards::{DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA};
+pub use crate::handle::{Cronguard, HistoryError, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 pub use crate::job_config::{JobConfig, JobConfigError};
@@ -122,4 +125,28 @@ pub mod __private {
 
     #[doc(hidden)]
     pub use crate::__cronguard_require_redis_feature as require_redis_feature;
+
+    /// Emitted by `#[scheduled(lock = "postgres")]`, spanned on `"postgres"`: nothing when the
+    /// `postgres` feature is on, a compile error naming the feature when it is off.
+    #[cfg(feature = "postgres")]
+    #[doc(hidden)]
+    #[macro_export]
+    macro_rules! __cronguard_require_postgres_feature {
+        () => {};
+    }
+
+    /// See the other definition.
+    #[cfg(not(feature = "postgres"))]
+    #[doc(hidden)]
+    #[macro_export]
+    macro_rules! __cronguard_require_postgres_feature {
+        () => {
+            ::core::compile_error!(
+                "`lock = \"postgres\"` needs the `postgres` feature of `cronguard`; enable it in Cargo.toml: `cronguard = { version = \"...\", features = [\"postgres\"] }`"
+            );
+        };
+    }
+
+    #[doc(hidden)]
+    pub use crate::__cronguard_require_postgres_feature as require_postgres_feature;
 }

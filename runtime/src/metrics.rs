@@ -7,11 +7,11 @@
 //! | `cronguard_dropped_fires_total` | counter | `job`, `reason` = `skipped` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
 //! | `cronguard_run_duration_seconds` | histogram | `job` |
 //! | `cronguard_fire_lateness_seconds` | histogram | `job` |
-//! | `cronguard_claim_latency_seconds` | histogram | `job`, `guard` (shared guards: `file`, `redis`) |
+//! | `cronguard_claim_latency_seconds` | histogram | `job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
 //! | `cronguard_lease_renewals_total` | counter | `job` |
 //! | `cronguard_lease_lost_total` | counter | `job` |
 //! | `cronguard_jobs_running` | gauge | `job` |
-//! | `cronguard_redis_clock_skew_seconds` | gauge | (none) |
+//! | `cronguard_clock_skew_seconds` | gauge | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
 
 use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
@@ -35,7 +35,7 @@ pub(crate) struct JobMetrics {
 }
 
 impl JobMetrics {
-    pub(crate) fn new(job: &std::sync::Arc<str>, lock: Lock) -> Self {
+    pub(crate) fn new(job: &std::sync::Arc<str>, lock: &Lock) -> Self {
         // One shared label value for all of the job's metrics (no copy of the name per metric).
         let job = metrics::SharedString::from(std::sync::Arc::clone(job));
         let runs = |outcome: &'static str| counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => outcome);
@@ -79,8 +79,7 @@ impl JobMetrics {
     }
 }
 
-/// The clock skew against Redis, in seconds (Redis minus this host).
-#[cfg(feature = "redis")]
-pub(crate) fn clock_skew(seconds: f64) {
-    gauge!("cronguard_redis_clock_skew_seconds").set(seconds);
+/// The clock skew against a guard's store, in seconds (its clock minus this host's).
+pub(crate) fn clock_skew(guard: &'static str, seconds: f64) {
+    gauge!("cronguard_clock_skew_seconds", "guard" => guard).set(seconds);
 }

@@ -3,9 +3,10 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// Which guard protects a job's fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Serialize),
@@ -21,22 +22,44 @@ pub enum Lock {
     File,
     /// Redis: one run at a time, each fire once, across a cluster.
     Redis,
+    /// PostgreSQL: one run at a time, each fire once, across a cluster, with run history.
+    Postgres,
+    /// A guard of the application's own, registered under this name with
+    /// [`Builder::custom_guard`](crate::Builder::custom_guard) (`lock = "custom:<name>"`).
+    Custom(Arc<str>),
 }
 
 impl Lock {
-    /// `local`, `file` or `redis`: the value of `lock = "..."`.
-    pub const fn as_str(self) -> &'static str {
+    /// The guard a job names with `lock = "custom:<name>"`.
+    pub fn custom(name: impl Into<Arc<str>>) -> Self {
+        Lock::Custom(name.into())
+    }
+
+    /// `local`, `file`, `redis`, `postgres` or `custom`: the guard's kind, as metrics label it.
+    pub const fn as_str(&self) -> &'static str {
         match self {
             Lock::Local => "local",
             Lock::File => "file",
             Lock::Redis => "redis",
+            Lock::Postgres => "postgres",
+            Lock::Custom(_) => "custom",
         }
+    }
+
+    /// Whether runs hold an expiring lease in a store shared by a cluster (`redis`, `postgres`
+    /// and custom guards), so that `lease` applies.
+    pub const fn has_lease(&self) -> bool {
+        matches!(self, Lock::Redis | Lock::Postgres | Lock::Custom(_))
     }
 }
 
 impl fmt::Display for Lock {
+    /// The value of `lock = "..."`: `local`, `file`, `redis`, `postgres` or `custom:<name>`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            Lock::Custom(name) => write!(f, "custom:{name}"),
+            other => f.write_str(other.as_str()),
+        }
     }
 }
 
@@ -55,29 +78,48 @@ pub enum Overlap {
 }
 
 impl Lock {
-    /// Every guard that `lock = "..."` names, in the order of the README's argument table.
-    const ALL: &'static [Lock] = &[Lock::Local, Lock::File, Lock::Redis];
+    /// Every guard that `lock = "..."` names by a fixed word, in the order of the README's
+    /// argument table (custom guards are `custom:<name>`).
+    const NAMED: &'static [Lock] = &[Lock::Local, Lock::File, Lock::Redis, Lock::Postgres];
 
     /// What the guard covers, for messages.
-    const fn scope(self) -> &'static str {
+    const fn scope(&self) -> &'static str {
         match self {
             Lock::Local => "in this process",
             Lock::File => "all processes on this host",
-            Lock::Redis => "all replicas of a cluster",
+            Lock::Redis | Lock::Postgres => "all replicas of a cluster",
+            Lock::Custom(_) => "a guard registered with `Builder::custom_guard`",
         }
     }
 
-    /// The one parser of `lock` values, shared by [`FromStr`] and `Deserialize`.
+    /// The one parser of `lock` values, shared by [`FromStr`] and `Deserialize`: a fixed word,
+    /// or `custom:<name>` with a name of ASCII letters, digits, `_`, `-` and `.` (the rule the
+    /// attribute applies).
     fn parse(text: &str) -> Result<Lock, ParseOptionError> {
-        Lock::ALL
+        if let Some(name) = text.strip_prefix("custom:") {
+            let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+            return if !name.is_empty() && name.chars().all(plain) {
+                Ok(Lock::custom(name))
+            } else {
+                Err(ParseOptionError {
+                    message: format!(
+                        "`custom:<name>` needs the name the guard was registered under with `Builder::custom_guard` after `custom:`, made of ASCII letters, digits, `_`, `-` and `.`; `{name}` is not such a name"
+                    ),
+                })
+            };
+        }
+        Lock::NAMED
             .iter()
-            .copied()
             .find(|lock| lock.as_str() == text)
+            .cloned()
             .ok_or_else(|| {
                 ParseOptionError::new(
                     "lock",
                     text,
-                    Lock::ALL.iter().map(|l| (l.as_str(), l.scope())),
+                    Lock::NAMED
+                        .iter()
+                        .map(|l| (l.as_str(), l.scope()))
+                        .chain([("custom:<name>", Lock::Custom(Arc::from("")).scope())]),
                 )
             })
     }
@@ -224,9 +266,21 @@ mod tests {
 
     #[test]
     fn every_choice_parses_back_from_its_name() {
-        for lock in Lock::ALL {
-            assert_eq!(lock.as_str().parse::<Lock>(), Ok(*lock));
+        for lock in Lock::NAMED {
+            assert_eq!(lock.as_str().parse::<Lock>().as_ref(), Ok(lock));
         }
+        assert_eq!("custom:etcd".parse::<Lock>(), Ok(Lock::custom("etcd")));
+        assert_eq!(
+            "custom:etcd".parse::<Lock>().map(|l| l.to_string()),
+            Ok("custom:etcd".to_owned())
+        );
+        let err = "custom:".parse::<Lock>().expect_err("no name");
+        assert!(err.to_string().contains("needs the name"), "{err}");
+        let err = "custom:a/b".parse::<Lock>().expect_err("bad name");
+        assert!(
+            err.to_string().contains("`a/b` is not such a name"),
+            "{err}"
+        );
         for overlap in Overlap::ALL {
             assert_eq!(overlap.as_str().parse::<Overlap>(), Ok(*overlap));
         }
@@ -238,7 +292,9 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "unknown lock `redsi`; did you mean `redis`? expected one of: `local` (in this process), \
-             `file` (all processes on this host) or `redis` (all replicas of a cluster)"
+             `file` (all processes on this host), `redis` (all replicas of a cluster), `postgres` \
+             (all replicas of a cluster) or `custom:<name>` (a guard registered with \
+             `Builder::custom_guard`)"
         );
         let err = "Queue".parse::<Overlap>().expect_err("case");
         assert!(err.to_string().contains("did you mean `queue`?"), "{err}");

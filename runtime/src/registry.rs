@@ -45,6 +45,10 @@ pub enum StaticGuard {
     File,
     /// `lock = "redis"`.
     Redis,
+    /// `lock = "postgres"`.
+    Postgres,
+    /// `lock = "custom:<name>"`: the guard registered under `<name>`.
+    Custom(&'static str),
 }
 
 /// One `#[scheduled]` function, as submitted to `inventory`.
@@ -55,8 +59,10 @@ pub struct StaticJob {
     pub schedule: StaticSchedule,
     /// Its guard.
     pub guard: StaticGuard,
-    /// Lease of a redis guard, in milliseconds.
+    /// Lease of a guard with leases, in milliseconds.
     pub lease_millis: u64,
+    /// Whether the guard keeps the job's run history (`history`).
+    pub history: bool,
     /// Runs allowed at once.
     pub max_instances: u32,
     /// What a fire does when no slot is free.

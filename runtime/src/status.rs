@@ -149,7 +149,7 @@ impl StatusRecord {
             name: job.name.to_string(),
             schedule: job.schedule.to_string(),
             description: job.schedule.describe(),
-            lock: job.lock,
+            lock: job.lock.clone(),
             enabled: job.enabled,
             next_fire,
             last_run: self.last_run.as_ref().map(|r| RunRecord {

@@ -19,7 +19,7 @@ fn secs(t: DateTime<Utc>) -> f64 {
     (t - t0()).num_milliseconds() as f64 / 1000.0
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Case {
     name: &'static str,
     every_s: u64,
@@ -81,7 +81,7 @@ async fn run_case(case: Case) -> Outcome {
     .coalesce(case.coalesce)
     .max_instances(case.max_instances)
     .misfire_grace(Duration::from_secs(case.grace_s))
-    .lock(case.lock)
+    .lock(case.lock.clone())
     .run(move |ctx| {
         let runs = Arc::clone(&job_runs);
         let clock = job_clock.clone();
@@ -293,7 +293,7 @@ async fn a_pause_misfires_old_fires_and_catches_up_recent_ones() {
         run_s: 25,
         ..BASE
     };
-    let out = run_case(case).await;
+    let out = run_case(case.clone()).await;
     let started: Vec<f64> = out.runs.iter().map(|r| r.0).collect();
     // The process freezes from 10.5 s to 20.5 s. Fires 11..=17 are 3 s old or more when it
     // wakes: misfired.
@@ -346,7 +346,7 @@ async fn a_pause_with_coalesce_runs_the_latest_due_fire_once() {
         run_s: 22,
         ..BASE
     };
-    let out = run_case(case).await;
+    let out = run_case(case.clone()).await;
     assert_eq!(out.of("coalesced"), vec![18.0, 19.0]);
     assert!(out.runs.contains(&(20.0, 20.5)));
     assert!(!out.runs.iter().any(|r| r.0 > 10.0 && r.0 < 20.0));
@@ -469,7 +469,7 @@ const TABLE: [Case; 10] = [
 #[tokio::test(start_paused = true)]
 async fn every_outcome_of_a_fire_is_reported_exactly_once() {
     for case in TABLE {
-        let out = run_case(case).await;
+        let out = run_case(case.clone()).await;
         // Every fire 5, 10, ... up to the end has exactly one final fate.
         let finals = [
             "succeeded",
@@ -726,7 +726,7 @@ async fn the_file_guard_follows_the_same_model_as_the_local_one() {
         .into_iter()
         .filter(|c| c.max_instances == 1 && c.work_s > 0)
     {
-        let local = run_case(case).await;
+        let local = run_case(case.clone()).await;
         let file = run_case(Case {
             lock: Lock::File,
             ..case

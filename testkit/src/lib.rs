@@ -1,5 +1,6 @@
-//! Test support for cronguard: a real `redis-server` on a free loopback port, which a test can
-//! pause (SIGSTOP), resume, kill and restart. It is always stopped by its process id.
+//! Test support for cronguard: a real `redis-server`, or a real PostgreSQL server, on a free
+//! loopback port, which a test can pause (SIGSTOP), resume, kill and restart. It is always
+//! stopped by its process id.
 //!
 //! When `redis-server` is missing, [`RedisServer::start`] returns `None` and prints why, so a
 //! developer without Redis can run the rest of the suite; in CI (`CI` or
@@ -11,6 +12,11 @@ use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[cfg(unix)]
+mod postgres;
+#[cfg(unix)]
+pub use postgres::PostgresServer;
 
 /// A `redis-server` process of one test.
 #[derive(Debug)]

@@ -35,7 +35,7 @@ impl Replicas {
             .iter()
             .enumerate()
             .map(|(i, offset)| {
-                Command::new(env!("CARGO_BIN_EXE_redis_worker"))
+                Command::new(env!("CARGO_BIN_EXE_shared_worker"))
                     .env("RECORD", dir.join("record"))
                     .env("CRONGUARD_REDIS_URL", redis.url())
                     .env("LEASE_MS", s.lease_ms.to_string())
@@ -47,7 +47,7 @@ impl Replicas {
                         std::fs::File::create(dir.join(format!("replica-{i}.log"))).expect("log"),
                     )
                     .spawn()
-                    .expect("the redis_worker binary starts")
+                    .expect("the shared_worker binary starts")
             })
             .collect();
         Replicas { dir, children }

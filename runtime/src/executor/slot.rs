@@ -15,9 +15,11 @@ use super::run::{self, panic_message, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
 use crate::cancel::RunCancel;
 use crate::context::JobContext;
+use crate::events::EventKind;
 use crate::events::Occurrence;
 use crate::fire::fmt_time;
 use crate::guard::{Claim, Guard, GuardError, Lease};
+use crate::history::{HistoryEntry, Outcome};
 use crate::job::Body;
 use crate::job::Job;
 use crate::metrics::JobMetrics;
@@ -75,12 +77,15 @@ pub(crate) struct JobSlot {
     /// Runs start on a task of their own, not with a first poll on the shard (set once a first
     /// poll took longer than [`INLINE_POLL_LIMIT`]).
     own_task: bool,
+    /// The guard records run ends and reported drops in its history.
+    history: bool,
 }
 
 impl JobSlot {
     /// A job with a shared guard, or only the model's in-process exclusion when `guard` is `None`.
     pub(super) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>, seed: u64) -> Self {
-        let metrics = JobMetrics::new(&job.name, job.lock);
+        let metrics = JobMetrics::new(&job.name, &job.lock);
+        let history = job.history && guard.is_some();
         let spec = Spec {
             name: job.name,
             schedule: job.schedule,
@@ -100,6 +105,7 @@ impl JobSlot {
             cancels: Vec::new(),
             armed: None,
             own_task: false,
+            history,
         }
     }
 
@@ -394,10 +400,59 @@ impl JobSlot {
         });
     }
 
+    /// Writes the end of a run, or a drop this process reports first, to the guard's history.
+    fn record_history(&self, cx: &Cx<'_>, event: &Occurrence) {
+        let Some(guard) = self.guard.clone() else {
+            return;
+        };
+        let (outcome, error) = match &event.kind {
+            EventKind::Succeeded => (Outcome::Succeeded, None),
+            EventKind::Failed { error } => (Outcome::Failed, Some(error.clone())),
+            EventKind::Cancelled { reason } => (Outcome::Cancelled, Some(reason.to_string())),
+            EventKind::Skipped { reason } if event.first_report => {
+                (Outcome::Skipped, Some(reason.clone()))
+            }
+            EventKind::Misfired {
+                reason,
+                count,
+                first,
+            } if event.first_report => {
+                let text = if *count > 1 {
+                    format!("{reason} ({count} fires from {})", fmt_time(*first))
+                } else {
+                    reason.clone()
+                };
+                (Outcome::Misfired, Some(text))
+            }
+            EventKind::Coalesced { covered_by } if event.first_report => (
+                Outcome::Coalesced,
+                Some(format!("covered by the fire of {}", fmt_time(*covered_by))),
+            ),
+            _ => return,
+        };
+        let mut entry = HistoryEntry::new(
+            &**self.name(),
+            event.fire_time,
+            &*cx.shared.instance,
+            outcome,
+        );
+        entry.fencing_token = event.fencing_token;
+        entry.error = error;
+        let job = Arc::clone(self.name());
+        cx.shared.tasks.spawn(async move {
+            if let Err(e) = guard.record(entry).await {
+                tracing::warn!(job = %job, error = %e, "could not write the run history");
+            }
+        });
+    }
+
     /// Counts, keeps and publishes an event; it becomes an [`Event`](crate::Event) only when a
     /// hook, a subscriber or a log subscriber takes it.
     fn emit(&mut self, cx: &Cx<'_>, event: Occurrence) {
         self.metrics.record(&event);
+        if self.history {
+            self.record_history(cx, &event);
+        }
         let events = &cx.shared.events;
         if events.wants(&event.kind, event.first_report) {
             events.emit(&event.to_event(self.name(), &cx.shared.instance));

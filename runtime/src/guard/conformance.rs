@@ -1,648 +1,707 @@
-//! One suite that every guard must pass: acquire, busy, already-ran for an older or equal fire,
-//! release and renewal by the owner only, expiry, and fencing tokens that only rise. (The
-//! in-process guard, which the scheduler holds inline, has the same checks in its own module.)
+//! The conformance suite of the [`Guard`] contract (feature `conformance`): the checks every
+//! built-in guard passes, for a guard of your own to pass too.
+//!
+//! [`check`] builds guard values the way the scheduler does — one per job and process, through
+//! the same kind of factory as [`Builder::custom_guard`](crate::Builder::custom_guard) takes —
+//! and drives them through every rule of the [module documentation](super): mutual exclusion,
+//! per-fire uniqueness also after release, rising fencing tokens, drops reported once, a
+//! repeated claim recognised as the same claimant, releases and renewals by the owner only,
+//! expiring leases, `Lapsed` after a lost reply, abandon, `overlap = "replace"` asking the holder
+//! to stop, and fires far ahead of the guard's clock refused. Checks that need a feature the
+//! guard does not have (an expiring lease, a clock of its own) are skipped and listed in the
+//! [`Report`].
+//!
+//! Every check uses job names of its own with a random suffix, so the suite can run against a
+//! store that keeps data between runs. It takes a few seconds: leases of 300 ms are waited out.
+//!
+//! ```no_run
+//! # #[cfg(feature = "conformance")]
+//! # async fn demo(my_guard_for: impl Fn(&cronguard::guard::GuardSpec) -> std::sync::Arc<dyn cronguard::guard::Guard>) {
+//! let report = cronguard::guard::conformance::check(|spec| my_guard_for(spec))
+//!     .await
+//!     .unwrap_or_else(|failure| panic!("{failure}"));
+//! println!("{report}");
+//! # }
+//! ```
 
-#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::file::FileGuard;
-#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
-use super::{Claim, Guard, Lease, Renewal};
+use super::{Claim, Guard, GuardSpec, Lease, Renewal};
+use crate::options::Overlap;
 
-fn t(s: i64) -> DateTime<Utc> {
-    DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
+/// A rule the guard broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The check, e.g. `exclusion`.
+    pub check: &'static str,
+    /// What was expected and what the guard did.
+    pub message: String,
 }
 
-async fn acquire(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
-    acquire_at(guard, t(fire)).await
-}
-
-async fn acquire_at(guard: &dyn Guard, fire: DateTime<Utc>) -> Box<dyn Lease> {
-    match guard.claim(fire).await.expect("the guard answers") {
-        Claim::Acquired(lease) => lease,
-        other => panic!("fire {fire}: {other:?}, expected Acquired"),
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "guard conformance check `{}` failed: {}",
+            self.check, self.message
+        )
     }
 }
 
-async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
-    match guard.claim(t(fire)).await.expect("the guard answers") {
-        Claim::Acquired(lease) => {
-            let _ = lease.release().await;
-            "acquired"
+impl std::error::Error for Failure {}
+
+/// What the suite checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The checks the guard passed.
+    pub passed: Vec<&'static str>,
+    /// The checks skipped, each with why (a feature the guard does not have).
+    pub skipped: Vec<(&'static str, &'static str)>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "passed: {}", self.passed.join(", "))?;
+        for (check, why) in &self.skipped {
+            write!(f, "; skipped `{check}` ({why})")?;
         }
-        Claim::AlreadyRan => "already_ran",
-        Claim::Busy { .. } => "busy",
-        Claim::Lapsed => "lapsed",
-        Claim::Superseded => "superseded",
-        Claim::TooEarly { .. } => "too_early",
+        Ok(())
     }
 }
 
-/// What every guard must do, whether or not its leases expire. `other` is another process's
-/// guard of the same job.
-async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
-    let first = acquire(guard, 10).await;
-    let t1 = first.fencing_token();
-    assert_eq!(
-        answer(guard, 20).await,
-        "busy",
-        "a held guard is busy for a later fire"
-    );
-    assert_eq!(answer(other, 20).await, "busy", "also for another process");
-    assert_eq!(
-        answer(other, 10).await,
-        "already_ran",
-        "the same fire claimed by another process"
-    );
-    assert_eq!(answer(guard, 5).await, "already_ran", "an older fire");
-    assert_eq!(answer(other, 5).await, "already_ran", "an older fire");
-    first.release().await.expect("release");
-    assert_eq!(
-        answer(other, 10).await,
-        "already_ran",
-        "after release, the fire stays claimed"
-    );
-    let second = acquire(guard, 20).await;
-    assert!(second.fencing_token() > t1, "fencing tokens rise");
-    second.release().await.expect("release");
-    let mut last = 0;
-    for fire in 21..40 {
-        let lease = acquire(guard, fire).await;
-        assert!(lease.fencing_token() > last);
-        last = lease.fencing_token();
-        lease.release().await.expect("release");
+type Outcome<T> = Result<T, Failure>;
+
+struct Suite<F> {
+    new_guard: F,
+    run: String,
+}
+
+fn fail(check: &'static str, message: impl Into<String>) -> Failure {
+    Failure {
+        check,
+        message: message.into(),
     }
 }
 
-/// A busy fire (`overlap = "skip"`) is reported as first only once, to whichever process sees it
-/// first. `processes` are several processes' guards of one job.
-async fn busy_is_first_reported_once(processes: &[&dyn Guard]) {
-    let held = acquire(processes[0], 100).await;
-    let firsts: Vec<bool> =
-        futures_util::future::join_all(processes[1..].iter().map(|g| g.claim(t(101))))
-            .await
-            .into_iter()
-            .map(|c| match c.expect("answers") {
-                Claim::Busy { first_report } => first_report,
-                other => panic!("{other:?}, expected Busy"),
-            })
-            .collect();
-    assert_eq!(firsts.iter().filter(|f| **f).count(), 1, "{firsts:?}");
-    held.release().await.expect("release");
+macro_rules! ensure {
+    ($check:expr, $cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(fail($check, format!($($msg)+)));
+        }
+    };
 }
 
-/// A dropped fire is reported first by exactly one process, and `last_claimed` follows claims.
-/// `other` is another process's guard of the same job.
-async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard, other: &dyn Guard) {
-    assert_eq!(guard.last_claimed().await.expect("answers"), None);
-    assert!(guard.first_report(t(300)).await.expect("answers"));
-    assert!(
-        !other.first_report(t(300)).await.expect("answers"),
-        "another process reported it first"
-    );
-    assert!(other.first_report(t(301)).await.expect("answers"));
-    assert!(!guard.first_report(t(301)).await.expect("answers"));
-    acquire(guard, 302).await.release().await.expect("release");
-    assert_eq!(guard.last_claimed().await.expect("answers"), Some(t(302)));
-    assert_eq!(other.last_claimed().await.expect("answers"), Some(t(302)));
+/// Now, to the millisecond.
+fn now() -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap_or_else(Utc::now)
 }
 
-fn scratch_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cronguard-conf-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+/// A fire `s` seconds after a fixed instant an hour before the suite started.
+fn at(base: DateTime<Utc>, s: i64) -> DateTime<Utc> {
+    base + TimeDelta::seconds(s)
 }
 
-#[tokio::test]
-async fn file_guard_conforms() {
-    let dir = scratch_dir("file");
-    exclusion_and_uniqueness(&FileGuard::new(&dir, "job"), &FileGuard::new(&dir, "job")).await;
-    let job2 = [0, 1, 2, 3].map(|_| FileGuard::new(&dir, "job2"));
-    busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>()).await;
-    drops_are_reported_once_and_claims_are_visible(
-        &FileGuard::new(&dir, "job3"),
-        &FileGuard::new(&dir, "job3"),
-    )
-    .await;
-    // Two guards on one dir are two processes' views of the same job.
-    let a = FileGuard::new(&dir, "shared");
-    let b = FileGuard::new(&dir, "shared");
-    let held = acquire(&a, 1).await;
-    assert_eq!(answer(&b, 2).await, "busy");
-    assert_eq!(answer(&b, 1).await, "already_ran");
-    held.release().await.expect("release");
-    let next = acquire(&b, 2).await;
-    next.release().await.expect("release");
-    // A wiped lock dir does not send fencing tokens back: they never go below the clock.
-    let before = acquire(&a, 3).await.fencing_token();
-    std::fs::remove_dir_all(&dir).expect("wipe");
-    std::fs::create_dir_all(&dir).expect("recreate");
-    assert!(acquire(&a, 4).await.fencing_token() > before);
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[cfg(feature = "redis")]
-mod redis {
-    use super::*;
-    use crate::guard::redis::{connect, RedisGuard, Scripts};
-    use crate::options::Overlap;
-    use cronguard_testkit::RedisServer;
-    use std::sync::Arc;
-
-    async fn guard(server: &RedisServer, job: &str, lease_ms: u64) -> RedisGuard {
-        guard_with(server, job, lease_ms, Overlap::Skip).await
+fn name(claim: &Claim) -> &'static str {
+    match claim {
+        Claim::Acquired(_) => "Acquired",
+        Claim::AlreadyRan => "AlreadyRan",
+        Claim::Superseded => "Superseded",
+        Claim::Busy { .. } => "Busy",
+        Claim::Lapsed => "Lapsed",
+        Claim::TooEarly { .. } => "TooEarly",
     }
+}
 
-    /// A guard value of its own: another process's view of the job.
-    async fn guard_with(
-        server: &RedisServer,
-        job: &str,
-        lease_ms: u64,
-        overlap: Overlap,
-    ) -> RedisGuard {
-        let conn = connect(&server.url()).await.expect("connects");
-        RedisGuard::new(
-            conn,
-            Arc::new(Scripts::new()),
-            "cronguard",
-            job,
-            Duration::from_millis(lease_ms),
+impl<F> Suite<F>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    /// One process's guard value of job `job` of this run.
+    fn guard(&self, job: &str, lease: Duration, overlap: Overlap) -> Arc<dyn Guard> {
+        (self.new_guard)(&GuardSpec {
+            job: format!("conformance-{job}-{}", self.run),
+            lease,
             overlap,
-        )
+            history: false,
+            instance: "conformance".to_owned(),
+        })
     }
 
-    /// Waits (bounded) until the lease of `guard` has expired on the server.
-    async fn until_free(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
-        for _ in 0..200 {
-            if let Claim::Acquired(lease) = guard.claim(t(fire)).await.expect("answers") {
-                return lease;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("the lease never expired");
+    fn process(&self, job: &str) -> Arc<dyn Guard> {
+        self.guard(job, Duration::from_secs(30), Overlap::Skip)
     }
+}
 
-    #[tokio::test]
-    async fn redis_guard_conforms() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        exclusion_and_uniqueness(
-            &guard(&server, "job", 30_000).await,
-            &guard(&server, "job", 30_000).await,
-        )
-        .await;
-        let mut job2 = Vec::new();
-        for _ in 0..4 {
-            job2.push(guard(&server, "job2", 30_000).await);
-        }
-        busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>())
-            .await;
-        drops_are_reported_once_and_claims_are_visible(
-            &guard(&server, "job3", 30_000).await,
-            &guard(&server, "job3", 30_000).await,
-        )
-        .await;
-    }
+async fn claim(check: &'static str, guard: &dyn Guard, fire: DateTime<Utc>) -> Outcome<Claim> {
+    guard
+        .claim(fire)
+        .await
+        .map_err(|e| fail(check, format!("the claim of {fire} failed: {e}")))
+}
 
-    #[tokio::test]
-    async fn redis_leases_expire_and_only_the_owner_releases_or_renews() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let g = guard(&server, "expiring", 300).await;
-        let old = acquire(&g, 1).await;
-        assert_eq!(old.renew().await.expect("renews"), Renewal::Renewed);
-        let new = until_free(&g, 2).await;
-        assert!(new.fencing_token() > old.fencing_token());
-        assert_eq!(
-            old.renew().await.expect("answers"),
-            Renewal::Lost,
-            "a lost lease cannot be renewed"
-        );
-        old.release().await.expect("answers");
-        assert_eq!(
-            answer(&g, 3).await,
-            "busy",
-            "the old holder's release must not free the new holder's lock"
-        );
-        new.release().await.expect("release");
-        assert_eq!(answer(&g, 3).await, "acquired");
-    }
-
-    #[tokio::test]
-    async fn redis_fencing_tokens_rise_across_a_restart_that_lost_the_data() {
-        let Some(mut server) = RedisServer::start() else {
-            return;
-        };
-        let g = guard(&server, "restart", 30_000).await;
-        let before = acquire(&g, 1).await.fencing_token();
-        server.restart();
-        // The connection manager reconnects; the scripts are loaded again after NOSCRIPT.
-        let mut after = None;
-        for _ in 0..100 {
-            match g.claim(t(2)).await {
-                Ok(Claim::Acquired(lease)) => {
-                    after = Some(lease.fencing_token());
-                    break;
-                }
-                Ok(_) => panic!("an empty server has no holder"),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-        let after = after.expect("claims work again after the restart");
-        assert!(after > before, "{after} > {before}");
-    }
-
-    /// A plain connection to look at the keys the way an operator would.
-    async fn raw(server: &RedisServer) -> ::redis::aio::ConnectionManager {
-        connect(&server.url()).await.expect("connects")
-    }
-
-    async fn hget(
-        conn: &mut ::redis::aio::ConnectionManager,
-        key: &str,
-        field: &str,
-    ) -> Option<i64> {
-        ::redis::cmd("HGET")
-            .arg(key)
-            .arg(field)
-            .query_async(conn)
-            .await
-            .expect("HGET")
-    }
-
-    async fn pttl(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> i64 {
-        ::redis::cmd("PTTL")
-            .arg(key)
-            .query_async(conn)
-            .await
-            .expect("PTTL")
-    }
-
-    #[tokio::test]
-    async fn redis_a_claim_repeated_after_a_lost_reply_is_the_same_claimant() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let mut conn = raw(&server).await;
-        let g = guard(&server, "lost", 30_000).await;
-        // The reply of this claim is "lost": the lease is dropped unseen, the fire is asked again.
-        let token = acquire(&g, 1).await.fencing_token();
-        let again = acquire(&g, 1).await;
-        assert_eq!(again.fencing_token(), token, "the stored fencing token");
-        let other_process = guard(&server, "lost", 30_000).await;
-        assert_eq!(
-            answer(&other_process, 1).await,
-            "already_ran",
-            "another process is not the claimant"
-        );
-        assert_eq!(answer(&other_process, 2).await, "busy");
-        assert_eq!(
-            again.renew().await.expect("renews"),
-            Renewal::Renewed,
-            "the retried lease is the lock's holder"
-        );
-        again.release().await.expect("release");
-        assert_eq!(answer(&other_process, 2).await, "acquired");
-
-        // The retry extends the lock to a whole lease from its own send time.
-        let g = guard(&server, "rearm", 1_000).await;
-        let first = acquire(&g, 1).await;
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        let retried = acquire(&g, 1).await;
-        assert_eq!(retried.fencing_token(), first.fencing_token());
-        let left = pttl(&mut conn, "cronguard:{rearm}:lock").await;
-        assert!(left > 900, "the lock was extended: {left} ms left");
-
-        // Once the lease ran out, the retry learns that its fire can no longer start.
-        let g = guard(&server, "lapsed", 200).await;
-        let _lost = acquire(&g, 1).await;
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        assert_eq!(answer(&g, 1).await, "lapsed");
-        assert_eq!(answer(&g, 1).await, "lapsed", "and stays lapsed");
-        assert_eq!(answer(&g, 2).await, "acquired", "later fires are free");
-    }
-
-    #[tokio::test]
-    async fn redis_a_claim_in_flight_while_the_server_froze_is_recognised_on_retry() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        // Load the scripts first, so that the frozen request is the claim itself.
-        assert_eq!(
-            answer(&guard(&server, "warm-up", 30_000).await, 1).await,
-            "acquired"
-        );
-        let g = guard(&server, "frozen", 30_000).await;
-        server.pause();
-        // Longer than the connection's 2 s response timeout: the claim fails on this side, and
-        // the server applies it once it runs again.
-        let (first, ()) = tokio::join!(g.claim(t(1)), async {
-            tokio::time::sleep(Duration::from_millis(2_600)).await;
-            server.resume();
-        });
-        assert!(first.is_err(), "the claim timed out: {first:?}");
-        let mut conn = raw(&server).await;
-        let mut applied = None;
-        for _ in 0..50 {
-            applied = hget(&mut conn, "cronguard:{frozen}:state", "last").await;
-            if applied.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(
-            applied,
-            Some(t(1).timestamp_millis()),
-            "the frozen server applied the claim when it ran again"
-        );
-        let fence = hget(&mut conn, "cronguard:{frozen}:state", "fence").await;
-        let mut retried = None;
-        for _ in 0..100 {
-            match g.claim(t(1)).await {
-                Ok(claim) => {
-                    retried = Some(claim);
-                    break;
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-        match retried.expect("the guard answers again after the freeze") {
-            Claim::Acquired(lease) => {
-                assert_eq!(
-                    Some(lease.fencing_token() as i64),
-                    fence,
-                    "the stored token"
-                );
-                lease.release().await.expect("release");
-            }
-            Claim::Lapsed => {} // only if the lease ran out meanwhile
-            other => panic!("the retry of a claim that took effect answered {other:?}"),
-        }
-    }
-
-    async fn exists(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> bool {
-        ::redis::cmd("EXISTS")
-            .arg(key)
-            .query_async::<i64>(conn)
-            .await
-            .expect("EXISTS")
-            == 1
-    }
-
-    /// Now on the server's clock, to the millisecond (the server runs on this host).
-    fn now() -> DateTime<Utc> {
-        DateTime::<Utc>::from_timestamp_millis(Utc::now().timestamp_millis()).expect("in range")
-    }
-
-    #[tokio::test]
-    async fn redis_a_fire_far_ahead_of_the_server_clock_is_refused_and_not_stored() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let mut conn = raw(&server).await;
-        let g = guard(&server, "ahead", 30_000).await;
-        match g.claim(now() + TimeDelta::hours(1)).await.expect("answers") {
-            Claim::TooEarly { ahead } => assert!(
-                ahead > Duration::from_secs(3590) && ahead <= Duration::from_secs(3600),
-                "{ahead:?}"
+async fn acquire(
+    check: &'static str,
+    guard: &dyn Guard,
+    fire: DateTime<Utc>,
+) -> Outcome<Box<dyn Lease>> {
+    match claim(check, guard, fire).await? {
+        Claim::Acquired(lease) => Ok(lease),
+        other => Err(fail(
+            check,
+            format!(
+                "the claim of {fire} answered {}, expected Acquired",
+                name(&other)
             ),
-            other => panic!("a fire an hour ahead: {other:?}, expected TooEarly"),
-        }
-        assert!(
-            !exists(&mut conn, "cronguard:{ahead}:state").await,
-            "no claim recorded"
-        );
-        assert!(
-            !exists(&mut conn, "cronguard:{ahead}:lock").await,
-            "no lock taken"
-        );
-        assert_eq!(g.last_claimed().await.expect("answers"), None);
-        // Within the tolerance (a clock a little ahead, a fire on time): claimed.
-        let soon = now() + TimeDelta::milliseconds(500);
-        acquire_at(&g, soon).await.release().await.expect("release");
-        assert_eq!(g.last_claimed().await.expect("answers"), Some(soon));
+        )),
     }
+}
 
-    #[tokio::test]
-    async fn redis_a_stored_fire_far_ahead_of_the_server_clock_does_not_silence_the_job() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let mut conn = raw(&server).await;
-        // Written by a replica whose clock was a day ahead, before claims were checked.
-        let poisoned = now() + TimeDelta::days(1);
-        let () = ::redis::cmd("HSET")
-            .arg("cronguard:{poisoned}:state")
-            .arg("last")
-            .arg(poisoned.timestamp_millis())
-            .query_async(&mut conn)
-            .await
-            .expect("HSET");
-        let g = guard(&server, "poisoned", 30_000).await;
-        let fire = now();
-        let lease = acquire_at(&g, fire).await;
-        assert_eq!(g.last_claimed().await.expect("answers"), Some(fire));
-        lease.release().await.expect("release");
-        let other_process = guard(&server, "poisoned", 30_000).await;
-        assert!(
-            matches!(
-                other_process.claim(fire).await.expect("answers"),
-                Claim::AlreadyRan
-            ),
-            "the fire is claimed once"
-        );
+/// The answer's name; an acquired lease is released at once.
+async fn answer(
+    check: &'static str,
+    guard: &dyn Guard,
+    fire: DateTime<Utc>,
+) -> Outcome<&'static str> {
+    let claim = claim(check, guard, fire).await?;
+    let answer = name(&claim);
+    if let Claim::Acquired(lease) = claim {
+        release(check, lease).await?;
     }
+    Ok(answer)
+}
 
-    #[tokio::test]
-    async fn redis_reports_are_recorded_per_fire_and_per_process() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let mut conn = raw(&server).await;
-        let g = guard(&server, "reports", 30_000).await;
-        let other_process = guard(&server, "reports", 30_000).await;
-        assert!(g.first_report(t(7)).await.expect("answers"));
-        assert!(
-            g.first_report(t(5)).await.expect("answers"),
-            "an older fire is a fire of its own, not covered by a later one"
-        );
-        assert!(
-            g.first_report(t(7)).await.expect("answers"),
-            "the same guard value asking again (its reply was lost) is still first"
-        );
-        assert!(!other_process.first_report(t(7)).await.expect("answers"));
-        assert!(!other_process.first_report(t(5)).await.expect("answers"));
-        assert!(other_process.first_report(t(6)).await.expect("answers"));
-        let key = format!("cronguard:{{reports}}:reported:{}", t(7).timestamp_millis());
-        let left = pttl(&mut conn, &key).await;
-        assert!(
-            left > 0 && left <= 3_600_000,
-            "the record of a report expires: {left} ms"
-        );
+async fn release(check: &'static str, lease: Box<dyn Lease>) -> Outcome<()> {
+    lease
+        .release()
+        .await
+        .map_err(|e| fail(check, format!("a release failed: {e}")))
+}
 
-        // A busy fire of `overlap = "skip"` is dropped, so the claim records its report; asked
-        // again by the same guard value it is still first.
-        let held = acquire(&g, 100).await;
-        for _ in 0..2 {
-            assert!(matches!(
-                other_process.claim(t(101)).await.expect("answers"),
-                Claim::Busy { first_report: true }
-            ));
-        }
-        assert!(matches!(
-            g.claim(t(101)).await.expect("answers"),
-            Claim::Busy {
-                first_report: false
+async fn renew(check: &'static str, lease: &dyn Lease) -> Outcome<Renewal> {
+    lease
+        .renew()
+        .await
+        .map_err(|e| fail(check, format!("a renewal failed: {e}")))
+}
+
+async fn first_report(
+    check: &'static str,
+    guard: &dyn Guard,
+    fire: DateTime<Utc>,
+) -> Outcome<bool> {
+    guard
+        .first_report(fire)
+        .await
+        .map_err(|e| fail(check, format!("first_report({fire}) failed: {e}")))
+}
+
+async fn last_claimed(check: &'static str, guard: &dyn Guard) -> Outcome<Option<DateTime<Utc>>> {
+    guard
+        .last_claimed()
+        .await
+        .map_err(|e| fail(check, format!("last_claimed failed: {e}")))
+}
+
+/// Claims `fire` until the previous lease has expired (at most 10 s).
+async fn until_acquired(
+    check: &'static str,
+    guard: &dyn Guard,
+    fire: DateTime<Utc>,
+) -> Outcome<Box<dyn Lease>> {
+    for _ in 0..500 {
+        match claim(check, guard, fire).await? {
+            Claim::Acquired(lease) => return Ok(lease),
+            Claim::Busy { .. } => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => {
+                return Err(fail(
+                    check,
+                    format!(
+                        "waiting for an expired lease, the claim of {fire} answered {}",
+                        name(&other)
+                    ),
+                ))
             }
-        ));
-        assert!(!g.first_report(t(101)).await.expect("answers"));
-        assert!(other_process.first_report(t(101)).await.expect("answers"));
-        held.release().await.expect("release");
-    }
-
-    #[tokio::test]
-    async fn redis_a_busy_fire_that_waits_keeps_its_report_for_the_misfire() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        for overlap in [Overlap::Queue, Overlap::Replace] {
-            let job = format!("{overlap:?}");
-            let holder = guard_with(&server, &job, 30_000, overlap).await;
-            let waiting = guard_with(&server, &job, 30_000, overlap).await;
-            let third = guard_with(&server, &job, 30_000, overlap).await;
-            let held = acquire(&holder, 1).await;
-            // The fire is not dropped: it waits (queue) or replaces the run (replace).
-            assert_eq!(answer(&waiting, 2).await, "busy");
-            assert_eq!(answer(&third, 2).await, "busy");
-            // Its grace ran out: the misfire is reported at warn level once, not "already
-            // reported by another process" everywhere.
-            assert!(
-                waiting.first_report(t(2)).await.expect("answers"),
-                "{overlap:?}: the busy claims did not consume the report"
-            );
-            assert!(!third.first_report(t(2)).await.expect("answers"));
-            held.release().await.expect("release");
         }
     }
+    Err(fail(
+        check,
+        "a lease of 300 ms was still held after 10 s: leases do not expire",
+    ))
+}
 
-    #[tokio::test]
-    async fn replace_asks_the_holder_to_stop_through_its_renewal() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let conn = connect(&server.url()).await.expect("connects");
-        let scripts = Arc::new(Scripts::new());
-        let holder_view = RedisGuard::new(
-            conn.clone(),
-            Arc::clone(&scripts),
-            "cronguard",
-            "r",
-            Duration::from_secs(30),
-            Overlap::Replace,
-        );
-        let held = acquire(&holder_view, 1).await;
-        assert_eq!(held.renew().await.expect("renews"), Renewal::Renewed);
-        assert_eq!(answer(&holder_view, 2).await, "busy");
-        assert_eq!(
-            held.renew().await.expect("renews"),
-            Renewal::CancelRequested
-        );
-        held.release().await.expect("release");
-        assert_eq!(answer(&holder_view, 2).await, "acquired");
+/// Runs the whole suite against the guards `new_guard` builds: each call must return a new
+/// guard value (another claimant, as in another process) of the job `spec.job`, sharing the
+/// store with every other value of that job.
+///
+/// # Errors
+///
+/// The first [`Failure`]: which rule the guard broke and how.
+pub async fn check<F>(new_guard: F) -> Result<Report, Failure>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    let suite = Suite {
+        new_guard,
+        run: format!("{:08x}", fastrand::u32(..)),
+    };
+    let base = now() - TimeDelta::hours(1);
+    let mut report = Report::default();
+
+    exclusion_and_uniqueness(&suite, base).await?;
+    report.passed.push("exclusion_and_uniqueness");
+    drops_are_reported_once(&suite, base).await?;
+    report.passed.push("drops_are_reported_once");
+    a_repeated_claim_is_the_same_claimant(&suite, base).await?;
+    report.passed.push("a_repeated_claim_is_the_same_claimant");
+    passed_over_fires(&suite).await?;
+    report.passed.push("passed_over_fires");
+
+    let probe = suite.guard("probe", Duration::from_millis(300), Overlap::Skip);
+    let lease = acquire("probe", &*probe, at(base, 1)).await?;
+    let expires = lease.expiry().is_some();
+    release("probe", lease).await?;
+    if expires {
+        leases_expire_and_only_the_owner_acts(&suite, base).await?;
+        report.passed.push("leases_expire_and_only_the_owner_acts");
+        a_retry_after_the_lease_ran_out_is_lapsed(&suite).await?;
+        report
+            .passed
+            .push("a_retry_after_the_lease_ran_out_is_lapsed");
+        replace_asks_the_holder_to_stop(&suite, base).await?;
+        report.passed.push("replace_asks_the_holder_to_stop");
+        abandon_frees_the_lock(&suite).await?;
+        report.passed.push("abandon_frees_the_lock");
+    } else {
+        for check in [
+            "leases_expire_and_only_the_owner_acts",
+            "a_retry_after_the_lease_ran_out_is_lapsed",
+            "replace_asks_the_holder_to_stop",
+            "abandon_frees_the_lock",
+        ] {
+            report.skipped.push((check, "its leases do not expire"));
+        }
     }
-
-    async fn claim_name(guard: &dyn Guard, fire: DateTime<Utc>) -> String {
-        format!("{:?}", guard.claim(fire).await.expect("answers"))
+    let has_clock = probe
+        .server_time()
+        .await
+        .map_err(|e| fail("clock", format!("server_time failed: {e}")))?
+        .is_some();
+    if has_clock {
+        a_fire_far_ahead_is_refused(&suite).await?;
+        report.passed.push("a_fire_far_ahead_is_refused");
+    } else {
+        report
+            .skipped
+            .push(("a_fire_far_ahead_is_refused", "it has no clock of its own"));
     }
+    Ok(report)
+}
 
-    #[tokio::test]
-    async fn redis_a_retry_after_a_later_fire_was_claimed_is_lapsed_not_already_ran() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let a = guard(&server, "later", 300).await;
-        let b = guard(&server, "later", 300).await;
-        let first = now() - chrono::TimeDelta::seconds(2);
-        // A's claim takes effect, but A never hears of it (its reply is lost).
-        drop(a.claim(first).await.expect("answers"));
-        // Once A's lease has run out, B claims the next fire.
-        let next = first + chrono::TimeDelta::seconds(1);
-        let held = {
-            let mut held = None;
-            for _ in 0..100 {
-                if let Claim::Acquired(lease) = b.claim(next).await.expect("answers") {
-                    held = Some(lease);
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+async fn exclusion_and_uniqueness<F>(suite: &Suite<F>, base: DateTime<Utc>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "exclusion_and_uniqueness";
+    let (a, b) = (suite.process("exclusion"), suite.process("exclusion"));
+    let first = acquire(C, &*a, at(base, 10)).await?;
+    let token = first.fencing_token();
+    ensure!(
+        C,
+        answer(C, &*a, at(base, 20)).await? == "Busy",
+        "a held guard must be busy for a later fire"
+    );
+    ensure!(
+        C,
+        answer(C, &*b, at(base, 20)).await? == "Busy",
+        "a held guard must be busy for another process"
+    );
+    let same = answer(C, &*b, at(base, 10)).await?;
+    ensure!(
+        C,
+        same == "AlreadyRan",
+        "the same fire claimed by another process answered {same}, expected AlreadyRan"
+    );
+    for g in [&a, &b] {
+        let older = answer(C, &**g, at(base, 5)).await?;
+        ensure!(
+            C,
+            older == "AlreadyRan" || older == "Superseded",
+            "an older fire answered {older}, expected AlreadyRan (or Superseded)"
+        );
+    }
+    release(C, first).await?;
+    let after = answer(C, &*b, at(base, 10)).await?;
+    ensure!(
+        C,
+        after == "AlreadyRan",
+        "after the release, the claimed fire answered {after}: a fire must stay claimed"
+    );
+    let second = acquire(C, &*b, at(base, 20)).await?;
+    ensure!(
+        C,
+        second.fencing_token() > token,
+        "fencing tokens must rise: {} after {token}",
+        second.fencing_token()
+    );
+    let mut last = second.fencing_token();
+    release(C, second).await?;
+    for s in 21..30 {
+        let g = if s % 2 == 0 { &a } else { &b };
+        let lease = acquire(C, &**g, at(base, s)).await?;
+        ensure!(
+            C,
+            lease.fencing_token() > last,
+            "fencing tokens must rise: {} after {last}",
+            lease.fencing_token()
+        );
+        last = lease.fencing_token();
+        release(C, lease).await?;
+    }
+    let seen = last_claimed(C, &*a).await?;
+    ensure!(
+        C,
+        seen == Some(at(base, 29)),
+        "last_claimed answered {seen:?}, expected the last claimed fire {}",
+        at(base, 29)
+    );
+    Ok(())
+}
+
+async fn drops_are_reported_once<F>(suite: &Suite<F>, base: DateTime<Utc>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "drops_are_reported_once";
+    let (a, b) = (suite.process("reports"), suite.process("reports"));
+    ensure!(
+        C,
+        first_report(C, &*a, at(base, 300)).await?,
+        "the first report of a fire must be first"
+    );
+    ensure!(
+        C,
+        !first_report(C, &*b, at(base, 300)).await?,
+        "another process's report of the same fire must not be first"
+    );
+    ensure!(
+        C,
+        first_report(C, &*a, at(base, 300)).await?,
+        "the same guard value asking again (its reply was lost) must still be first"
+    );
+    ensure!(
+        C,
+        first_report(C, &*b, at(base, 299)).await?,
+        "an older fire is a fire of its own"
+    );
+    // A busy fire of `overlap = "skip"` is dropped: exactly one process reports it first.
+    let processes: Vec<Arc<dyn Guard>> = (0..4).map(|_| suite.process("busy")).collect();
+    let held = acquire(C, &*processes[0], at(base, 100)).await?;
+    let mut firsts = 0;
+    for g in &processes[1..] {
+        match claim(C, &**g, at(base, 101)).await? {
+            Claim::Busy { first_report: true } => firsts += 1,
+            Claim::Busy { .. } => {}
+            other => {
+                return Err(fail(
+                    C,
+                    format!("a busy fire answered {}, expected Busy", name(&other)),
+                ))
             }
-            held.expect("B acquires the next fire")
-        };
-        assert_eq!(
-            claim_name(&a, first).await,
-            "Lapsed",
-            "A learns that its own claim took effect and lapsed: never AlreadyRan"
-        );
-        held.release().await.expect("release");
-    }
-
-    #[tokio::test]
-    async fn redis_a_recent_fire_nobody_claimed_is_superseded_and_an_old_one_already_ran() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let a = guard(&server, "passed-over", 30_000).await;
-        let b = guard(&server, "passed-over", 30_000).await;
-        let now = now();
-        for fire in [now - chrono::TimeDelta::seconds(3), now] {
-            acquire_at(&b, fire).await.release().await.expect("release");
         }
-        let earlier = now - chrono::TimeDelta::seconds(1);
-        assert_eq!(claim_name(&a, earlier).await, "Superseded");
-        assert_eq!(
-            claim_name(&a, now).await,
-            "AlreadyRan",
-            "the fire B claimed ran"
-        );
-        let long_ago = now - chrono::TimeDelta::hours(1);
-        assert_eq!(
-            claim_name(&a, long_ago).await,
-            "AlreadyRan",
-            "a fire older than every recent claim is simply past"
-        );
     }
+    ensure!(
+        C,
+        firsts == 1,
+        "{firsts} processes were told they report a busy fire first; exactly one must be"
+    );
+    release(C, held).await?;
+    // Under `queue` a busy fire waits: the busy claims must not use up its report.
+    let (q1, q2) = (
+        suite.guard("queued", Duration::from_secs(30), Overlap::Queue),
+        suite.guard("queued", Duration::from_secs(30), Overlap::Queue),
+    );
+    let held = acquire(C, &*q1, at(base, 1)).await?;
+    ensure!(
+        C,
+        answer(C, &*q2, at(base, 2)).await? == "Busy",
+        "a held guard must be busy"
+    );
+    ensure!(
+        C,
+        first_report(C, &*q2, at(base, 2)).await?,
+        "a busy fire of `overlap = \"queue\"` waits: its misfire must still be reported first"
+    );
+    release(C, held).await
+}
 
-    #[tokio::test]
-    async fn redis_an_abandoned_claim_frees_its_lock_and_is_not_counted_as_run() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        let a = guard(&server, "abandoned", 30_000).await;
-        let b = guard(&server, "abandoned", 30_000).await;
-        let fire = now();
-        // A's claim takes effect unseen; A gives the fire up.
-        drop(a.claim(fire).await.expect("answers"));
-        assert_eq!(a.last_claimed().await.expect("answers"), Some(fire));
-        b.abandon(fire).await.expect("answers");
-        assert_eq!(
-            a.last_claimed().await.expect("answers"),
-            Some(fire),
-            "another claimant cannot abandon A's claim"
-        );
-        a.abandon(fire).await.expect("answers");
-        assert_eq!(
-            a.last_claimed().await.expect("answers"),
-            None,
-            "a claim given up unstarted does not count as run"
-        );
-        let next = fire + chrono::TimeDelta::milliseconds(500);
-        let lease = acquire_at(&b, next).await;
-        assert_eq!(b.last_claimed().await.expect("answers"), Some(next));
-        lease.release().await.expect("release");
+async fn a_repeated_claim_is_the_same_claimant<F>(
+    suite: &Suite<F>,
+    base: DateTime<Utc>,
+) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "a_repeated_claim_is_the_same_claimant";
+    let (a, b) = (suite.process("retry"), suite.process("retry"));
+    // The reply of this claim is "lost": the lease is dropped unseen and the fire asked again.
+    let token = acquire(C, &*a, at(base, 1)).await?.fencing_token();
+    let again = match claim(C, &*a, at(base, 1)).await? {
+        Claim::Acquired(lease) => lease,
+        // A guard whose dropped lease lets its lock go at once (a file lock) can only say that
+        // its own claim took effect and can no longer start.
+        Claim::Lapsed => {
+            ensure!(C, answer(C, &*b, at(base, 1)).await? == "AlreadyRan", "another process is not the claimant");
+            return Ok(());
+        }
+        other => {
+            return Err(fail(C, format!("a claim repeated by the same guard value answered {}, expected Acquired again while its lease is held (or Lapsed once it is gone); AlreadyRan would drop the fire without a word", name(&other))))
+        }
+    };
+    ensure!(
+        C,
+        again.fencing_token() == token,
+        "the repeated claim must carry the stored fencing token {token}, not {}",
+        again.fencing_token()
+    );
+    ensure!(
+        C,
+        answer(C, &*b, at(base, 1)).await? == "AlreadyRan",
+        "another process is not the claimant"
+    );
+    ensure!(
+        C,
+        answer(C, &*b, at(base, 2)).await? == "Busy",
+        "the retried lease still holds the lock"
+    );
+    let renewed = renew(C, &*again).await?;
+    ensure!(
+        C,
+        renewed == Renewal::Renewed,
+        "the retried lease must renew, answered {renewed:?}"
+    );
+    release(C, again).await?;
+    ensure!(
+        C,
+        answer(C, &*b, at(base, 2)).await? == "Acquired",
+        "the release of the retried lease must free the lock"
+    );
+    Ok(())
+}
+
+async fn passed_over_fires<F>(suite: &Suite<F>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "passed_over_fires";
+    let (a, b) = (suite.process("passed-over"), suite.process("passed-over"));
+    let now = now();
+    for fire in [now - TimeDelta::seconds(3), now] {
+        release(C, acquire(C, &*b, fire).await?).await?;
     }
+    let skipped = answer(C, &*a, now - TimeDelta::seconds(1)).await?;
+    ensure!(C, skipped == "Superseded" || skipped == "AlreadyRan", "a fire nobody claimed before a later one answered {skipped}, expected Superseded (or AlreadyRan for a guard that keeps no record per fire)");
+    let ran = answer(C, &*a, now).await?;
+    ensure!(
+        C,
+        ran == "AlreadyRan",
+        "the fire another process claimed answered {ran}, expected AlreadyRan"
+    );
+    Ok(())
+}
+
+async fn leases_expire_and_only_the_owner_acts<F>(
+    suite: &Suite<F>,
+    base: DateTime<Utc>,
+) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "leases_expire_and_only_the_owner_acts";
+    let lease = Duration::from_millis(300);
+    let (a, b) = (
+        suite.guard("expiring", lease, Overlap::Skip),
+        suite.guard("expiring", lease, Overlap::Skip),
+    );
+    let old = acquire(C, &*a, at(base, 1)).await?;
+    let renewed = renew(C, &*old).await?;
+    ensure!(
+        C,
+        renewed == Renewal::Renewed,
+        "the holder's renewal answered {renewed:?}, expected Renewed"
+    );
+    let new = until_acquired(C, &*b, at(base, 2)).await?;
+    ensure!(
+        C,
+        new.fencing_token() > old.fencing_token(),
+        "fencing tokens must rise across an expired lease"
+    );
+    let lost = renew(C, &*old).await?;
+    ensure!(
+        C,
+        lost == Renewal::Lost,
+        "the renewal of an expired lease held by another answered {lost:?}, expected Lost"
+    );
+    release(C, old).await?;
+    ensure!(
+        C,
+        answer(C, &*a, at(base, 3)).await? == "Busy",
+        "the old holder's release must not free the new holder's lock"
+    );
+    release(C, new).await?;
+    ensure!(
+        C,
+        answer(C, &*a, at(base, 3)).await? == "Acquired",
+        "the owner's release must free the lock"
+    );
+    Ok(())
+}
+
+async fn a_retry_after_the_lease_ran_out_is_lapsed<F>(suite: &Suite<F>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "a_retry_after_the_lease_ran_out_is_lapsed";
+    let lease = Duration::from_millis(300);
+    let (a, b) = (
+        suite.guard("lapsed", lease, Overlap::Skip),
+        suite.guard("lapsed", lease, Overlap::Skip),
+    );
+    let first = now() - TimeDelta::seconds(2);
+    // A's claim takes effect, but A never hears of it; once its lease ran out, B claims the next.
+    drop(acquire(C, &*a, first).await?);
+    let next = first + TimeDelta::seconds(1);
+    let held = until_acquired(C, &*b, next).await?;
+    let retry = answer(C, &*a, first).await?;
+    ensure!(C, retry == "Lapsed", "A's retry of its own claim after its lease ran out and a later fire was claimed answered {retry}, expected Lapsed (AlreadyRan would drop the fire without a word)");
+    release(C, held).await?;
+    // Without a later claim too.
+    let c = suite.guard("lapsed-alone", lease, Overlap::Skip);
+    let fire = now() - TimeDelta::seconds(1);
+    drop(acquire(C, &*c, fire).await?);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let retry = answer(C, &*c, fire).await?;
+    ensure!(
+        C,
+        retry == "Lapsed",
+        "a retry after the lease ran out answered {retry}, expected Lapsed"
+    );
+    Ok(())
+}
+
+async fn replace_asks_the_holder_to_stop<F>(suite: &Suite<F>, base: DateTime<Utc>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "replace_asks_the_holder_to_stop";
+    let lease = Duration::from_secs(30);
+    let (a, b) = (
+        suite.guard("replace", lease, Overlap::Replace),
+        suite.guard("replace", lease, Overlap::Replace),
+    );
+    let held = acquire(C, &*a, at(base, 1)).await?;
+    ensure!(
+        C,
+        renew(C, &*held).await? == Renewal::Renewed,
+        "nobody asked the holder to stop yet"
+    );
+    ensure!(
+        C,
+        answer(C, &*b, at(base, 2)).await? == "Busy",
+        "a held guard must be busy"
+    );
+    let asked = renew(C, &*held).await?;
+    ensure!(C, asked == Renewal::CancelRequested, "after a busy `overlap = \"replace\"` claim, the holder's renewal answered {asked:?}, expected CancelRequested");
+    release(C, held).await?;
+    ensure!(
+        C,
+        answer(C, &*b, at(base, 2)).await? == "Acquired",
+        "the replacing fire gets the lock once the holder released it"
+    );
+    Ok(())
+}
+
+async fn abandon_frees_the_lock<F>(suite: &Suite<F>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "abandon_frees_the_lock";
+    let (a, b) = (suite.process("abandoned"), suite.process("abandoned"));
+    let fire = now();
+    drop(acquire(C, &*a, fire).await?);
+    b.abandon(fire)
+        .await
+        .map_err(|e| fail(C, format!("abandon failed: {e}")))?;
+    ensure!(
+        C,
+        last_claimed(C, &*a).await? == Some(fire),
+        "another claimant must not be able to abandon A's claim"
+    );
+    ensure!(
+        C,
+        answer(C, &*b, fire + TimeDelta::milliseconds(100)).await? == "Busy",
+        "another claimant's abandon must not free A's lock"
+    );
+    a.abandon(fire)
+        .await
+        .map_err(|e| fail(C, format!("abandon failed: {e}")))?;
+    let seen = last_claimed(C, &*a).await?;
+    ensure!(
+        C,
+        seen.is_none(),
+        "a claim given up unstarted must not count as run: last_claimed answered {seen:?}"
+    );
+    let next = fire + TimeDelta::milliseconds(500);
+    let lease = acquire(C, &*b, next).await.map_err(|f| {
+        fail(
+            C,
+            format!("the abandoned claim's lock must be free ({})", f.message),
+        )
+    })?;
+    ensure!(
+        C,
+        last_claimed(C, &*b).await? == Some(next),
+        "last_claimed follows the next claim"
+    );
+    release(C, lease).await
+}
+
+async fn a_fire_far_ahead_is_refused<F>(suite: &Suite<F>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "a_fire_far_ahead_is_refused";
+    let g = suite.process("ahead");
+    match claim(C, &*g, now() + TimeDelta::hours(1)).await? {
+        Claim::TooEarly { ahead } => ensure!(
+            C,
+            ahead > Duration::from_secs(3500) && ahead <= Duration::from_secs(3600),
+            "TooEarly by {ahead:?}, expected about an hour"
+        ),
+        other => {
+            return Err(fail(
+                C,
+                format!(
+                    "a fire an hour ahead of the guard's clock answered {}, expected TooEarly",
+                    name(&other)
+                ),
+            ))
+        }
+    }
+    ensure!(
+        C,
+        last_claimed(C, &*g).await?.is_none(),
+        "a refused claim must record nothing"
+    );
+    let soon = now() + TimeDelta::milliseconds(500);
+    release(C, acquire(C, &*g, soon).await?).await?;
+    ensure!(
+        C,
+        last_claimed(C, &*g).await? == Some(soon),
+        "a fire within the tolerance is claimed"
+    );
+    Ok(())
 }

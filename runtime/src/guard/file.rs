@@ -5,7 +5,7 @@
 //! - `<job>.lock`, the run lock: held (`flock`, exclusive, non-blocking try) for the whole run.
 //!   The kernel releases it when the process dies, however it dies.
 //! - `<job>.state`, the claim record: the last claimed fire, the last fencing token, the last
-//!   dropped fire reported (so that a drop is reported at warn level once) and the holder of the
+//!   eight dropped fires reported (so that a drop is reported at warn level once) and the holder of the
 //!   run lock (its pid, its start time and the device and inode of the lock file it locked). It
 //!   is read and written only under its own exclusive `flock`, held for the few microseconds of a
 //!   claim.
@@ -59,8 +59,11 @@ pub(crate) struct FileGuard {
     /// through `first_report`.
     skip: bool,
     /// The fires this guard value reported last: asking again for one of them answers `true`
-    /// (the record keeps only the newest reported fire of every process).
+    /// (the record keeps the last [`REPORTS_KEPT`] reported fires of every process).
     reported_here: Arc<Mutex<VecDeque<i64>>>,
+    /// Random, made once per guard value: recorded with each claim, so that a claim repeated by
+    /// this guard value is recognised as its own (never answered `AlreadyRan`).
+    nonce: u64,
 }
 
 /// How many of its own reported fires a guard value remembers.
@@ -80,6 +83,7 @@ impl FileGuard {
             state_path: dir.join(format!("{stem}.state")),
             skip: true,
             reported_here: Arc::default(),
+            nonce: fastrand::u64(1..),
         }
     }
 
@@ -98,10 +102,10 @@ impl FileGuard {
         if here.contains(&fire) {
             return true;
         }
-        if record.last_reported >= fire {
+        if record.reported.contains(&fire) {
             return false;
         }
-        record.last_reported = fire;
+        record.add_report(fire);
         if here.len() == REPORTED_HERE {
             here.pop_front();
         }
@@ -113,6 +117,11 @@ impl FileGuard {
         // The state lock is released when `state_file` is dropped at the end of this function.
         let state_file = self.lock_state()?;
         let mut record = Record::read(&state_file).map_err(|e| self.state_err(e))?;
+        if record.last_fire == fire && record.claimant == self.nonce {
+            // This guard value's own claim, repeated: its lease was dropped with the answer, and
+            // a dropped lease lets its lock go at once, so the fire can no longer start.
+            return Ok(Claim::Lapsed);
+        }
         if record.last_fire >= fire {
             return Ok(Claim::AlreadyRan);
         }
@@ -137,6 +146,7 @@ impl FileGuard {
         // Never below the clock in microseconds, so a lost state file cannot send tokens back.
         record.token = (record.token + 1).max(system_micros());
         record.holder = Some(holder);
+        record.claimant = self.nonce;
         record.write(&state_file).map_err(|e| self.state_err(e))?;
         held_here::add(run.id);
         Ok(Claim::Acquired(Box::new(FileLease {
@@ -156,9 +166,9 @@ impl FileGuard {
                 first_report: false,
             });
         }
-        let before = record.last_reported;
+        let before = record.reported;
         let first_report = self.report_first(record, fire);
-        if record.last_reported != before {
+        if record.reported != before {
             record.write(state_file).map_err(|e| self.state_err(e))?;
         }
         Ok(Claim::Busy { first_report })
@@ -276,9 +286,9 @@ impl Guard for FileGuard {
         let fire = epoch_millis(fire_time);
         self.blocking(move |g| {
             g.with_record(|r| {
-                let before = r.last_reported;
+                let before = r.reported;
                 let first = g.report_first(r, fire);
-                (first, r.last_reported != before)
+                (first, r.reported != before)
             })
         })
     }
@@ -599,20 +609,52 @@ fn is_contended(e: &std::io::Error) -> bool {
 
 /// The claim record: one fixed-width line, rewritten in place with a single write so that a
 /// process killed at any moment leaves either the old or the new record.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 struct Record {
     last_fire: i64,
     token: u64,
-    last_reported: i64,
+    /// The last reported dropped fires, newest first; [`NO_REPORT`] where none.
+    reported: [i64; REPORTS_KEPT],
     holder: Option<Holder>,
+    /// The nonce of the guard value that claimed `last_fire` (0: not recorded).
+    claimant: u64,
 }
 
-/// `v2`, seven right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline:
-/// the last fire, token and reported fire, then the holder's pid (0: none), start, device and
-/// inode. `v1` records (the first three only) are still read.
-const RECORD_LEN: usize = 2 + 7 * (1 + 20) + 1;
+impl Default for Record {
+    fn default() -> Self {
+        Record {
+            last_fire: 0,
+            token: 0,
+            reported: [NO_REPORT; REPORTS_KEPT],
+            holder: None,
+            claimant: 0,
+        }
+    }
+}
+
+/// How many reported dropped fires the record keeps: a drop of any of them is reported at warn
+/// level once; an older one reported again is reported twice rather than never.
+const REPORTS_KEPT: usize = 8;
+const NO_REPORT: i64 = i64::MIN;
+
+/// `v2`, fifteen right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline:
+/// the last fire, token and newest reported fire, then the holder's pid (0: none), start, device
+/// and inode, then the seven older reported fires and the claimant of the last fire. `v1` records (the first three only) and `v2`
+/// records without the older reports, as earlier versions write them, are still read; those
+/// versions read this record too (they ignore what follows the inode).
+const RECORD_LEN: usize = 2 + (7 + REPORTS_KEPT) * (1 + 20) + 1;
 
 impl Record {
+    /// Records `fire` as reported, keeping the newest [`REPORTS_KEPT`].
+    fn add_report(&mut self, fire: i64) {
+        let mut all = self.reported.to_vec();
+        all.push(fire);
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        all.dedup();
+        all.resize(REPORTS_KEPT, NO_REPORT);
+        self.reported.copy_from_slice(&all[..REPORTS_KEPT]);
+    }
+
     fn read(mut file: &File) -> std::io::Result<Record> {
         let mut text = String::new();
         file.seek(SeekFrom::Start(0))?;
@@ -633,9 +675,9 @@ impl Record {
         let mut record = Record {
             last_fire: fields.next()?.parse().ok()?,
             token: fields.next()?.parse().ok()?,
-            last_reported: fields.next()?.parse().ok()?,
-            holder: None,
+            ..Record::default()
         };
+        record.reported[0] = fields.next()?.parse().ok()?;
         if v2 {
             let pid: u32 = fields.next()?.parse().ok()?;
             let start = fields.next()?.parse().ok()?;
@@ -646,6 +688,15 @@ impl Record {
                 start,
                 file: FileId { dev, ino },
             });
+            for slot in record.reported.iter_mut().skip(1) {
+                match fields.next() {
+                    Some(field) => *slot = field.parse().ok()?,
+                    None => break,
+                }
+            }
+            if let Some(field) = fields.next() {
+                record.claimant = field.parse().ok()?;
+            }
         }
         Some(record)
     }
@@ -654,10 +705,15 @@ impl Record {
         let (pid, start, file) = self
             .holder
             .map_or((0, 0, FileId::default()), |h| (h.pid, h.start, h.file));
-        format!(
-            "v2 {:>20} {:>20} {:>20} {:>20} {:>20} {:>20} {:>20}\n",
-            self.last_fire, self.token, self.last_reported, pid, start, file.dev, file.ino
-        )
+        let mut line = format!(
+            "v2 {:>20} {:>20} {:>20} {:>20} {:>20} {:>20} {:>20}",
+            self.last_fire, self.token, self.reported[0], pid, start, file.dev, file.ino
+        );
+        for older in &self.reported[1..] {
+            line.push_str(&format!(" {older:>20}"));
+        }
+        line.push_str(&format!(" {:>20}\n", self.claimant));
+        line
     }
 
     fn write(&self, mut file: &File) -> std::io::Result<()> {
@@ -731,18 +787,19 @@ mod tests {
 
     #[test]
     fn record_round_trips_with_a_fixed_width() {
-        let r = Record {
+        let mut r = Record {
             last_fire: 1_767_225_600_000,
             token: 42,
-            last_reported: -1,
-            holder: None,
+            ..Record::default()
         };
+        r.add_report(-1);
         assert_eq!(r.format().len(), RECORD_LEN);
         assert_eq!(Record::parse(&r.format()), Some(r));
-        let held = Record {
+        let mut held = Record {
             last_fire: i64::MIN,
             token: u64::MAX,
-            last_reported: i64::MAX,
+            reported: [i64::MAX, 5, 4, 3, 2, 1, 0, NO_REPORT],
+            claimant: u64::MAX,
             holder: Some(Holder {
                 pid: u32::MAX,
                 start: u64::MAX,
@@ -754,6 +811,16 @@ mod tests {
         };
         assert_eq!(held.format().len(), RECORD_LEN);
         assert_eq!(Record::parse(&held.format()), Some(held));
+        held = Record::default();
+        for fire in [10, 30, 20, 30] {
+            held.add_report(fire);
+        }
+        assert_eq!(&held.reported[..4], &[30, 20, 10, NO_REPORT]);
+        for fire in 100..110 {
+            held.add_report(fire);
+        }
+        assert_eq!(held.reported[0], 109, "the newest first");
+        assert_eq!(held.reported[7], 102, "the oldest fall out");
         assert_eq!(Record::parse("garbage"), None);
     }
 
@@ -765,10 +832,21 @@ mod tests {
             Some(Record {
                 last_fire: 1_767_225_600_000,
                 token: 42,
-                last_reported: -1,
+                reported: [
+                    -1, NO_REPORT, NO_REPORT, NO_REPORT, NO_REPORT, NO_REPORT, NO_REPORT, NO_REPORT
+                ],
                 holder: None,
+                claimant: 0,
             })
         );
+        // A `v2` record of an earlier version: no older reports.
+        let v2 = format!(
+            "v2 {:>20} {:>20} {:>20} {:>20} {:>20} {:>20} {:>20}\n",
+            1_767_225_600_000_i64, 42, 7, 0, 0, 0, 0
+        );
+        let parsed = Record::parse(&v2).expect("read");
+        assert_eq!(parsed.reported[0], 7);
+        assert_eq!(parsed.reported[1], NO_REPORT);
     }
 }
 

@@ -27,17 +27,46 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
+use crate::history::HistoryEntry;
+use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 pub(crate) mod file;
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
-#[cfg(feature = "redis")]
 pub(crate) mod skew;
+#[cfg(test)]
+mod tests;
 pub(crate) mod watchdog;
 
-#[cfg(test)]
-mod conformance;
+/// What a custom guard is built for: one job and its settings (see
+/// [`Builder::custom_guard`](crate::Builder::custom_guard)). Each job gets a guard value of its
+/// own; every guard value is one claimant (see the module documentation).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GuardSpec {
+    /// The job's name: the key of its state in the store.
+    pub job: String,
+    /// The lease of a run (`lease = "..."`, default [`DEFAULT_LEASE`](crate::DEFAULT_LEASE)).
+    pub lease: Duration,
+    /// What a busy fire does: a guard records a busy fire as reported only for
+    /// [`Overlap::Skip`] (see [`Claim::Busy`]), and for [`Overlap::Replace`] asks the holder to
+    /// stop through its next renewal ([`Renewal::CancelRequested`]).
+    pub overlap: Overlap,
+    /// Whether to keep the job's run history ([`Guard::record`], [`Guard::history`]).
+    pub history: bool,
+    /// This process's name (`CRONGUARD_INSTANCE`), for the history.
+    pub instance: String,
+}
+
+/// Builds a job's guard from its settings; registered with
+/// [`Builder::custom_guard`](crate::Builder::custom_guard).
+pub type GuardFactory =
+    std::sync::Arc<dyn Fn(&GuardSpec) -> std::sync::Arc<dyn Guard> + Send + Sync>;
 
 /// A guard's answer to a claim.
 #[non_exhaustive]
@@ -116,6 +145,31 @@ pub trait Guard: Send + Sync + 'static {
     /// claim was given up unstarted ([`abandon`](Guard::abandon)): then `None`, since which
     /// earlier fire last ran is not known.
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>>;
+
+    /// The guard's own clock, for the clock-skew check (`None`: the guard has no clock of its
+    /// own, as the `file` guard, which shares the host's).
+    fn server_time(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Records `entry` in the run history, for a guard built with history on: the end of a run
+    /// this guard value claimed (the entry carries its fencing token), or a fire it reported as
+    /// dropped. Guards that keep no history keep the default, which records nothing.
+    fn record(&self, entry: HistoryEntry) -> BoxFuture<Result<(), GuardError>> {
+        let _ = entry;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The history of the job from fire `since` on, oldest first, at most
+    /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) entries; `None` when this guard keeps no
+    /// history.
+    fn history(
+        &self,
+        since: DateTime<Utc>,
+    ) -> BoxFuture<Result<Option<Vec<HistoryEntry>>, GuardError>> {
+        let _ = since;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// A claimed run's hold on its guard.
@@ -168,6 +222,10 @@ pub enum GuardError {
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     #[error("redis: {0}")]
     Redis(String),
+    /// PostgreSQL did not answer or answered with an error.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    #[error("postgres: {0}")]
+    Postgres(String),
     /// A blocking guard operation could not run (the runtime is shutting down).
     #[error("guard task failed: {0}")]
     Task(String),

@@ -417,6 +417,18 @@ impl Guard for RedisGuard {
             Ok(last.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
     }
+
+    fn server_time(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let mut conn = self.conn.clone();
+        Box::pin(async move {
+            let (secs, micros): (i64, i64) = redis::cmd("TIME")
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(DateTime::<Utc>::from_timestamp(secs, 0)
+                .map(|t| t + chrono::TimeDelta::microseconds(micros)))
+        })
+    }
 }
 
 struct RedisLease {
@@ -503,23 +515,6 @@ pub(crate) async fn connect(url: &str) -> Result<ConnectionManager, String> {
         .await
         .map_err(|e| e.to_string())?;
     Ok(conn)
-}
-
-/// The Redis server's clock minus ours, from one `TIME` round trip (its midpoint).
-pub(crate) async fn clock_skew(
-    conn: &mut ConnectionManager,
-    local_now: impl Fn() -> DateTime<Utc>,
-) -> Result<chrono::TimeDelta, GuardError> {
-    let before = local_now();
-    let (secs, micros): (i64, i64) = redis::cmd("TIME")
-        .query_async(conn)
-        .await
-        .map_err(redis_err)?;
-    let after = local_now();
-    let midpoint = before + (after - before) / 2;
-    let server = DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or(midpoint)
-        + chrono::TimeDelta::microseconds(micros);
-    Ok(server - midpoint)
 }
 
 #[cfg(test)]

@@ -1,60 +1,84 @@
-//! Clock skew between this process and Redis. Per-fire uniqueness does not depend on clocks
-//! agreeing, but lateness and leases do: a skew larger than a quarter of the smallest lease or
-//! grace of the `redis` jobs is reported as a warning, at start and every minute.
+//! Clock skew between this process and a shared guard's store. Per-fire uniqueness does not
+//! depend on clocks agreeing, but lateness and leases do: a skew larger than a quarter of the
+//! smallest lease or grace of the guard's jobs is reported as a warning, at start and every
+//! minute, and published as `cronguard_clock_skew_seconds{guard}`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, TimeDelta, Utc};
 use tokio_util::sync::CancellationToken;
 
+use super::{Guard, GuardError};
 use crate::clock::Clock;
-use crate::guard::redis::clock_skew;
-use crate::job::Job;
-use crate::options::Lock;
 
 const CHECK_EVERY: Duration = Duration::from_secs(60);
 
+/// Watches the clock of the store behind `guard` (one guard value stands for all of its kind).
+/// `limit` is the skew worth a warning; `kind` labels the metric (`redis`, `postgres`, `custom`).
 pub(crate) async fn spawn_monitor(
-    mut conn: redis::aio::ConnectionManager,
+    guard: Arc<dyn Guard>,
+    kind: &'static str,
     clock: Clock,
-    jobs: &[Job],
+    limit: Duration,
     stop: CancellationToken,
 ) {
-    let limit = jobs
-        .iter()
-        .filter(|j| j.lock == Lock::Redis)
-        .flat_map(|j| [j.lease_or_default(), j.misfire_grace])
-        .min()
-        .unwrap_or(Duration::from_secs(30))
-        / 4;
-    check(&mut conn, &clock, limit).await;
+    if !check(&*guard, kind, &clock, limit).await {
+        return; // the guard has no clock of its own
+    }
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(CHECK_EVERY) => check(&mut conn, &clock, limit).await,
+                _ = tokio::time::sleep(CHECK_EVERY) => {
+                    check(&*guard, kind, &clock, limit).await;
+                }
             }
         }
     });
 }
 
-async fn check(conn: &mut redis::aio::ConnectionManager, clock: &Clock, limit: Duration) {
-    match clock_skew(conn, || clock.now()).await {
-        Ok(skew) => {
-            crate::metrics::clock_skew(skew.num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6);
+/// The store's clock minus ours, from one round trip (its midpoint); `None` when the guard has
+/// no clock of its own.
+pub(crate) async fn measure(
+    guard: &dyn Guard,
+    local_now: impl Fn() -> DateTime<Utc>,
+) -> Result<Option<TimeDelta>, GuardError> {
+    let before = local_now();
+    let server = guard.server_time().await?;
+    let after = local_now();
+    Ok(server.map(|server| server - (before + (after - before) / 2)))
+}
+
+/// Measures once; `false` when the guard has no clock of its own.
+async fn check(guard: &dyn Guard, kind: &'static str, clock: &Clock, limit: Duration) -> bool {
+    match measure(guard, || clock.now()).await {
+        Ok(None) => false,
+        Ok(Some(skew)) => {
+            crate::metrics::clock_skew(
+                kind,
+                skew.num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6,
+            );
             let abs = skew.abs().to_std().unwrap_or(Duration::MAX);
             if abs > limit {
                 tracing::warn!(
+                    guard = kind,
                     skew_ms = skew.num_milliseconds(),
-                    limit_ms = limit.as_millis() as u64,
-                    "this host's clock and the Redis server's differ by more than a quarter of the smallest lease or misfire grace; fires will look late or early here: run NTP on every host"
+                    limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                    "this host's clock and the guard's server's differ by more than a quarter of the smallest lease or misfire grace; fires will look late or early here: run NTP on every host"
                 );
             } else {
                 tracing::debug!(
+                    guard = kind,
                     skew_ms = skew.num_milliseconds(),
-                    "clock skew against Redis"
+                    "clock skew against the guard's server"
                 );
             }
+            true
         }
-        Err(e) => tracing::debug!(error = %e, "could not measure clock skew against Redis"),
+        Err(e) => {
+            tracing::debug!(guard = kind, error = %e, "could not measure the clock skew against the guard's server");
+            true
+        }
     }
 }

@@ -1,9 +1,11 @@
-//! A replica for the Redis fault tests: runs one `redis`-guarded job every second and appends
-//! to a shared record `start <fire ms> <pid> <token>`, `write …` every 100 ms while it runs,
-//! `end …` when it finishes, and `ev:<event> …` for every event of the job.
+//! A replica for the Redis and PostgreSQL fault tests: runs one job guarded by `LOCK` (`redis`,
+//! the default, or `postgres`) every second and appends to a shared record
+//! `start <fire ms> <pid> <token>`, `write …` every 100 ms while it runs, `end …` when it
+//! finishes, and `ev:<event> …` for every event of the job (for `ev:misfired` the token field
+//! holds the first fire the event reports).
 //!
-//! Settings (environment): `RECORD`, `CRONGUARD_REDIS_URL`, `LEASE_MS`, `GRACE_MS`, `WORK_MS`,
-//! `RUN_FOR_MS`, `CLOCK_OFFSET_MS`.
+//! Settings (environment): `RECORD`, `LOCK`, `CRONGUARD_REDIS_URL` or `CRONGUARD_POSTGRES_URL`,
+//! `LEASE_MS`, `GRACE_MS`, `WORK_MS`, `RUN_FOR_MS`, `CLOCK_OFFSET_MS`.
 
 use std::time::Duration;
 
@@ -19,8 +21,13 @@ async fn main() -> anyhow::Result<()> {
     let run_for = Duration::from_millis(env_u64("RUN_FOR_MS", 10_000));
     let pid = std::process::id();
     let job_record = record.clone();
+    let lock = match std::env::var("LOCK").as_deref() {
+        Ok("postgres") => Lock::Postgres,
+        _ => Lock::Redis,
+    };
     let job = Job::new("fault_job", Schedule::every(Duration::from_secs(1))?)
-        .lock(Lock::Redis)
+        .lock(lock)
+        .history(std::env::var_os("HISTORY").is_some())
         .lease(lease)
         .misfire_grace(grace)
         .run(move |ctx| {
@@ -43,7 +50,14 @@ async fn main() -> anyhow::Result<()> {
         .clock(clock)
         .on_event(move |e| {
             let t = e.fire_time.timestamp_millis();
-            let token = e.fencing_token.unwrap_or(0);
+            // A misfire carries no token: its slot holds the first fire it reports (a pause
+            // reports every fire it missed in one event).
+            let token = match &e.kind {
+                cronguard::EventKind::Misfired { first, .. } => {
+                    u64::try_from(first.timestamp_millis()).unwrap_or(0)
+                }
+                _ => e.fencing_token.unwrap_or(0),
+            };
             let _ = append_line(&record, &format!("ev:{} {t} {pid} {token}", e.kind.name()));
         })
         .job(job)

@@ -1,0 +1,650 @@
+//! `lock = "postgres"`: mutual exclusion, per-fire uniqueness and run history in PostgreSQL.
+//!
+//! The state of a job is one row of `<schema>.jobs` (see [`schema`] for every column). A claim is
+//! one statement, one round trip: `SELECT … FROM <schema>.claim_v1(…)`, a function that locks the
+//! job's row (`SELECT … FOR UPDATE`), so that concurrent claims of one job are decided one after
+//! the other on the latest row, and answers exactly as the Redis guard's claim script does
+//! (acquired, already ran, busy, lapsed, too early, superseded). Every time comes from the
+//! database's `clock_timestamp()`, never from a replica: the lease is `lease_until` on the
+//! database clock. Renewal, release and abandon compare the claimant's token first.
+//!
+//! Nothing depends on a session: no advisory locks, no temporary tables, no named prepared
+//! statements (every statement is sent unnamed with its parameter types, [`query_typed`]), so the
+//! guard works through PgBouncer in transaction mode and a recycled pooled connection leaks
+//! nothing.
+//!
+//! [`query_typed`]: tokio_postgres::Client::query_typed
+
+pub(crate) mod schema;
+#[cfg(test)]
+mod server_tests;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use tokio::time::Instant;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{NoTls, Row};
+
+use super::{Claim, Guard, GuardError, Lease, Renewal};
+use crate::history::{HistoryEntry, Outcome, HISTORY_LIMIT};
+use crate::options::Overlap;
+use crate::registry::BoxFuture;
+
+/// How far a fire may lie ahead of the database clock and still be claimed (as for Redis).
+const CLAIM_AHEAD_TOLERANCE_MS: i64 = 1000;
+
+/// How long one statement may take, waiting for a pooled connection included; a frozen database
+/// turns into errors, never into a stuck scheduler.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Connections kept by one process: claims of many jobs share them.
+const POOL_SIZE: usize = 8;
+
+/// The connections and the statements of one schema, shared by every `postgres` job of a process.
+pub(crate) struct Database {
+    pool: Pool,
+    sql: Statements,
+}
+
+struct Statements {
+    claim: String,
+    renew: String,
+    release: String,
+    abandon: String,
+    first_report: String,
+    last_claimed: String,
+    run_ended: String,
+    dropped: String,
+    history: String,
+    prune: String,
+}
+
+impl Statements {
+    fn new(s: &str) -> Self {
+        Statements {
+            claim: format!(
+                "SELECT answer, val, ignored FROM {s}.claim_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            ),
+            renew: format!(
+                "UPDATE {s}.jobs SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' \
+                 WHERE job = $1 AND lease_holder = $2 AND lease_until > clock_timestamp() \
+                 RETURNING coalesce(cancel_holder = $2, false)"
+            ),
+            release: format!(
+                "UPDATE {s}.jobs SET lease_holder = NULL, lease_until = NULL, cancel_holder = NULL \
+                 WHERE job = $1 AND lease_holder = $2"
+            ),
+            abandon: format!("SELECT {s}.abandon_v1($1, $2, $3)"),
+            first_report: format!(
+                "WITH pruned AS (DELETE FROM {s}.reports \
+                   WHERE job = $1 AND reported_at < clock_timestamp() - interval '1 hour'), \
+                 inserted AS (INSERT INTO {s}.reports (job, fire, reporter) VALUES ($1, $2, $3) \
+                   ON CONFLICT (job, fire) DO NOTHING RETURNING 1) \
+                 SELECT EXISTS (SELECT 1 FROM inserted) OR EXISTS (SELECT 1 FROM {s}.reports \
+                   WHERE job = $1 AND fire = $2 AND reporter = $3)"
+            ),
+            last_claimed: format!(
+                "SELECT CASE WHEN lapsed IS DISTINCT FROM last_fire THEN last_fire END \
+                 FROM {s}.jobs WHERE job = $1"
+            ),
+            run_ended: format!(
+                "UPDATE {s}.runs SET ended = clock_timestamp(), outcome = $4, error = $5 \
+                 WHERE job = $1 AND fire = $2 AND fence = $3"
+            ),
+            dropped: format!(
+                "INSERT INTO {s}.runs (job, fire, instance, ended, outcome, error) \
+                 VALUES ($1, $2, $3, clock_timestamp(), $4, $5)"
+            ),
+            history: format!(
+                "SELECT fire, instance, fence, started, ended, outcome, error, lateness_ms \
+                 FROM {s}.runs WHERE job = $1 AND fire >= $2 ORDER BY fire, id LIMIT $3"
+            ),
+            prune: format!(
+                "DELETE FROM {s}.runs WHERE id IN (SELECT id FROM {s}.runs \
+                 WHERE fire < clock_timestamp() - $1 * interval '1 day' LIMIT $2)"
+            ),
+        }
+    }
+}
+
+/// Why a PostgreSQL call failed, in one line: the server's message and what it refers to.
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{} ({})", db.message(), db.code().code());
+            if let Some(detail) = db.detail() {
+                text.push_str(": ");
+                text.push_str(detail);
+            }
+            text
+        }
+        None => {
+            // The client's own text, plus its cause (a refused connection, a closed socket).
+            let mut text = e.to_string();
+            if let Some(source) = std::error::Error::source(e) {
+                text.push_str(": ");
+                text.push_str(&source.to_string());
+            }
+            text
+        }
+    }
+}
+
+fn pg_err(e: &tokio_postgres::Error) -> GuardError {
+    GuardError::Postgres(describe(e))
+}
+
+type Params<'a> = [(&'a (dyn ToSql + Sync), Type)];
+
+impl Database {
+    /// Connects to `url` and makes sure schema `schema` holds cronguard's tables (see
+    /// [`schema::ensure`]). Errors are start problems, ready to show.
+    pub(crate) async fn connect(url: &str, schema: &str) -> Result<Database, String> {
+        schema::check_name(schema)?;
+        let mut config = tokio_postgres::Config::from_str(url)
+            .map_err(|e| format!("the PostgreSQL URL is not valid: {e}"))?;
+        config.connect_timeout(STATEMENT_TIMEOUT);
+        config.keepalives_idle(Duration::from_secs(30));
+        if config.get_application_name().is_none() {
+            config.application_name("cronguard");
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(STATEMENT_TIMEOUT))
+            .create_timeout(Some(STATEMENT_TIMEOUT))
+            .recycle_timeout(Some(STATEMENT_TIMEOUT))
+            .build()
+            .map_err(|e| format!("cannot set up the PostgreSQL connection pool: {e}"))?;
+        let mut client = pool
+            .get()
+            .await
+            .map_err(|e| format!("PostgreSQL cannot be reached ({})", pool_error(&e)))?;
+        let client: &mut tokio_postgres::Client = &mut client;
+        schema::ensure(client, schema).await?;
+        Ok(Database {
+            pool,
+            sql: Statements::new(schema),
+        })
+    }
+
+    /// Runs one statement with a deadline. A connection whose statement failed for any reason
+    /// but a database error (a timeout, a dropped socket) is taken out of the pool and closed, so
+    /// that no later statement waits behind an answer that may never come.
+    async fn query(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, GuardError> {
+        let client = tokio::time::timeout(STATEMENT_TIMEOUT, self.pool.get())
+            .await
+            .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
+            .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+        match tokio::time::timeout(STATEMENT_TIMEOUT, client.query_typed(sql, params)).await {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(e)) => {
+                if e.as_db_error().is_none() {
+                    drop(Object::take(client));
+                }
+                Err(pg_err(&e))
+            }
+            Err(_) => {
+                drop(Object::take(client));
+                Err(GuardError::Postgres(format!(
+                    "no answer within {} s",
+                    STATEMENT_TIMEOUT.as_secs()
+                )))
+            }
+        }
+    }
+
+    /// The database clock.
+    pub(crate) async fn now(&self) -> Result<DateTime<Utc>, GuardError> {
+        let rows = self.query("SELECT clock_timestamp()", &[]).await?;
+        first(&rows)?.try_get(0).map_err(|e| pg_err(&e))
+    }
+
+    /// Deletes history older than `days` days, in batches of 1,000 rows; returns how many.
+    pub(crate) async fn prune_history(&self, days: u32) -> Result<u64, GuardError> {
+        const BATCH: i64 = 1000;
+        let mut deleted = 0;
+        loop {
+            let client = tokio::time::timeout(STATEMENT_TIMEOUT, self.pool.get())
+                .await
+                .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
+                .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+            let n = client
+                .execute_typed(
+                    &self.sql.prune,
+                    &[(&f64::from(days), Type::FLOAT8), (&BATCH, Type::INT8)],
+                )
+                .await
+                .map_err(|e| pg_err(&e))?;
+            deleted += n;
+            if n < BATCH as u64 {
+                return Ok(deleted);
+            }
+        }
+    }
+}
+
+/// A PostgreSQL connection string without its password, for messages: the password of
+/// `postgres://user:password@host/db`, and the value of `password=` in a query or in the
+/// `key=value` form, become `***`.
+pub(crate) fn redact(url: &str) -> String {
+    let masked: Vec<String> = url
+        .split_inclusive(['?', '&', ' '])
+        .map(|part| {
+            let (body, sep) = match part.char_indices().last() {
+                Some((i, '?' | '&' | ' ')) => (&part[..i], &part[i..]),
+                _ => (part, ""),
+            };
+            match body.split_once('=') {
+                Some((key, _)) if key.trim().eq_ignore_ascii_case("password") => {
+                    format!("{key}=***{sep}")
+                }
+                _ => part.to_owned(),
+            }
+        })
+        .collect();
+    let url = masked.concat();
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme + 3 => match url[scheme + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+            None => url,
+        },
+        _ => url,
+    }
+}
+
+fn pool_error(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => describe(e),
+        other => other.to_string(),
+    }
+}
+
+fn first(rows: &[Row]) -> Result<&Row, GuardError> {
+    rows.first()
+        .ok_or_else(|| GuardError::Postgres("the statement returned no row".to_owned()))
+}
+
+fn lease_ms(lease: Duration) -> Result<i64, GuardError> {
+    cronguard_schedule::check_lease(lease)
+        .and_then(|()| i64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
+        .map_err(|e| GuardError::Postgres(format!("the lease of {lease:?} {e}")))
+}
+
+/// The guard of one job.
+pub(crate) struct PostgresGuard {
+    db: Arc<Database>,
+    job: Arc<str>,
+    /// Random, made once per guard value: with a fire's time it makes the claimant's token, so
+    /// that a claim repeated by this guard value (its reply was lost) is the same claimant.
+    nonce: Arc<str>,
+    instance: Arc<str>,
+    lease: Duration,
+    replace: bool,
+    skip: bool,
+    history: bool,
+}
+
+impl PostgresGuard {
+    pub(crate) fn new(
+        db: Arc<Database>,
+        job: &str,
+        instance: Arc<str>,
+        lease: Duration,
+        overlap: Overlap,
+        history: bool,
+    ) -> Self {
+        PostgresGuard {
+            db,
+            job: Arc::from(job),
+            nonce: Arc::from(format!(
+                "{:016x}{:016x}",
+                fastrand::u64(..),
+                fastrand::u64(..)
+            )),
+            instance,
+            lease,
+            replace: overlap == Overlap::Replace,
+            skip: overlap == Overlap::Skip,
+            history,
+        }
+    }
+
+    fn token(&self, fire: DateTime<Utc>) -> String {
+        format!("{}:{}", self.nonce, fire.timestamp_millis())
+    }
+}
+
+impl Guard for PostgresGuard {
+    fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        let nonce = Arc::clone(&self.nonce);
+        let instance = Arc::clone(&self.instance);
+        let token = self.token(fire_time);
+        let (lease, replace, skip, history) = (self.lease, self.replace, self.skip, self.history);
+        Box::pin(async move {
+            let ms = lease_ms(lease)?;
+            let sent_at = Instant::now();
+            let rows = db
+                .query(
+                    &db.sql.claim,
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&fire_time, Type::TIMESTAMPTZ),
+                        (&token, Type::TEXT),
+                        (&ms, Type::INT8),
+                        (&replace, Type::BOOL),
+                        (&skip, Type::BOOL),
+                        (&&*nonce, Type::TEXT),
+                        (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
+                        (&&*instance, Type::TEXT),
+                        (&history, Type::BOOL),
+                    ],
+                )
+                .await?;
+            let row = first(&rows)?;
+            let (answer, value, ignored): (i32, i64, bool) = (
+                row.try_get(0).map_err(|e| pg_err(&e))?,
+                row.try_get(1).map_err(|e| pg_err(&e))?,
+                row.try_get(2).map_err(|e| pg_err(&e))?,
+            );
+            if ignored {
+                tracing::error!(
+                    job = %job,
+                    fire_time = %fire_time,
+                    "the last claimed fire recorded in PostgreSQL lies more than 1 s ahead of the database clock (a replica's clock was ahead, or the database's clock was set back); it was ignored so that it does not silence the job. Run NTP on every host and on the database server"
+                );
+            }
+            let value = u64::try_from(value).unwrap_or(0);
+            Ok(match answer {
+                0 => Claim::AlreadyRan,
+                1 => Claim::Busy {
+                    first_report: value == 1,
+                },
+                3 => Claim::Lapsed,
+                4 => Claim::TooEarly {
+                    ahead: Duration::from_millis(value),
+                },
+                5 => Claim::Superseded,
+                2 => Claim::Acquired(Box::new(PostgresLease {
+                    db,
+                    job,
+                    token,
+                    fencing_token: value,
+                    lease,
+                    sent_at,
+                })),
+                other => {
+                    return Err(GuardError::Postgres(format!(
+                        "the claim function answered {other}, which this version of cronguard does not know; run one version of cronguard against one schema, or set another with `Builder::postgres_schema`"
+                    )))
+                }
+            })
+        })
+    }
+
+    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        let nonce = Arc::clone(&self.nonce);
+        Box::pin(async move {
+            let rows = db
+                .query(
+                    &db.sql.first_report,
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&fire_time, Type::TIMESTAMPTZ),
+                        (&&*nonce, Type::TEXT),
+                    ],
+                )
+                .await?;
+            first(&rows)?.try_get(0).map_err(|e| pg_err(&e))
+        })
+    }
+
+    fn abandon(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<(), GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        let token = self.token(fire_time);
+        Box::pin(async move {
+            db.query(
+                &db.sql.abandon,
+                &[
+                    (&&*job, Type::TEXT),
+                    (&fire_time, Type::TIMESTAMPTZ),
+                    (&token, Type::TEXT),
+                ],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        Box::pin(async move {
+            let rows = db
+                .query(&db.sql.last_claimed, &[(&&*job, Type::TEXT)])
+                .await?;
+            match rows.first() {
+                None => Ok(None),
+                Some(row) => row.try_get(0).map_err(|e| pg_err(&e)),
+            }
+        })
+    }
+
+    fn server_time(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        Box::pin(async move { db.now().await.map(Some) })
+    }
+
+    fn record(&self, entry: HistoryEntry) -> BoxFuture<Result<(), GuardError>> {
+        let db = Arc::clone(&self.db);
+        let enabled = self.history;
+        Box::pin(async move {
+            if !enabled {
+                return Ok(());
+            }
+            let outcome = entry.outcome.as_str();
+            match entry.fencing_token {
+                Some(token) => {
+                    let fence = i64::try_from(token).unwrap_or(i64::MAX);
+                    db.query(
+                        &db.sql.run_ended,
+                        &[
+                            (&entry.job, Type::TEXT),
+                            (&entry.fire_time, Type::TIMESTAMPTZ),
+                            (&fence, Type::INT8),
+                            (&outcome, Type::TEXT),
+                            (&entry.error, Type::TEXT),
+                        ],
+                    )
+                    .await?
+                }
+                None => {
+                    db.query(
+                        &db.sql.dropped,
+                        &[
+                            (&entry.job, Type::TEXT),
+                            (&entry.fire_time, Type::TIMESTAMPTZ),
+                            (&entry.instance, Type::TEXT),
+                            (&outcome, Type::TEXT),
+                            (&entry.error, Type::TEXT),
+                        ],
+                    )
+                    .await?
+                }
+            };
+            Ok(())
+        })
+    }
+
+    fn history(
+        &self,
+        since: DateTime<Utc>,
+    ) -> BoxFuture<Result<Option<Vec<HistoryEntry>>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        let enabled = self.history;
+        Box::pin(async move {
+            if !enabled {
+                return Ok(None);
+            }
+            let limit = HISTORY_LIMIT as i64;
+            let rows = db
+                .query(
+                    &db.sql.history,
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&since, Type::TIMESTAMPTZ),
+                        (&limit, Type::INT8),
+                    ],
+                )
+                .await?;
+            rows.iter()
+                .map(|row| history_entry(&job, row))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        })
+    }
+}
+
+fn history_entry(job: &str, row: &Row) -> Result<HistoryEntry, GuardError> {
+    let get_err = |e: tokio_postgres::Error| pg_err(&e);
+    let outcome: String = row.try_get(5).map_err(get_err)?;
+    let outcome = Outcome::from_name(&outcome).ok_or_else(|| {
+        GuardError::Postgres(format!(
+            "the history holds an outcome `{outcome}` that this version of cronguard does not know"
+        ))
+    })?;
+    let fence: Option<i64> = row.try_get(2).map_err(get_err)?;
+    let lateness: Option<i64> = row.try_get(7).map_err(get_err)?;
+    let mut entry = HistoryEntry::new(
+        job,
+        row.try_get(0).map_err(get_err)?,
+        row.try_get::<_, String>(1).map_err(get_err)?,
+        outcome,
+    );
+    entry.fencing_token = fence.and_then(|f| u64::try_from(f).ok());
+    entry.started = row.try_get(3).map_err(get_err)?;
+    entry.ended = row.try_get(4).map_err(get_err)?;
+    entry.error = row.try_get(6).map_err(get_err)?;
+    entry.lateness = lateness
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map(Duration::from_millis);
+    Ok(entry)
+}
+
+struct PostgresLease {
+    db: Arc<Database>,
+    job: Arc<str>,
+    token: String,
+    fencing_token: u64,
+    lease: Duration,
+    sent_at: Instant,
+}
+
+impl Lease for PostgresLease {
+    fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    fn expiry(&self) -> Option<(Duration, Instant)> {
+        Some((self.lease, self.sent_at))
+    }
+
+    fn renew(&self) -> BoxFuture<Result<Renewal, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        let token = self.token.clone();
+        let lease = self.lease;
+        Box::pin(async move {
+            let ms = lease_ms(lease)?;
+            let rows = db
+                .query(
+                    &db.sql.renew,
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&token, Type::TEXT),
+                        (&ms, Type::INT8),
+                    ],
+                )
+                .await?;
+            Ok(match rows.first() {
+                None => Renewal::Lost,
+                Some(row) => {
+                    let cancel: bool = row.try_get(0).map_err(|e| pg_err(&e))?;
+                    if cancel {
+                        Renewal::CancelRequested
+                    } else {
+                        Renewal::Renewed
+                    }
+                }
+            })
+        })
+    }
+
+    fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
+        Box::pin(async move {
+            self.db
+                .query(
+                    &self.db.sql.release,
+                    &[(&&*self.job, Type::TEXT), (&self.token, Type::TEXT)],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_the_password_in_every_form() {
+        for (url, shown) in [
+            (
+                "postgres://app:s3cret@127.0.0.1:5432/db",
+                "postgres://app:***@127.0.0.1:5432/db",
+            ),
+            (
+                "postgresql://app:s3@c/ret@db.example/app?sslmode=disable",
+                "postgresql://app:***@db.example/app?sslmode=disable",
+            ),
+            (
+                "postgres://db.example/app?user=app&password=s3cret",
+                "postgres://db.example/app?user=app&password=***",
+            ),
+            (
+                "host=127.0.0.1 user=app password=s3cret dbname=app",
+                "host=127.0.0.1 user=app password=*** dbname=app",
+            ),
+            ("postgres://app@127.0.0.1/db", "postgres://app@127.0.0.1/db"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_lease_out_of_range_is_refused_not_truncated() {
+        assert_eq!(lease_ms(Duration::from_secs(30)).ok(), Some(30_000));
+        for lease in [Duration::from_millis(1), Duration::from_secs(u64::MAX)] {
+            let err = lease_ms(lease).expect_err("out of range").to_string();
+            assert!(err.contains("from 100ms to 24h"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The `postgres` guard's tables and functions: their SQL, and the check at start that what is in
+//! the database is what this version expects. The same SQL is printed in the README
+//! ("The PostgreSQL guard") for teams that run migrations themselves.
+
+use tokio_postgres::types::Type;
+
+/// The tables, indexes and functions in schema `{schema}`. Every statement is idempotent.
+///
+/// - `jobs`: one row per job. `last_fire` is the last claimed fire, `fence` its fencing token,
+///   `holder` the token of the claimant of `last_fire`; the lease is `lease_holder` until
+///   `lease_until` (the database clock); `cancel_holder` names a holder another replica asked to
+///   stop (`overlap = "replace"`); `lapsed` a last claimed fire given up unstarted;
+///   `recent_fires`/`recent_tokens` the last eight claims, so that a retried claim is recognised
+///   and a passed-over fire told apart from one that ran.
+/// - `reports`: who first reported each dropped fire (rows older than an hour are deleted).
+/// - `runs`: the run history, when enabled: one row per claimed run, and one per dropped fire.
+const CREATE: &str = r#"
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {schema}.jobs (
+  job            text PRIMARY KEY,
+  last_fire      timestamptz,
+  fence          bigint NOT NULL DEFAULT 0,
+  holder         text,
+  lease_holder   text,
+  lease_until    timestamptz,
+  cancel_holder  text,
+  lapsed         timestamptz,
+  recent_fires   timestamptz[] NOT NULL DEFAULT '{}',
+  recent_tokens  text[] NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS {schema}.reports (
+  job          text NOT NULL,
+  fire         timestamptz NOT NULL,
+  reporter     text NOT NULL,
+  reported_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (job, fire)
+);
+CREATE TABLE IF NOT EXISTS {schema}.runs (
+  id           bigserial PRIMARY KEY,
+  job          text NOT NULL,
+  fire         timestamptz NOT NULL,
+  instance     text NOT NULL,
+  fence        bigint,
+  started      timestamptz,
+  ended        timestamptz,
+  outcome      text NOT NULL,
+  error        text,
+  lateness_ms  bigint
+);
+CREATE INDEX IF NOT EXISTS runs_job_fire ON {schema}.runs (job, fire);
+CREATE INDEX IF NOT EXISTS runs_running ON {schema}.runs (job) WHERE outcome = 'running';
+CREATE INDEX IF NOT EXISTS runs_fire ON {schema}.runs (fire);
+
+CREATE OR REPLACE FUNCTION {schema}.claim_v1(
+  p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
+  p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
+  OUT answer integer, OUT val bigint, OUT ignored boolean)
+LANGUAGE plpgsql AS $claim$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  v_tolerance interval := p_tolerance_ms * interval '1 millisecond';
+  r {schema}.jobs%ROWTYPE;
+  v_last timestamptz;
+  v_claimed_by text;
+  v_oldest timestamptz;
+  v_held boolean;
+  v_fence bigint;
+BEGIN
+  answer := 0; val := 0; ignored := false;
+  IF p_fire > v_now + v_tolerance THEN
+    answer := 4;
+    val := floor(extract(epoch FROM p_fire - v_now) * 1000);
+    RETURN;
+  END IF;
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
+    SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  v_last := r.last_fire;
+  IF v_last > v_now + v_tolerance THEN
+    v_last := NULL;
+    ignored := true;
+  END IF;
+  IF v_last = p_fire THEN
+    v_claimed_by := r.holder;
+  ELSIF v_last > p_fire THEN
+    FOR i IN 1 .. coalesce(cardinality(r.recent_fires), 0) LOOP
+      IF r.recent_fires[i] = p_fire THEN
+        v_claimed_by := r.recent_tokens[i];
+      END IF;
+      IF v_oldest IS NULL OR r.recent_fires[i] < v_oldest THEN
+        v_oldest := r.recent_fires[i];
+      END IF;
+    END LOOP;
+  END IF;
+  v_held := r.lease_holder IS NOT NULL AND r.lease_until > v_now;
+  IF v_claimed_by = p_token THEN
+    IF NOT v_held OR r.lease_holder <> p_token THEN
+      IF v_last = p_fire THEN
+        UPDATE {schema}.jobs SET lapsed = p_fire WHERE job = p_job;
+      END IF;
+      answer := 3;
+      RETURN;
+    END IF;
+    UPDATE {schema}.jobs SET lease_until = v_now + p_lease_ms * interval '1 millisecond'
+      WHERE job = p_job;
+    answer := 2;
+    val := r.fence;
+    RETURN;
+  END IF;
+  IF v_last >= p_fire THEN
+    IF v_last > p_fire AND v_claimed_by IS NULL AND v_oldest IS NOT NULL AND p_fire > v_oldest THEN
+      answer := 5;
+    END IF;
+    RETURN;
+  END IF;
+  IF v_held THEN
+    answer := 1;
+    IF p_replace THEN
+      UPDATE {schema}.jobs SET cancel_holder = r.lease_holder WHERE job = p_job;
+    END IF;
+    IF p_skip THEN
+      INSERT INTO {schema}.reports (job, fire, reporter) VALUES (p_job, p_fire, p_nonce)
+        ON CONFLICT (job, fire) DO NOTHING;
+      IF FOUND OR EXISTS (SELECT 1 FROM {schema}.reports
+                          WHERE job = p_job AND fire = p_fire AND reporter = p_nonce) THEN
+        val := 1;
+      END IF;
+    END IF;
+    RETURN;
+  END IF;
+  v_fence := greatest(r.fence + 1, floor(extract(epoch FROM v_now) * 1000000)::bigint);
+  UPDATE {schema}.jobs SET
+    last_fire = p_fire, fence = v_fence, holder = p_token, lease_holder = p_token,
+    lease_until = v_now + p_lease_ms * interval '1 millisecond', cancel_holder = NULL,
+    recent_fires = (r.recent_fires || p_fire)[greatest(1, cardinality(r.recent_fires) - 6):],
+    recent_tokens = (r.recent_tokens || p_token)[greatest(1, cardinality(r.recent_tokens) - 6):]
+    WHERE job = p_job;
+  IF p_history THEN
+    UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';
+    INSERT INTO {schema}.runs (job, fire, instance, fence, started, outcome, lateness_ms)
+      VALUES (p_job, p_fire, p_instance, v_fence, v_now, 'running',
+              greatest(0, floor(extract(epoch FROM v_now - p_fire) * 1000)));
+  END IF;
+  answer := 2;
+  val := v_fence;
+END
+$claim$;
+
+CREATE OR REPLACE FUNCTION {schema}.abandon_v1(p_job text, p_fire timestamptz, p_token text)
+RETURNS boolean LANGUAGE plpgsql AS $abandon$
+DECLARE
+  r {schema}.jobs%ROWTYPE;
+BEGIN
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND OR NOT ((r.last_fire = p_fire AND r.holder = p_token)
+                       OR p_token = ANY (r.recent_tokens)) THEN
+    RETURN false;
+  END IF;
+  UPDATE {schema}.jobs SET
+    lapsed = CASE WHEN last_fire = p_fire THEN p_fire ELSE lapsed END,
+    lease_until = CASE WHEN lease_holder = p_token THEN NULL ELSE lease_until END,
+    cancel_holder = CASE WHEN lease_holder = p_token THEN NULL ELSE cancel_holder END,
+    lease_holder = CASE WHEN lease_holder = p_token THEN NULL ELSE lease_holder END
+    WHERE job = p_job;
+  UPDATE {schema}.runs SET outcome = 'abandoned', ended = clock_timestamp()
+    WHERE job = p_job AND fire = p_fire AND outcome = 'running';
+  RETURN true;
+END
+$abandon$;
+"#;
+
+/// Every column of the three tables with its type as `information_schema.columns` names it.
+const COLUMNS: &[(&str, &str, &str)] = &[
+    ("jobs", "job", "text"),
+    ("jobs", "last_fire", "timestamp with time zone"),
+    ("jobs", "fence", "bigint"),
+    ("jobs", "holder", "text"),
+    ("jobs", "lease_holder", "text"),
+    ("jobs", "lease_until", "timestamp with time zone"),
+    ("jobs", "cancel_holder", "text"),
+    ("jobs", "lapsed", "timestamp with time zone"),
+    ("jobs", "recent_fires", "ARRAY"),
+    ("jobs", "recent_tokens", "ARRAY"),
+    ("reports", "job", "text"),
+    ("reports", "fire", "timestamp with time zone"),
+    ("reports", "reporter", "text"),
+    ("reports", "reported_at", "timestamp with time zone"),
+    ("runs", "id", "bigint"),
+    ("runs", "job", "text"),
+    ("runs", "fire", "timestamp with time zone"),
+    ("runs", "instance", "text"),
+    ("runs", "fence", "bigint"),
+    ("runs", "started", "timestamp with time zone"),
+    ("runs", "ended", "timestamp with time zone"),
+    ("runs", "outcome", "text"),
+    ("runs", "error", "text"),
+    ("runs", "lateness_ms", "bigint"),
+];
+
+const TABLES: &[&str] = &["jobs", "reports", "runs"];
+const FUNCTIONS: &[&str] = &["claim_v1", "abandon_v1"];
+
+/// The SQL that creates the schema `schema` (what [`ensure`] runs when something is missing).
+pub(crate) fn create_sql(schema: &str) -> String {
+    CREATE.replace("{schema}", schema)
+}
+
+/// Whether `name` may be used as the schema: a plain lower-case SQL identifier, so that it needs
+/// no quoting and cannot smuggle SQL into the statements it is formatted into.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+    if first_ok
+        && name.len() <= 63
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "the PostgreSQL schema name `{name}` is not a plain identifier; use lower-case letters, digits and `_` (at most 63, not starting with a digit)"
+        ))
+    }
+}
+
+/// What is wrong with the schema as found: `Ok(true)` when complete and recognised, `Ok(false)`
+/// when parts are missing, `Err` when a table exists but is not cronguard's.
+async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, String> {
+    let rows = client
+        .query_typed(
+            "SELECT table_name::text, column_name::text, data_type::text \
+             FROM information_schema.columns WHERE table_schema = $1",
+            &[(&schema, Type::TEXT)],
+        )
+        .await
+        .map_err(|e| super::describe(&e))?;
+    let found: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let mut complete = true;
+    for table in TABLES {
+        let present: Vec<&(String, String, String)> =
+            found.iter().filter(|(t, ..)| t == table).collect();
+        if present.is_empty() {
+            complete = false;
+            continue;
+        }
+        let expected: Vec<&(&str, &str, &str)> =
+            COLUMNS.iter().filter(|(t, ..)| t == table).collect();
+        for (_, column, ty) in &expected {
+            match present.iter().find(|(_, c, _)| c == column) {
+                None => {
+                    return Err(unrecognised(
+                        schema,
+                        table,
+                        &format!("it has no column `{column}`"),
+                    ))
+                }
+                Some((_, _, found_ty)) if found_ty != ty => {
+                    return Err(unrecognised(
+                        schema,
+                        table,
+                        &format!("its column `{column}` is `{found_ty}`, not `{ty}`"),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some((_, extra, _)) = present
+            .iter()
+            .find(|(_, c, _)| !expected.iter().any(|(_, e, _)| e == c))
+        {
+            return Err(unrecognised(
+                schema,
+                table,
+                &format!("it has a column `{extra}` that cronguard does not know"),
+            ));
+        }
+    }
+    let functions = client
+        .query_typed(
+            "SELECT count(DISTINCT p.proname)::bigint FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace \
+             WHERE n.nspname = $1 AND p.proname = ANY ($2)",
+            &[(&schema, Type::TEXT), (&FUNCTIONS, Type::TEXT_ARRAY)],
+        )
+        .await
+        .map_err(|e| super::describe(&e))?;
+    let count: i64 = functions.first().map_or(0, |r| r.get(0));
+    Ok(complete && count == FUNCTIONS.len() as i64)
+}
+
+fn unrecognised(schema: &str, table: &str, why: &str) -> String {
+    format!(
+        "the table `{schema}.{table}` exists but is not the one this version of cronguard uses ({why}); cronguard never alters a table it does not recognise: set another schema with `CRONGUARD_POSTGRES_SCHEMA` (or `Builder::postgres_schema`), or drop the table if it is an old cronguard table"
+    )
+}
+
+/// Makes sure schema `schema` holds cronguard's tables and functions: nothing is written when
+/// everything is there (a role without `CREATE` can run against tables made by a migration);
+/// what is missing is created in one transaction; a table that is not cronguard's is an error.
+pub(crate) async fn ensure(
+    client: &mut tokio_postgres::Client,
+    schema: &str,
+) -> Result<(), String> {
+    if inspect(client, schema).await? {
+        return Ok(());
+    }
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| super::describe(&e))?;
+    // Replicas starting together would race on `CREATE ... IF NOT EXISTS` (it is not atomic in
+    // the catalog); a transaction-level lock, released at commit, orders them. It is taken only
+    // here, never for claims.
+    tx.batch_execute("SELECT pg_advisory_xact_lock(hashtext('cronguard schema'))")
+        .await
+        .map_err(|e| super::describe(&e))?;
+    tx.batch_execute(&create_sql(schema))
+        .await
+        .map_err(|e| format!("cannot create cronguard's tables in schema `{schema}`: {}; give the role `CREATE` on the database, or create them with the SQL in the README (\"The PostgreSQL guard\")", super::describe(&e)))?;
+    tx.commit().await.map_err(|e| super::describe(&e))?;
+    if inspect(client, schema).await? {
+        Ok(())
+    } else {
+        Err(format!(
+            "schema `{schema}` still lacks cronguard's tables or functions after creating them"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_identifiers_are_schema_names() {
+        for ok in ["cronguard", "_x", "jobs_2", &"a".repeat(63)] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "Cronguard",
+            "2x",
+            "a;drop table x",
+            "a b",
+            "\"q\"",
+            &"a".repeat(64),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_column_of_the_sql_is_checked() {
+        let sql = create_sql("s");
+        for (table, column, _) in COLUMNS {
+            assert!(sql.contains(&format!("CREATE TABLE IF NOT EXISTS s.{table}")));
+            assert!(sql.contains(&format!("  {column} ")), "{column}");
+        }
+    }
+}

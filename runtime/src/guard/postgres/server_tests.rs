@@ -1,0 +1,320 @@
+//! The `postgres` guard against a real server: the conformance suite, and what only a database
+//! can show — a frozen server, a restart, a fire recorded far ahead, a table that is not ours,
+//! the run history.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cronguard_testkit::PostgresServer;
+
+use super::{Database, PostgresGuard};
+use crate::guard::{Claim, Guard};
+use crate::history::Outcome;
+use crate::options::Overlap;
+
+async fn database(server: &PostgresServer) -> Arc<Database> {
+    Arc::new(
+        Database::connect(&server.url(), "cronguard")
+            .await
+            .expect("connects and creates the schema"),
+    )
+}
+
+fn guard(db: &Arc<Database>, job: &str, lease_ms: u64, history: bool) -> PostgresGuard {
+    PostgresGuard::new(
+        Arc::clone(db),
+        job,
+        Arc::from("test"),
+        Duration::from_millis(lease_ms),
+        Overlap::Skip,
+        history,
+    )
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp_millis(Utc::now().timestamp_millis()).expect("in range")
+}
+
+async fn client(server: &PostgresServer) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls)
+        .await
+        .expect("connects");
+    tokio::spawn(conn);
+    client
+}
+
+#[tokio::test]
+async fn postgres_guard_passes_the_conformance_suite() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let report = crate::guard::conformance::check(|spec| {
+        Arc::new(PostgresGuard::new(
+            Arc::clone(&db),
+            &spec.job,
+            Arc::from(spec.instance.as_str()),
+            spec.lease,
+            spec.overlap,
+            spec.history,
+        ))
+    })
+    .await
+    .unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(report.skipped.is_empty(), "{report}");
+}
+
+#[tokio::test]
+async fn a_claim_in_flight_while_the_database_froze_is_recognised_on_retry() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "frozen", 30_000, false);
+    let fire = now();
+    server.pause();
+    // Longer than the 2 s statement limit: the claim fails here and the server applies it when
+    // it runs again.
+    let (first, ()) = tokio::join!(g.claim(fire), async {
+        tokio::time::sleep(Duration::from_millis(2_600)).await;
+        server.resume();
+    });
+    assert!(first.is_err(), "the claim timed out: {first:?}");
+    let mut retried = None;
+    for _ in 0..100 {
+        match g.claim(fire).await {
+            Ok(claim) => {
+                retried = Some(claim);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let other = guard(&db, "frozen", 30_000, false);
+    match retried.expect("the guard answers again after the freeze") {
+        Claim::Acquired(lease) => {
+            assert!(
+                matches!(other.claim(fire).await.expect("answers"), Claim::AlreadyRan),
+                "claimed once"
+            );
+            lease.release().await.expect("release");
+        }
+        other => panic!("the retry of a claim that took effect answered {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn claims_survive_a_database_restart_and_tokens_keep_rising() {
+    let Some(mut server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "restart", 30_000, false);
+    let fire = now() - TimeDelta::seconds(1);
+    let lease = match g.claim(fire).await.expect("answers") {
+        Claim::Acquired(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    let before = lease.fencing_token();
+    lease.release().await.expect("release");
+    server.restart();
+    let other = guard(&db, "restart", 30_000, false);
+    let mut answered = None;
+    for _ in 0..200 {
+        match other.claim(fire).await {
+            Ok(claim) => {
+                answered = Some(claim);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    assert!(
+        matches!(answered, Some(Claim::AlreadyRan)),
+        "the claim survived the restart: {answered:?}"
+    );
+    match other.claim(now()).await.expect("answers") {
+        Claim::Acquired(lease) => {
+            assert!(lease.fencing_token() > before);
+            lease.release().await.expect("release");
+        }
+        claim => panic!("{claim:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_stored_fire_far_ahead_of_the_database_clock_does_not_silence_the_job() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let raw = client(&server).await;
+    raw.execute(
+        "INSERT INTO cronguard.jobs (job, last_fire) VALUES ('poisoned', now() + interval '1 day')",
+        &[],
+    )
+    .await
+    .expect("insert");
+    let g = guard(&db, "poisoned", 30_000, false);
+    let fire = now();
+    match g.claim(fire).await.expect("answers") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("a fire behind a poisoned record: {other:?}"),
+    }
+    assert_eq!(g.last_claimed().await.expect("answers"), Some(fire));
+}
+
+#[tokio::test]
+async fn a_table_that_is_not_cronguards_is_a_start_error_and_is_left_alone() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let raw = client(&server).await;
+    raw.batch_execute(
+        "CREATE SCHEMA app; CREATE TABLE app.jobs (id serial PRIMARY KEY, title text)",
+    )
+    .await
+    .expect("a table of the application");
+    let err = Database::connect(&server.url(), "app")
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        err.contains("`app.jobs` exists but is not the one")
+            && err.contains("CRONGUARD_POSTGRES_SCHEMA"),
+        "{err}"
+    );
+    let columns: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'app' AND table_name = 'jobs'",
+            &[],
+        )
+        .await
+        .expect("query")
+        .get(0);
+    assert_eq!(columns, 2, "the table was not altered");
+    // Another schema is fine, and the SQL of the README creates the same tables.
+    Database::connect(&server.url(), "cronguard_jobs")
+        .await
+        .expect("a schema of its own");
+    raw.batch_execute(&super::schema::create_sql("migrated"))
+        .await
+        .expect("the README's SQL runs");
+    Database::connect(&server.url(), "migrated")
+        .await
+        .expect("tables made by a migration are recognised");
+}
+
+#[tokio::test]
+async fn replicas_starting_together_create_the_schema_once() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let url = server.url();
+    let starts = (0..6).map(|_| Database::connect(&url, "cronguard"));
+    for result in futures_util::future::join_all(starts).await {
+        result.expect("every replica starts");
+    }
+}
+
+#[tokio::test]
+async fn the_history_records_runs_with_their_outcome_and_reported_drops() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "history", 30_000, true);
+    let fire = now() - TimeDelta::seconds(5);
+    let lease = match g.claim(fire).await.expect("answers") {
+        Claim::Acquired(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    let token = lease.fencing_token();
+    let running = g.history(fire).await.expect("answers").expect("kept");
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0].outcome, Outcome::Running);
+    assert_eq!(running[0].fencing_token, Some(token));
+    assert!(running[0]
+        .lateness
+        .is_some_and(|l| l >= Duration::from_secs(5)));
+    let mut end = crate::history::HistoryEntry::new("history", fire, "test", Outcome::Failed);
+    end.fencing_token = Some(token);
+    end.error = Some("disk full: no space left".to_owned());
+    g.record(end).await.expect("records");
+    lease.release().await.expect("release");
+    let dropped = fire + TimeDelta::seconds(1);
+    let mut drop_entry =
+        crate::history::HistoryEntry::new("history", dropped, "test", Outcome::Misfired);
+    drop_entry.error = Some("started 70 s late".to_owned());
+    g.record(drop_entry).await.expect("records");
+    let entries = g.history(fire).await.expect("answers").expect("kept");
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!(entries[0].outcome, Outcome::Failed);
+    assert_eq!(
+        entries[0].error.as_deref(),
+        Some("disk full: no space left")
+    );
+    assert!(entries[0].ended.is_some());
+    assert_eq!(entries[1].outcome, Outcome::Misfired);
+    assert_eq!(entries[1].fire_time, dropped);
+    // A run whose process died is marked lost when the next fire is claimed.
+    let crashed = now() - TimeDelta::seconds(2);
+    drop(g.claim(crashed).await.expect("answers"));
+    let other = guard(&db, "history", 30_000, true);
+    let mut next = None;
+    for _ in 0..10 {
+        let g2 = guard(&db, "history", 100, true);
+        // The crashed run's lease is 30 s: free it the way an expired lease is.
+        let raw = client(&server).await;
+        raw.execute(
+            "UPDATE cronguard.jobs SET lease_until = now() WHERE job = 'history'",
+            &[],
+        )
+        .await
+        .expect("expire");
+        if let Claim::Acquired(lease) = g2.claim(now()).await.expect("answers") {
+            next = Some(lease);
+            break;
+        }
+    }
+    next.expect("the next fire is claimed")
+        .release()
+        .await
+        .expect("release");
+    let entries = other
+        .history(crashed)
+        .await
+        .expect("answers")
+        .expect("kept");
+    assert_eq!(entries[0].outcome, Outcome::Lost, "{entries:?}");
+    // Retention deletes old rows.
+    let raw = client(&server).await;
+    raw.execute(
+        "UPDATE cronguard.runs SET fire = fire - interval '40 days' WHERE job = 'history'",
+        &[],
+    )
+    .await
+    .expect("age the rows");
+    assert_eq!(db.prune_history(30).await.expect("prunes"), 4);
+    // Without history on, nothing is kept.
+    assert!(guard(&db, "history", 30_000, false)
+        .history(fire)
+        .await
+        .expect("answers")
+        .is_none());
+}
+
+#[tokio::test]
+async fn the_database_clock_is_the_guards_clock() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "clock", 30_000, false);
+    let skew = crate::guard::skew::measure(&g, Utc::now)
+        .await
+        .expect("answers")
+        .expect("the database has a clock");
+    assert!(skew.abs() < TimeDelta::seconds(1), "{skew}");
+}

@@ -1,0 +1,694 @@
+//! The built-in guards against the conformance suite, and the faults only a real server can
+//! show: a frozen Redis, a restart that lost the data, a fire recorded far ahead.
+
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::file::FileGuard;
+use super::GuardSpec;
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
+use super::{Claim, Guard, Lease, Renewal};
+
+fn t(s: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
+}
+
+async fn acquire(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
+    acquire_at(guard, t(fire)).await
+}
+
+async fn acquire_at(guard: &dyn Guard, fire: DateTime<Utc>) -> Box<dyn Lease> {
+    match guard.claim(fire).await.expect("the guard answers") {
+        Claim::Acquired(lease) => lease,
+        other => panic!("fire {fire}: {other:?}, expected Acquired"),
+    }
+}
+
+async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
+    match guard.claim(t(fire)).await.expect("the guard answers") {
+        Claim::Acquired(lease) => {
+            let _ = lease.release().await;
+            "acquired"
+        }
+        Claim::AlreadyRan => "already_ran",
+        Claim::Busy { .. } => "busy",
+        Claim::Lapsed => "lapsed",
+        Claim::Superseded => "superseded",
+        Claim::TooEarly { .. } => "too_early",
+    }
+}
+
+/// What every guard must do, whether or not its leases expire. `other` is another process's
+/// guard of the same job.
+async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
+    let first = acquire(guard, 10).await;
+    let t1 = first.fencing_token();
+    assert_eq!(
+        answer(guard, 20).await,
+        "busy",
+        "a held guard is busy for a later fire"
+    );
+    assert_eq!(answer(other, 20).await, "busy", "also for another process");
+    assert_eq!(
+        answer(other, 10).await,
+        "already_ran",
+        "the same fire claimed by another process"
+    );
+    assert_eq!(answer(guard, 5).await, "already_ran", "an older fire");
+    assert_eq!(answer(other, 5).await, "already_ran", "an older fire");
+    first.release().await.expect("release");
+    assert_eq!(
+        answer(other, 10).await,
+        "already_ran",
+        "after release, the fire stays claimed"
+    );
+    let second = acquire(guard, 20).await;
+    assert!(second.fencing_token() > t1, "fencing tokens rise");
+    second.release().await.expect("release");
+    let mut last = 0;
+    for fire in 21..40 {
+        let lease = acquire(guard, fire).await;
+        assert!(lease.fencing_token() > last);
+        last = lease.fencing_token();
+        lease.release().await.expect("release");
+    }
+}
+
+/// A busy fire (`overlap = "skip"`) is reported as first only once, to whichever process sees it
+/// first. `processes` are several processes' guards of one job.
+async fn busy_is_first_reported_once(processes: &[&dyn Guard]) {
+    let held = acquire(processes[0], 100).await;
+    let firsts: Vec<bool> =
+        futures_util::future::join_all(processes[1..].iter().map(|g| g.claim(t(101))))
+            .await
+            .into_iter()
+            .map(|c| match c.expect("answers") {
+                Claim::Busy { first_report } => first_report,
+                other => panic!("{other:?}, expected Busy"),
+            })
+            .collect();
+    assert_eq!(firsts.iter().filter(|f| **f).count(), 1, "{firsts:?}");
+    held.release().await.expect("release");
+}
+
+/// A dropped fire is reported first by exactly one process, and `last_claimed` follows claims.
+/// `other` is another process's guard of the same job.
+async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard, other: &dyn Guard) {
+    assert_eq!(guard.last_claimed().await.expect("answers"), None);
+    assert!(guard.first_report(t(300)).await.expect("answers"));
+    assert!(
+        !other.first_report(t(300)).await.expect("answers"),
+        "another process reported it first"
+    );
+    assert!(other.first_report(t(301)).await.expect("answers"));
+    assert!(!guard.first_report(t(301)).await.expect("answers"));
+    acquire(guard, 302).await.release().await.expect("release");
+    assert_eq!(guard.last_claimed().await.expect("answers"), Some(t(302)));
+    assert_eq!(other.last_claimed().await.expect("answers"), Some(t(302)));
+}
+
+async fn passes_the_suite(
+    new_guard: impl Fn(&GuardSpec) -> std::sync::Arc<dyn Guard>,
+) -> super::conformance::Report {
+    let report = super::conformance::check(new_guard)
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+    eprintln!("{report}");
+    report
+}
+
+#[tokio::test]
+async fn file_guard_passes_the_conformance_suite() {
+    let dir = scratch_dir("suite");
+    let report = passes_the_suite(|spec| {
+        std::sync::Arc::new(FileGuard::new(&dir, &spec.job).with_overlap(spec.overlap))
+    })
+    .await;
+    assert_eq!(
+        report.skipped.len(),
+        5,
+        "no expiring leases, no clock: {report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cronguard-conf-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+#[tokio::test]
+async fn file_guard_conforms() {
+    let dir = scratch_dir("file");
+    exclusion_and_uniqueness(&FileGuard::new(&dir, "job"), &FileGuard::new(&dir, "job")).await;
+    let job2 = [0, 1, 2, 3].map(|_| FileGuard::new(&dir, "job2"));
+    busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>()).await;
+    drops_are_reported_once_and_claims_are_visible(
+        &FileGuard::new(&dir, "job3"),
+        &FileGuard::new(&dir, "job3"),
+    )
+    .await;
+    // Two guards on one dir are two processes' views of the same job.
+    let a = FileGuard::new(&dir, "shared");
+    let b = FileGuard::new(&dir, "shared");
+    let held = acquire(&a, 1).await;
+    assert_eq!(answer(&b, 2).await, "busy");
+    assert_eq!(answer(&b, 1).await, "already_ran");
+    held.release().await.expect("release");
+    let next = acquire(&b, 2).await;
+    next.release().await.expect("release");
+    // A wiped lock dir does not send fencing tokens back: they never go below the clock.
+    let before = acquire(&a, 3).await.fencing_token();
+    std::fs::remove_dir_all(&dir).expect("wipe");
+    std::fs::create_dir_all(&dir).expect("recreate");
+    assert!(acquire(&a, 4).await.fencing_token() > before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "redis")]
+mod redis {
+    use super::*;
+    use crate::guard::redis::{connect, RedisGuard, Scripts};
+    use crate::options::Overlap;
+    use cronguard_testkit::RedisServer;
+    use std::sync::Arc;
+
+    async fn guard(server: &RedisServer, job: &str, lease_ms: u64) -> RedisGuard {
+        guard_with(server, job, lease_ms, Overlap::Skip).await
+    }
+
+    /// A guard value of its own: another process's view of the job.
+    async fn guard_with(
+        server: &RedisServer,
+        job: &str,
+        lease_ms: u64,
+        overlap: Overlap,
+    ) -> RedisGuard {
+        let conn = connect(&server.url()).await.expect("connects");
+        RedisGuard::new(
+            conn,
+            Arc::new(Scripts::new()),
+            "cronguard",
+            job,
+            Duration::from_millis(lease_ms),
+            overlap,
+        )
+    }
+
+    /// Waits (bounded) until the lease of `guard` has expired on the server.
+    async fn until_free(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
+        for _ in 0..200 {
+            if let Claim::Acquired(lease) = guard.claim(t(fire)).await.expect("answers") {
+                return lease;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the lease never expired");
+    }
+
+    #[tokio::test]
+    async fn redis_guard_passes_the_conformance_suite() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let conn = connect(&server.url()).await.expect("connects");
+        let scripts = Arc::new(Scripts::new());
+        let report = passes_the_suite(|spec| {
+            Arc::new(RedisGuard::new(
+                conn.clone(),
+                Arc::clone(&scripts),
+                "cronguard",
+                &spec.job,
+                spec.lease,
+                spec.overlap,
+            ))
+        })
+        .await;
+        assert!(report.skipped.is_empty(), "{report}");
+    }
+
+    #[tokio::test]
+    async fn redis_guard_conforms() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        exclusion_and_uniqueness(
+            &guard(&server, "job", 30_000).await,
+            &guard(&server, "job", 30_000).await,
+        )
+        .await;
+        let mut job2 = Vec::new();
+        for _ in 0..4 {
+            job2.push(guard(&server, "job2", 30_000).await);
+        }
+        busy_is_first_reported_once(&job2.iter().map(|g| g as &dyn Guard).collect::<Vec<_>>())
+            .await;
+        drops_are_reported_once_and_claims_are_visible(
+            &guard(&server, "job3", 30_000).await,
+            &guard(&server, "job3", 30_000).await,
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn redis_leases_expire_and_only_the_owner_releases_or_renews() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let g = guard(&server, "expiring", 300).await;
+        let old = acquire(&g, 1).await;
+        assert_eq!(old.renew().await.expect("renews"), Renewal::Renewed);
+        let new = until_free(&g, 2).await;
+        assert!(new.fencing_token() > old.fencing_token());
+        assert_eq!(
+            old.renew().await.expect("answers"),
+            Renewal::Lost,
+            "a lost lease cannot be renewed"
+        );
+        old.release().await.expect("answers");
+        assert_eq!(
+            answer(&g, 3).await,
+            "busy",
+            "the old holder's release must not free the new holder's lock"
+        );
+        new.release().await.expect("release");
+        assert_eq!(answer(&g, 3).await, "acquired");
+    }
+
+    #[tokio::test]
+    async fn redis_fencing_tokens_rise_across_a_restart_that_lost_the_data() {
+        let Some(mut server) = RedisServer::start() else {
+            return;
+        };
+        let g = guard(&server, "restart", 30_000).await;
+        let before = acquire(&g, 1).await.fencing_token();
+        server.restart();
+        // The connection manager reconnects; the scripts are loaded again after NOSCRIPT.
+        let mut after = None;
+        for _ in 0..100 {
+            match g.claim(t(2)).await {
+                Ok(Claim::Acquired(lease)) => {
+                    after = Some(lease.fencing_token());
+                    break;
+                }
+                Ok(_) => panic!("an empty server has no holder"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        let after = after.expect("claims work again after the restart");
+        assert!(after > before, "{after} > {before}");
+    }
+
+    /// A plain connection to look at the keys the way an operator would.
+    async fn raw(server: &RedisServer) -> ::redis::aio::ConnectionManager {
+        connect(&server.url()).await.expect("connects")
+    }
+
+    async fn hget(
+        conn: &mut ::redis::aio::ConnectionManager,
+        key: &str,
+        field: &str,
+    ) -> Option<i64> {
+        ::redis::cmd("HGET")
+            .arg(key)
+            .arg(field)
+            .query_async(conn)
+            .await
+            .expect("HGET")
+    }
+
+    async fn pttl(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> i64 {
+        ::redis::cmd("PTTL")
+            .arg(key)
+            .query_async(conn)
+            .await
+            .expect("PTTL")
+    }
+
+    #[tokio::test]
+    async fn redis_a_claim_repeated_after_a_lost_reply_is_the_same_claimant() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "lost", 30_000).await;
+        // The reply of this claim is "lost": the lease is dropped unseen, the fire is asked again.
+        let token = acquire(&g, 1).await.fencing_token();
+        let again = acquire(&g, 1).await;
+        assert_eq!(again.fencing_token(), token, "the stored fencing token");
+        let other_process = guard(&server, "lost", 30_000).await;
+        assert_eq!(
+            answer(&other_process, 1).await,
+            "already_ran",
+            "another process is not the claimant"
+        );
+        assert_eq!(answer(&other_process, 2).await, "busy");
+        assert_eq!(
+            again.renew().await.expect("renews"),
+            Renewal::Renewed,
+            "the retried lease is the lock's holder"
+        );
+        again.release().await.expect("release");
+        assert_eq!(answer(&other_process, 2).await, "acquired");
+
+        // The retry extends the lock to a whole lease from its own send time.
+        let g = guard(&server, "rearm", 1_000).await;
+        let first = acquire(&g, 1).await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let retried = acquire(&g, 1).await;
+        assert_eq!(retried.fencing_token(), first.fencing_token());
+        let left = pttl(&mut conn, "cronguard:{rearm}:lock").await;
+        assert!(left > 900, "the lock was extended: {left} ms left");
+
+        // Once the lease ran out, the retry learns that its fire can no longer start.
+        let g = guard(&server, "lapsed", 200).await;
+        let _lost = acquire(&g, 1).await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(answer(&g, 1).await, "lapsed");
+        assert_eq!(answer(&g, 1).await, "lapsed", "and stays lapsed");
+        assert_eq!(answer(&g, 2).await, "acquired", "later fires are free");
+    }
+
+    #[tokio::test]
+    async fn redis_a_claim_in_flight_while_the_server_froze_is_recognised_on_retry() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        // Load the scripts first, so that the frozen request is the claim itself.
+        assert_eq!(
+            answer(&guard(&server, "warm-up", 30_000).await, 1).await,
+            "acquired"
+        );
+        let g = guard(&server, "frozen", 30_000).await;
+        server.pause();
+        // Longer than the connection's 2 s response timeout: the claim fails on this side, and
+        // the server applies it once it runs again.
+        let (first, ()) = tokio::join!(g.claim(t(1)), async {
+            tokio::time::sleep(Duration::from_millis(2_600)).await;
+            server.resume();
+        });
+        assert!(first.is_err(), "the claim timed out: {first:?}");
+        let mut conn = raw(&server).await;
+        let mut applied = None;
+        for _ in 0..50 {
+            applied = hget(&mut conn, "cronguard:{frozen}:state", "last").await;
+            if applied.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            applied,
+            Some(t(1).timestamp_millis()),
+            "the frozen server applied the claim when it ran again"
+        );
+        let fence = hget(&mut conn, "cronguard:{frozen}:state", "fence").await;
+        let mut retried = None;
+        for _ in 0..100 {
+            match g.claim(t(1)).await {
+                Ok(claim) => {
+                    retried = Some(claim);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        match retried.expect("the guard answers again after the freeze") {
+            Claim::Acquired(lease) => {
+                assert_eq!(
+                    Some(lease.fencing_token() as i64),
+                    fence,
+                    "the stored token"
+                );
+                lease.release().await.expect("release");
+            }
+            Claim::Lapsed => {} // only if the lease ran out meanwhile
+            other => panic!("the retry of a claim that took effect answered {other:?}"),
+        }
+    }
+
+    async fn exists(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> bool {
+        ::redis::cmd("EXISTS")
+            .arg(key)
+            .query_async::<i64>(conn)
+            .await
+            .expect("EXISTS")
+            == 1
+    }
+
+    /// Now on the server's clock, to the millisecond (the server runs on this host).
+    fn now() -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_millis(Utc::now().timestamp_millis()).expect("in range")
+    }
+
+    #[tokio::test]
+    async fn redis_a_fire_far_ahead_of_the_server_clock_is_refused_and_not_stored() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "ahead", 30_000).await;
+        match g.claim(now() + TimeDelta::hours(1)).await.expect("answers") {
+            Claim::TooEarly { ahead } => assert!(
+                ahead > Duration::from_secs(3590) && ahead <= Duration::from_secs(3600),
+                "{ahead:?}"
+            ),
+            other => panic!("a fire an hour ahead: {other:?}, expected TooEarly"),
+        }
+        assert!(
+            !exists(&mut conn, "cronguard:{ahead}:state").await,
+            "no claim recorded"
+        );
+        assert!(
+            !exists(&mut conn, "cronguard:{ahead}:lock").await,
+            "no lock taken"
+        );
+        assert_eq!(g.last_claimed().await.expect("answers"), None);
+        // Within the tolerance (a clock a little ahead, a fire on time): claimed.
+        let soon = now() + TimeDelta::milliseconds(500);
+        acquire_at(&g, soon).await.release().await.expect("release");
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(soon));
+    }
+
+    #[tokio::test]
+    async fn redis_a_stored_fire_far_ahead_of_the_server_clock_does_not_silence_the_job() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        // Written by a replica whose clock was a day ahead, before claims were checked.
+        let poisoned = now() + TimeDelta::days(1);
+        let () = ::redis::cmd("HSET")
+            .arg("cronguard:{poisoned}:state")
+            .arg("last")
+            .arg(poisoned.timestamp_millis())
+            .query_async(&mut conn)
+            .await
+            .expect("HSET");
+        let g = guard(&server, "poisoned", 30_000).await;
+        let fire = now();
+        let lease = acquire_at(&g, fire).await;
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(fire));
+        lease.release().await.expect("release");
+        let other_process = guard(&server, "poisoned", 30_000).await;
+        assert!(
+            matches!(
+                other_process.claim(fire).await.expect("answers"),
+                Claim::AlreadyRan
+            ),
+            "the fire is claimed once"
+        );
+    }
+
+    #[tokio::test]
+    async fn redis_reports_are_recorded_per_fire_and_per_process() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let g = guard(&server, "reports", 30_000).await;
+        let other_process = guard(&server, "reports", 30_000).await;
+        assert!(g.first_report(t(7)).await.expect("answers"));
+        assert!(
+            g.first_report(t(5)).await.expect("answers"),
+            "an older fire is a fire of its own, not covered by a later one"
+        );
+        assert!(
+            g.first_report(t(7)).await.expect("answers"),
+            "the same guard value asking again (its reply was lost) is still first"
+        );
+        assert!(!other_process.first_report(t(7)).await.expect("answers"));
+        assert!(!other_process.first_report(t(5)).await.expect("answers"));
+        assert!(other_process.first_report(t(6)).await.expect("answers"));
+        let key = format!("cronguard:{{reports}}:reported:{}", t(7).timestamp_millis());
+        let left = pttl(&mut conn, &key).await;
+        assert!(
+            left > 0 && left <= 3_600_000,
+            "the record of a report expires: {left} ms"
+        );
+
+        // A busy fire of `overlap = "skip"` is dropped, so the claim records its report; asked
+        // again by the same guard value it is still first.
+        let held = acquire(&g, 100).await;
+        for _ in 0..2 {
+            assert!(matches!(
+                other_process.claim(t(101)).await.expect("answers"),
+                Claim::Busy { first_report: true }
+            ));
+        }
+        assert!(matches!(
+            g.claim(t(101)).await.expect("answers"),
+            Claim::Busy {
+                first_report: false
+            }
+        ));
+        assert!(!g.first_report(t(101)).await.expect("answers"));
+        assert!(other_process.first_report(t(101)).await.expect("answers"));
+        held.release().await.expect("release");
+    }
+
+    #[tokio::test]
+    async fn redis_a_busy_fire_that_waits_keeps_its_report_for_the_misfire() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        for overlap in [Overlap::Queue, Overlap::Replace] {
+            let job = format!("{overlap:?}");
+            let holder = guard_with(&server, &job, 30_000, overlap).await;
+            let waiting = guard_with(&server, &job, 30_000, overlap).await;
+            let third = guard_with(&server, &job, 30_000, overlap).await;
+            let held = acquire(&holder, 1).await;
+            // The fire is not dropped: it waits (queue) or replaces the run (replace).
+            assert_eq!(answer(&waiting, 2).await, "busy");
+            assert_eq!(answer(&third, 2).await, "busy");
+            // Its grace ran out: the misfire is reported at warn level once, not "already
+            // reported by another process" everywhere.
+            assert!(
+                waiting.first_report(t(2)).await.expect("answers"),
+                "{overlap:?}: the busy claims did not consume the report"
+            );
+            assert!(!third.first_report(t(2)).await.expect("answers"));
+            held.release().await.expect("release");
+        }
+    }
+
+    #[tokio::test]
+    async fn replace_asks_the_holder_to_stop_through_its_renewal() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let conn = connect(&server.url()).await.expect("connects");
+        let scripts = Arc::new(Scripts::new());
+        let holder_view = RedisGuard::new(
+            conn.clone(),
+            Arc::clone(&scripts),
+            "cronguard",
+            "r",
+            Duration::from_secs(30),
+            Overlap::Replace,
+        );
+        let held = acquire(&holder_view, 1).await;
+        assert_eq!(held.renew().await.expect("renews"), Renewal::Renewed);
+        assert_eq!(answer(&holder_view, 2).await, "busy");
+        assert_eq!(
+            held.renew().await.expect("renews"),
+            Renewal::CancelRequested
+        );
+        held.release().await.expect("release");
+        assert_eq!(answer(&holder_view, 2).await, "acquired");
+    }
+
+    async fn claim_name(guard: &dyn Guard, fire: DateTime<Utc>) -> String {
+        format!("{:?}", guard.claim(fire).await.expect("answers"))
+    }
+
+    #[tokio::test]
+    async fn redis_a_retry_after_a_later_fire_was_claimed_is_lapsed_not_already_ran() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let a = guard(&server, "later", 300).await;
+        let b = guard(&server, "later", 300).await;
+        let first = now() - chrono::TimeDelta::seconds(2);
+        // A's claim takes effect, but A never hears of it (its reply is lost).
+        drop(a.claim(first).await.expect("answers"));
+        // Once A's lease has run out, B claims the next fire.
+        let next = first + chrono::TimeDelta::seconds(1);
+        let held = {
+            let mut held = None;
+            for _ in 0..100 {
+                if let Claim::Acquired(lease) = b.claim(next).await.expect("answers") {
+                    held = Some(lease);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            held.expect("B acquires the next fire")
+        };
+        assert_eq!(
+            claim_name(&a, first).await,
+            "Lapsed",
+            "A learns that its own claim took effect and lapsed: never AlreadyRan"
+        );
+        held.release().await.expect("release");
+    }
+
+    #[tokio::test]
+    async fn redis_a_recent_fire_nobody_claimed_is_superseded_and_an_old_one_already_ran() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let a = guard(&server, "passed-over", 30_000).await;
+        let b = guard(&server, "passed-over", 30_000).await;
+        let now = now();
+        for fire in [now - chrono::TimeDelta::seconds(3), now] {
+            acquire_at(&b, fire).await.release().await.expect("release");
+        }
+        let earlier = now - chrono::TimeDelta::seconds(1);
+        assert_eq!(claim_name(&a, earlier).await, "Superseded");
+        assert_eq!(
+            claim_name(&a, now).await,
+            "AlreadyRan",
+            "the fire B claimed ran"
+        );
+        let long_ago = now - chrono::TimeDelta::hours(1);
+        assert_eq!(
+            claim_name(&a, long_ago).await,
+            "AlreadyRan",
+            "a fire older than every recent claim is simply past"
+        );
+    }
+
+    #[tokio::test]
+    async fn redis_an_abandoned_claim_frees_its_lock_and_is_not_counted_as_run() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let a = guard(&server, "abandoned", 30_000).await;
+        let b = guard(&server, "abandoned", 30_000).await;
+        let fire = now();
+        // A's claim takes effect unseen; A gives the fire up.
+        drop(a.claim(fire).await.expect("answers"));
+        assert_eq!(a.last_claimed().await.expect("answers"), Some(fire));
+        b.abandon(fire).await.expect("answers");
+        assert_eq!(
+            a.last_claimed().await.expect("answers"),
+            Some(fire),
+            "another claimant cannot abandon A's claim"
+        );
+        a.abandon(fire).await.expect("answers");
+        assert_eq!(
+            a.last_claimed().await.expect("answers"),
+            None,
+            "a claim given up unstarted does not count as run"
+        );
+        let next = fire + chrono::TimeDelta::milliseconds(500);
+        let lease = acquire_at(&b, next).await;
+        assert_eq!(b.last_claimed().await.expect("answers"), Some(next));
+        lease.release().await.expect("release");
+    }
+}

@@ -1,0 +1,272 @@
+//! A real PostgreSQL server in a temporary folder (`initdb`, then `postgres` on a free loopback
+//! port), which a test can pause (SIGSTOP of every server process), resume, kill and restart. It
+//! is always stopped by its process id (and those of the processes it started), never by port
+//! or name.
+
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::free_port;
+
+/// A PostgreSQL server of one test: trust authentication for user `postgres` on 127.0.0.1.
+#[derive(Debug)]
+pub struct PostgresServer {
+    port: u16,
+    dir: PathBuf,
+    bin: PathBuf,
+    child: Option<Child>,
+}
+
+fn required() -> bool {
+    std::env::var_os("CRONGUARD_TESTS_REQUIRE_POSTGRES").is_some()
+        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// The folder of `initdb` and `postgres`: on the `PATH`, else Debian's
+/// `/usr/lib/postgresql/<version>/bin` (the newest).
+fn bin_dir() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if dir.join("initdb").is_file() && dir.join("postgres").is_file() {
+                // `/usr/local/bin/initdb` may be a link into the folder that holds `pg_isready`.
+                let real = std::fs::canonicalize(dir.join("initdb"))
+                    .ok()
+                    .and_then(|p| p.parent().map(Path::to_path_buf))
+                    .filter(|d| d.join("pg_isready").is_file());
+                return Some(real.unwrap_or(dir));
+            }
+        }
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|bin| bin.join("initdb").is_file())
+        .collect();
+    versions.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    versions.pop()
+}
+
+/// `initdb` and `postgres` refuse to run as root: as root, they run as user `postgres`.
+fn as_server_user(program: &Path) -> Command {
+    if is_root() {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=postgres", "--regid=postgres", "--clear-groups"])
+            .arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+fn postgres_owner() -> Option<(u32, u32)> {
+    let id = |flag: &str| {
+        Command::new("id")
+            .args([flag, "postgres"])
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse::<u32>().ok())
+    };
+    Some((id("-u")?, id("-g")?))
+}
+
+impl PostgresServer {
+    /// Makes a fresh cluster and starts it on a free loopback port; waits until it accepts
+    /// connections. `None` when PostgreSQL is not installed (outside CI).
+    pub fn start() -> Option<PostgresServer> {
+        let Some(bin) = bin_dir() else {
+            let msg = "PostgreSQL is not installed: the PostgreSQL tests cannot run (install it, e.g. `apt-get install postgresql`)";
+            if required() {
+                panic!("{msg}");
+            }
+            eprintln!("SKIPPED: {msg}");
+            return None;
+        };
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("cronguard-pg-{port}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch dir for PostgreSQL");
+        if is_root() {
+            let (uid, gid) = postgres_owner()
+                .expect("running as root, a `postgres` user is needed to run PostgreSQL");
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).expect("chown the scratch dir");
+        }
+        let status = as_server_user(&bin.join("initdb"))
+            .arg("-D")
+            .arg(dir.join("data"))
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("initdb runs");
+        assert!(status.success(), "initdb failed in {}", dir.display());
+        let mut server = PostgresServer {
+            port,
+            dir,
+            bin,
+            child: None,
+        };
+        server.spawn();
+        Some(server)
+    }
+
+    fn spawn(&mut self) {
+        let child = as_server_user(&self.bin.join("postgres"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-p", &self.port.to_string()])
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!("unix_socket_directories={}", self.dir.display()))
+            .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
+            .args(["-c", "track_functions=all", "-c", "max_connections=200"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("postgres starts");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            let ready = Command::new(self.bin.join("pg_isready"))
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
+                .status()
+                .is_ok_and(|s| s.success());
+            if ready {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "PostgreSQL on port {} did not accept connections within 30 s",
+            self.port
+        );
+    }
+
+    /// Whether the server accepts TCP connections.
+    pub fn reachable(&self) -> bool {
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port).into();
+        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The process id of the postmaster.
+    pub fn pid(&self) -> u32 {
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .expect("the server is running")
+    }
+
+    /// Signals the postmaster, then every process it started (each backend runs in a session
+    /// of its own, so a process group does not reach them).
+    fn signal_all(&self, sig: &str) {
+        signal_tree(self.pid(), sig);
+    }
+
+    /// Freezes every server process (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal_all("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal_all("-CONT");
+    }
+
+    /// Kills every server process (SIGKILL). The data stays on disk: [`restart`](Self::restart)
+    /// recovers it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal_tree(child.id(), "-KILL");
+            signal_tree(child.id(), "-CONT");
+            let _ = child.wait();
+            // Backends die with the group; wait until the port is free again.
+            let until = Instant::now() + Duration::from_secs(10);
+            while self.reachable() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// Kills the server and starts it again on the same port and data (crash recovery).
+    pub fn restart(&mut self) {
+        self.kill();
+        // A killed postmaster leaves its pid file and shared memory; postgres clears them.
+        self.spawn();
+    }
+}
+
+/// The processes whose parent is `pid`, from `/proc`.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+                    let rest = &stat[stat.rfind(')')? + 1..];
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+/// Sends `sig` to `pid` and then to its children.
+fn signal_tree(pid: u32, sig: &str) {
+    let mut targets = vec![pid];
+    targets.extend(children(pid));
+    let mut cmd = Command::new("kill");
+    cmd.arg(sig).arg("--");
+    for target in &targets {
+        cmd.arg(target.to_string());
+    }
+    let _ = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status();
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

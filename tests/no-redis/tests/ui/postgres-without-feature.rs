@@ -1,0 +1,4 @@
+#[cronguard::scheduled(every = "1s", lock = "postgres")]
+async fn settle() {}
+
+fn main() {}
