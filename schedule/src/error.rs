@@ -182,8 +182,8 @@ pub enum ScheduleError {
     #[error("an interval of zero is not allowed; give a positive interval such as `30s`")]
     ZeroInterval,
     /// The interval (`every`, `@every`) is not a duration of whole milliseconds.
-    #[error("invalid interval: {0}")]
-    Interval(#[source] DurationError),
+    #[error(transparent)]
+    Interval(DurationError),
     /// Both `cron` and `every` were given.
     #[error("`cron` cannot be combined with `every`; a job has one schedule: keep `cron` for calendar times or `every` for a fixed interval")]
     CronAndEvery,
