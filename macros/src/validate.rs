@@ -976,11 +976,11 @@ mod tests {
             ),
             (
                 quote!(every = "1s", lease = "5s"),
-                "`lease` applies only to `lock = \"redis\"`",
+                "`lease` applies only to guards with leases (`lock = \"redis\"`, `\"postgres\"` or `\"custom:<name>\"`); the default guard is `lock = \"local\"`",
             ),
             (
                 quote!(every = "1s", lock = "file", lease = "5s"),
-                "`lease` applies only to `lock = \"redis\"`; a `file` guard holds no lease",
+                "`lease` applies only to guards with leases (`lock = \"redis\"`, `\"postgres\"` or `\"custom:<name>\"`); a `file` guard holds no lease",
             ),
             (
                 quote!(every = "1s", lock = "redis", lease = "50ms"),
