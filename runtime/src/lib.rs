@@ -55,6 +55,53 @@ pub mod __bench {
     use crate::guard::redis::{connect, RedisGuard, Scripts};
     use crate::guard::{Claim, Guard};
 
+    /// Claims fire `fire_ms` through `guard` and releases it at once; `true` when acquired.
+    async fn claim_release(guard: &dyn Guard, fire_ms: i64) -> Result<bool, String> {
+        let fire = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(fire_ms)
+            .ok_or("fire out of range")?;
+        match guard.claim(fire).await.map_err(|e| e.to_string())? {
+            Claim::Acquired(lease) => {
+                lease.release().await.map_err(|e| e.to_string())?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// A `postgres` guard of one job.
+    #[cfg(feature = "postgres")]
+    pub struct PostgresClaimer(crate::guard::postgres::PostgresGuard);
+
+    #[cfg(feature = "postgres")]
+    impl PostgresClaimer {
+        /// Connects (creating the schema) and builds the guard of `job`.
+        pub async fn connect(url: &str, job: &str) -> Result<Self, String> {
+            let db = crate::guard::postgres::Database::connect(url, "cronguard").await?;
+            Ok(Self::on(Arc::new(db), job))
+        }
+
+        /// Another job's guard on the same connections.
+        pub fn sibling(&self, job: &str) -> Self {
+            Self::on(Arc::clone(self.0.database()), job)
+        }
+
+        fn on(db: Arc<crate::guard::postgres::Database>, job: &str) -> Self {
+            PostgresClaimer(crate::guard::postgres::PostgresGuard::new(
+                db,
+                job,
+                Arc::from("bench"),
+                Duration::from_secs(30),
+                crate::options::Overlap::Skip,
+                false,
+            ))
+        }
+
+        /// Claims fire `fire_ms` and releases it at once; `true` when the claim was acquired.
+        pub async fn claim_release(&self, fire_ms: i64) -> Result<bool, String> {
+            claim_release(&self.0, fire_ms).await
+        }
+    }
+
     /// A `redis` guard of one job.
     pub struct RedisClaimer(RedisGuard);
 
@@ -80,15 +127,7 @@ pub mod __bench {
 
         /// Claims fire `fire_ms` and releases it at once; `true` when the claim was acquired.
         pub async fn claim_release(&self, fire_ms: i64) -> Result<bool, String> {
-            let fire = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(fire_ms)
-                .ok_or("fire out of range")?;
-            match self.0.claim(fire).await.map_err(|e| e.to_string())? {
-                Claim::Acquired(lease) => {
-                    lease.release().await.map_err(|e| e.to_string())?;
-                    Ok(true)
-                }
-                _ => Ok(false),
-            }
+            claim_release(&self.0, fire_ms).await
         }
     }
 }

@@ -77,7 +77,7 @@ async fn a_lease_on_a_non_redis_job_is_rejected() {
         .expect("fails");
     assert!(
         err.to_string()
-            .contains("job `leased`: `lease` applies only to `lock = \"redis\"`"),
+            .contains("job `leased`: `lease` applies only to guards with leases"),
         "{err}"
     );
 }

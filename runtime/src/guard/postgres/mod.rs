@@ -321,6 +321,12 @@ impl PostgresGuard {
         }
     }
 
+    /// The connections this guard uses.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
     fn token(&self, fire: DateTime<Utc>) -> String {
         format!("{}:{}", self.nonce, fire.timestamp_millis())
     }

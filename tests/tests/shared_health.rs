@@ -1,17 +1,17 @@
-//! Health across replicas: a replica that does not run a job itself can tell from Redis whether
-//! any replica does.
+//! Health across replicas: a replica that does not run a job itself can tell from Redis, or from
+//! PostgreSQL, whether any replica does.
 
 use std::time::{Duration, Instant};
 
-use cronguard::{HealthState, Job, Lock, Schedule};
-use cronguard_testkit::RedisServer;
+use cronguard::{Builder, HealthState, Job, Lock, Schedule};
+use cronguard_testkit::{PostgresServer, RedisServer};
 
-fn job(enabled: bool) -> Job {
+fn job(lock: Lock, enabled: bool) -> Job {
     Job::new(
         "billing::settle",
         Schedule::every(Duration::from_secs(1)).expect("valid"),
     )
-    .lock(Lock::Redis)
+    .lock(lock)
     .lease(Duration::from_secs(3))
     .misfire_grace(Duration::from_secs(1))
     .enabled(enabled)
@@ -23,12 +23,26 @@ async fn a_watcher_replica_sees_when_no_replica_runs_the_job() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
+    let url = redis.url();
+    watcher_sees_when_no_replica_runs_the_job(Lock::Redis, move |b| b.redis_url(url.clone())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_replica_sees_from_postgres_when_no_replica_runs_the_job() {
+    let Some(db) = PostgresServer::start() else {
+        return;
+    };
+    let url = db.url();
+    watcher_sees_when_no_replica_runs_the_job(Lock::Postgres, move |b| b.postgres_url(url.clone()))
+        .await;
+}
+
+async fn watcher_sees_when_no_replica_runs_the_job(lock: Lock, store: impl Fn(Builder) -> Builder) {
     let start = |enabled: bool, name: &'static str| {
-        cronguard::builder()
+        store(cronguard::builder())
             .registered_jobs(false)
-            .redis_url(redis.url())
             .instance(name)
-            .job(job(enabled))
+            .job(job(lock.clone(), enabled))
             .start()
     };
     let a = start(true, "replica-a").await.expect("A starts");
