@@ -98,6 +98,10 @@ async fn metrics_move_after_runs_and_health_turns_503_when_a_job_is_overdue() {
     let (code, body) = get(addr, "/jobs").await;
     assert_eq!(code, 200);
     assert!(body.contains(r#""name":"tick""#), "{body}");
+    assert!(
+        body.contains(r#""description":"every 300 milliseconds""#),
+        "{body}"
+    );
 
     // A watcher of a job that nobody runs: overdue after one period plus its grace.
     let nobody = Job::new(

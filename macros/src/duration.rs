@@ -1,37 +1,18 @@
 //! Durations in attribute arguments (`every`, `lease`, `misfire_grace`), normalised to whole
 //! milliseconds at compile time.
 
-use std::time::Duration;
-
 use syn::LitStr;
 
-/// Parses `lit` with the runtime's duration parser and converts it to milliseconds.
+/// Parses `lit` with the duration rule shared with the runtime and configuration files
+/// (`cronguard_schedule::parse_duration_millis`) and converts it to milliseconds.
 ///
 /// Rejected: text that does not parse, zero, less than 1 ms, a fraction of a millisecond (it
 /// would be cut off silently), and more milliseconds than fit in a `u64`.
 pub(crate) fn to_millis(lit: &LitStr) -> syn::Result<u64> {
-    let text = lit.value();
-    let duration = cronguard_schedule::parse_duration(&text)
+    let duration = cronguard_schedule::parse_duration_millis(&lit.value())
         .map_err(|error| syn::Error::new(lit.span(), error))?;
-    millis(&text, duration).map_err(|message| syn::Error::new(lit.span(), message))
-}
-
-fn millis(text: &str, duration: Duration) -> Result<u64, String> {
-    const MILLI: u32 = 1_000_000;
-    if duration < Duration::from_millis(1) {
-        return Err(format!(
-            "`{text}` is shorter than 1ms; cronguard counts durations in whole milliseconds, so give at least `1ms`"
-        ));
-    }
-    if duration.subsec_nanos() % MILLI != 0 {
-        let down = duration.as_millis();
-        return Err(format!(
-            "`{text}` is not a whole number of milliseconds; cronguard counts durations in whole milliseconds, so write `{down}ms` or `{}ms`",
-            down + 1
-        ));
-    }
     u64::try_from(duration.as_millis())
-        .map_err(|_| format!("`{text}` is too long; give at most `{}ms`", u64::MAX))
+        .map_err(|_| syn::Error::new(lit.span(), "the duration is too long"))
 }
 
 #[cfg(test)]

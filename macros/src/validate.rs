@@ -421,10 +421,7 @@ fn check_schedule(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<S
             match cronguard_schedule::validate_cron(&expr) {
                 Ok(()) => true,
                 Err(error) => {
-                    errors.on(
-                        lit,
-                        format!("invalid cron expression `{expr}`: {}", error.reason()),
-                    );
+                    errors.on(lit, error.message_for(&expr));
                     false
                 }
             }
@@ -979,11 +976,11 @@ mod tests {
             ),
             (
                 quote!(every = "1s", lease = "5s"),
-                "`lease` applies only to `lock = \"redis\"`",
+                "`lease` applies only to guards with leases (`lock = \"redis\"`, `\"postgres\"` or `\"custom:<name>\"`); the default guard is `lock = \"local\"`",
             ),
             (
                 quote!(every = "1s", lock = "file", lease = "5s"),
-                "`lease` applies only to `lock = \"redis\"`; a `file` guard holds no lease",
+                "`lease` applies only to guards with leases (`lock = \"redis\"`, `\"postgres\"` or `\"custom:<name>\"`); a `file` guard holds no lease",
             ),
             (
                 quote!(every = "1s", lock = "redis", lease = "50ms"),

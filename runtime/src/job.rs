@@ -180,8 +180,21 @@ impl Job {
         self.lease.unwrap_or(DEFAULT_LEASE)
     }
 
-    /// Every problem with this job's settings, in words that say how to fix it.
+    /// Every problem with this job, in words that say how to fix it.
     pub(crate) fn problems(&self) -> Vec<String> {
+        let mut problems = self.setting_problems();
+        if self.body.is_none() {
+            problems.push(format!(
+                "job `{}` has no body; call `.run(...)` or `.run_blocking(...)`",
+                self.name
+            ));
+        }
+        problems
+    }
+
+    /// Every problem with this job's settings (not its body): the rules the `#[scheduled]`
+    /// attribute applies at compile time, for jobs built in code or from configuration.
+    pub(crate) fn setting_problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         let name = &self.name;
         if let Err(e) = cronguard_schedule::validate_job_name(name) {
@@ -218,11 +231,6 @@ impl Job {
         if self.misfire_grace.is_zero() {
             problems.push(format!(
                 "job `{name}`: `misfire_grace` is zero; give a positive grace such as 60 s"
-            ));
-        }
-        if self.body.is_none() {
-            problems.push(format!(
-                "job `{name}` has no body; call `.run(...)` or `.run_blocking(...)`"
             ));
         }
         problems

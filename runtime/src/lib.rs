@@ -16,6 +16,7 @@ mod handle;
 mod health;
 pub mod history;
 mod job;
+mod job_config;
 mod metrics;
 mod model;
 mod options;
@@ -35,11 +36,14 @@ pub use crate::guards::{DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA}
 pub use crate::handle::{Cronguard, HistoryError, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
-pub use crate::options::{Lock, Overlap};
+pub use crate::job_config::{JobConfig, JobConfigError};
+pub use crate::options::{Lock, Overlap, ParseOptionError};
 pub use crate::registry::IntoJobOutcome;
 pub use crate::status::{Counts, JobStatus, RunRecord};
 pub use cronguard_macros::scheduled;
-pub use cronguard_schedule::{Fires, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE};
+pub use cronguard_schedule::{
+    CronError, Fires, FiresBefore, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE,
+};
 
 /// Not public API. Lets the benchmarks drive a guard directly.
 #[cfg(feature = "redis")]

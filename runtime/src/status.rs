@@ -17,6 +17,9 @@ pub struct JobStatus {
     pub name: String,
     /// Its schedule, as text (`cron `0 */5 * * * *` in Europe/Berlin`, `every 30s`).
     pub schedule: String,
+    /// Its schedule in words, for dashboards and logs (`every 5 minutes (Europe/Berlin)`,
+    /// `at 02:30 every day (UTC)`); see [`Schedule::describe`](crate::Schedule::describe).
+    pub description: String,
     /// Its guard.
     pub lock: Lock,
     /// Whether this process fires it (see [`Job::enabled`](crate::Job::enabled)).
@@ -145,6 +148,7 @@ impl StatusRecord {
         JobStatus {
             name: job.name.to_string(),
             schedule: job.schedule.to_string(),
+            description: job.schedule.describe(),
             lock: job.lock.clone(),
             enabled: job.enabled,
             next_fire,

@@ -650,6 +650,7 @@ async fn status_lists_next_fire_last_run_and_counts() {
     let s = &status[0];
     assert_eq!(s.name, "status");
     assert_eq!(s.schedule, "every 5s");
+    assert_eq!(s.description, "every 5 seconds");
     assert_eq!(s.next_fire, Some(t0() + TimeDelta::seconds(15)));
     assert_eq!(s.counts.succeeded, 2);
     let last = s.last_run.as_ref().expect("a run");

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use chrono::NaiveDate;
+use chrono::{NaiveDate, NaiveDateTime};
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 
@@ -58,8 +58,11 @@ const ALIASES: [(&str, &str); 7] = [
 pub struct CronExpr {
     pub(crate) source: String,
     pub(crate) canonical: String,
-    pub(crate) cron: Cron,
+    /// The croner patterns whose union is the schedule: one, or one per month length when the
+    /// day-of-month field uses `L-N` (croner has no `L-N`; see [`month_length_patterns`]).
+    pub(crate) crons: Vec<Cron>,
     pub(crate) wildcard: bool,
+    pub(crate) parsed: Parsed,
 }
 
 impl CronExpr {
@@ -68,23 +71,51 @@ impl CronExpr {
     /// Fails with a [`CronError`] whose reason names the field, the item and what is valid; an
     /// expression that can never fire (such as `0 0 30 2 *`) is rejected too.
     pub fn parse(expr: &str) -> Result<Self, CronError> {
-        let parsed = parse_strict(expr)?;
+        let parsed = parse_strict(expr).map_err(|e| e.located_in(expr))?;
         let canonical = parsed.canonical();
-        let cron = croner_parser(parsed.dom_and_dow())
-            .parse(&canonical)
-            .map_err(|e| {
-                CronError::new(format!(
-                    "the expression is not supported by the evaluator: {}",
-                    e.to_string().to_lowercase().trim_end_matches('.')
-                ))
-            })?;
-        check_fires(&cron, &parsed)?;
+        let crons = month_length_patterns(&parsed)
+            .iter()
+            .map(|(pattern, dom_and_dow)| {
+                croner_parser(*dom_and_dow).parse(pattern).map_err(|e| {
+                    CronError::new(format!(
+                        "the expression is not supported by the evaluator: {}",
+                        e.to_string().to_lowercase().trim_end_matches('.')
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        check_fires(&crons, &parsed)?;
         Ok(CronExpr {
             source: expr.to_owned(),
             canonical,
             wildcard: parsed.is_wildcard(),
-            cron,
+            crons,
+            parsed,
         })
+    }
+
+    /// The first scheduled wall-clock time after `from` (or at it, when `inclusive`).
+    pub(crate) fn next_naive(
+        &self,
+        from: &NaiveDateTime,
+        inclusive: bool,
+    ) -> Option<NaiveDateTime> {
+        self.crons
+            .iter()
+            .filter_map(|cron| cron.find_next_occurrence(from, inclusive).ok())
+            .min()
+    }
+
+    /// The last scheduled wall-clock time before `from` (or at it, when `inclusive`).
+    pub(crate) fn previous_naive(
+        &self,
+        from: &NaiveDateTime,
+        inclusive: bool,
+    ) -> Option<NaiveDateTime> {
+        self.crons
+            .iter()
+            .filter_map(|cron| cron.find_previous_occurrence(from, inclusive).ok())
+            .max()
     }
 
     /// The expression as written.
@@ -93,7 +124,8 @@ impl CronExpr {
     }
 
     /// The canonical form that is evaluated: 7 numeric fields, seconds first and year last, with
-    /// names, aliases and `?` replaced (for example `@daily` becomes `0 0 0 * * * *`).
+    /// names, aliases and `?` replaced (for example `@daily` becomes `0 0 0 * * * *`). `L-N` stays
+    /// as it is (`L-0` becomes `L`); it is evaluated as one pattern per month length.
     pub fn canonical(&self) -> &str {
         &self.canonical
     }
@@ -129,7 +161,7 @@ pub(crate) fn croner_parser(dom_and_dow: bool) -> CronParser {
 
 /// Rejects an expression that never fires, by asking croner for the first occurrence on naive
 /// time from 1970-01-01 (within croner's own search limit, the year 5000).
-fn check_fires(cron: &Cron, parsed: &Parsed) -> Result<(), CronError> {
+fn check_fires(crons: &[Cron], parsed: &Parsed) -> Result<(), CronError> {
     let reference =
         NaiveDate::from_ymd_opt(YEAR_MIN as i32, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0));
     let Some(reference) = reference else {
@@ -141,13 +173,124 @@ fn check_fires(cron: &Cron, parsed: &Parsed) -> Result<(), CronError> {
             "the expression never fires: {reason}"
         )));
     }
-    match cron.find_next_occurrence(&reference, true) {
-        Ok(_) => Ok(()),
-        Err(_) => Err(CronError::new(format!(
-            "the expression never fires: {}",
-            parsed.why_never()
-        ))),
+    if crons
+        .iter()
+        .any(|cron| cron.find_next_occurrence(&reference, true).is_ok())
+    {
+        return Ok(());
     }
+    Err(CronError::new(format!(
+        "the expression never fires: {}",
+        parsed.why_never()
+    )))
+}
+
+/// The numeric 7-field patterns (with their `dom_and_dow` flag) whose union is the expression.
+///
+/// Without `L-N` that is the canonical form alone. croner has no `L-N`, so an expression with it
+/// becomes one pattern per month length — 31-day months, 30-day months, February in common years
+/// and February in leap years — with each `L-N` written as the day it names in those months. A
+/// day before the 1st is left out (that month has no fire from it); a pattern left without any
+/// day-of-month item matches by its day-of-week field alone when that field is restricted (the
+/// OR rule), and is dropped otherwise.
+fn month_length_patterns(parsed: &Parsed) -> Vec<(String, bool)> {
+    let dom = parsed.field(Kind::DayOfMonth);
+    if !dom.items.iter().any(|i| matches!(i, Item::LastMinus(_))) || dom.is_all() {
+        return vec![(parsed.canonical(), parsed.dom_and_dow())];
+    }
+    let months = parsed
+        .field(Kind::Month)
+        .plain_values()
+        .unwrap_or_else(|| (1..=12).collect());
+    let year = parsed.field(Kind::Year);
+    let years: BTreeSet<u32> = if year.is_all() {
+        (1..=5000).collect()
+    } else {
+        year.plain_values().unwrap_or_default()
+    };
+    let leap = |y: &u32| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let partitions: [(u32, Vec<u32>, Option<bool>); 4] = [
+        (31, vec![1, 3, 5, 7, 8, 10, 12], None),
+        (30, vec![4, 6, 9, 11], None),
+        (28, vec![2], Some(false)),
+        (29, vec![2], Some(true)),
+    ];
+    let mut patterns = Vec::new();
+    for (length, partition, leap_years) in partitions {
+        let selected: Vec<String> = partition
+            .iter()
+            .filter(|m| months.contains(m))
+            .map(u32::to_string)
+            .collect();
+        if selected.is_empty() {
+            continue;
+        }
+        let year_text = match leap_years {
+            None => year.canonical(),
+            Some(wanted) => {
+                let set: BTreeSet<u32> = years
+                    .iter()
+                    .copied()
+                    .filter(|y| leap(y) == wanted)
+                    .collect();
+                if set.is_empty() {
+                    continue;
+                }
+                compress_years(set)
+            }
+        };
+        let days: Vec<String> = dom
+            .items
+            .iter()
+            .filter_map(|item| match *item {
+                Item::LastMinus(n) => (n < length).then(|| (length - n).to_string()),
+                other => Some(other.canonical()),
+            })
+            .collect();
+        let (dom_text, dom_and_dow) = if days.is_empty() {
+            if parsed.dom_and_dow() {
+                continue; // the day-of-month field decides alone, and selects nothing here
+            }
+            ("*".to_owned(), true)
+        } else {
+            (days.join(","), parsed.dom_and_dow())
+        };
+        let field = |kind: Kind| parsed.field(kind).canonical();
+        patterns.push((
+            format!(
+                "{} {} {} {dom_text} {} {} {year_text}",
+                field(Kind::Second),
+                field(Kind::Minute),
+                field(Kind::Hour),
+                selected.join(","),
+                field(Kind::DayOfWeek),
+            ),
+            dom_and_dow,
+        ));
+    }
+    patterns
+}
+
+/// A set of years as a short list of croner items: runs of years 4 apart become `A-B/4`.
+fn compress_years(mut years: BTreeSet<u32>) -> String {
+    let mut items = Vec::new();
+    while let Some(first) = years.pop_first() {
+        let mut last = first;
+        let mut run = vec![first];
+        while years.contains(&(last + 4)) {
+            last += 4;
+            run.push(last);
+        }
+        if run.len() >= 3 {
+            for y in &run[1..] {
+                years.remove(y);
+            }
+            items.push(format!("{first}-{last}/4"));
+        } else {
+            items.push(first.to_string());
+        }
+    }
+    items.join(",")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,7 +298,7 @@ fn check_fires(cron: &Cron, parsed: &Parsed) -> Result<(), CronError> {
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Second,
     Minute,
     Hour,
@@ -204,7 +347,7 @@ impl Kind {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Item {
+pub(crate) enum Item {
     /// `*` or `?`.
     All,
     /// `N`.
@@ -215,6 +358,8 @@ enum Item {
     Last,
     /// `LW` in the day-of-month field.
     LastWeekday,
+    /// `L-N` in the day-of-month field: N (1-30) days before the last day of the month.
+    LastMinus(u32),
     /// `NW` in the day-of-month field.
     NearestWeekday(u32),
     /// `D#N` in the day-of-week field.
@@ -224,7 +369,7 @@ enum Item {
 }
 
 impl Item {
-    fn canonical(self) -> String {
+    pub(crate) fn canonical(self) -> String {
         match self {
             Item::All => "*".to_owned(),
             Item::Value(v) => v.to_string(),
@@ -236,6 +381,7 @@ impl Item {
             Item::Range { start, end, step } => format!("{start}-{end}/{step}"),
             Item::Last => "L".to_owned(),
             Item::LastWeekday => "LW".to_owned(),
+            Item::LastMinus(n) => format!("L-{n}"),
             Item::NearestWeekday(d) => format!("{d}W"),
             Item::Nth { day, nth } => format!("{day}#{nth}"),
             Item::LastOf(d) => format!("{d}L"),
@@ -244,18 +390,18 @@ impl Item {
 }
 
 #[derive(Debug, Clone)]
-struct Field {
-    kind: Kind,
-    text: String,
-    items: Vec<Item>,
+pub(crate) struct Field {
+    pub(crate) kind: Kind,
+    pub(crate) text: String,
+    pub(crate) items: Vec<Item>,
 }
 
 impl Field {
-    fn starts_with_star(&self) -> bool {
+    pub(crate) fn starts_with_star(&self) -> bool {
         self.text.starts_with('*') || self.text.starts_with('?')
     }
 
-    fn is_all(&self) -> bool {
+    pub(crate) fn is_all(&self) -> bool {
         self.items.contains(&Item::All)
     }
 
@@ -271,7 +417,7 @@ impl Field {
     }
 
     /// The plain values the field selects, or `None` when it uses `L`, `#` and the like.
-    fn plain_values(&self) -> Option<BTreeSet<u32>> {
+    pub(crate) fn plain_values(&self) -> Option<BTreeSet<u32>> {
         let (min, max) = self.kind.bounds();
         let mut set = BTreeSet::new();
         for item in &self.items {
@@ -292,12 +438,14 @@ impl Field {
 
 /// A strictly parsed expression: always 7 fields (seconds `0` and year `*` filled in).
 #[derive(Debug, Clone)]
-struct Parsed {
-    fields: [Field; 7],
+pub(crate) struct Parsed {
+    pub(crate) fields: [Field; 7],
+    /// Whether the expression was an alias (`@daily`), with the alias as written.
+    pub(crate) alias: Option<String>,
 }
 
 impl Parsed {
-    fn field(&self, kind: Kind) -> &Field {
+    pub(crate) fn field(&self, kind: Kind) -> &Field {
         let index = match kind {
             Kind::Second => 0,
             Kind::Minute => 1,
@@ -318,7 +466,7 @@ impl Parsed {
             .join(" ")
     }
 
-    fn dom_and_dow(&self) -> bool {
+    pub(crate) fn dom_and_dow(&self) -> bool {
         self.field(Kind::DayOfMonth).starts_with_star()
             || self.field(Kind::DayOfWeek).starts_with_star()
     }
@@ -398,37 +546,157 @@ fn join_or<'a>(names: impl Iterator<Item = &'a str>) -> String {
 // ---------------------------------------------------------------------------------------------
 
 fn parse_strict(expr: &str) -> Result<Parsed, CronError> {
-    let trimmed = expr.trim();
-    if trimmed.is_empty() {
+    check_characters(expr)?;
+    let words = words(expr);
+    let Some(&(alias_at, first)) = words.first() else {
         return Err(CronError::new(
             "the cron expression is empty; write 5, 6 or 7 fields (seconds first, year last) or an alias such as `@daily`",
         ));
-    }
-    if trimmed.starts_with('@') {
-        let mut words = trimmed.split_whitespace();
-        let alias = words.next().unwrap_or_default();
+    };
+    if first.starts_with('@') {
+        let alias = first;
         let expansion = ALIASES
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(alias))
             .map(|(_, expansion)| *expansion);
         return match expansion {
-            Some(_) if words.next().is_some() => Err(CronError::new(format!(
-                "the alias `{alias}` stands alone; remove the fields after it"
-            ))),
-            Some(expansion) => parse_fields(expansion),
+            Some(_) if words.len() > 1 => {
+                let (at, _) = words[1];
+                let end = words.last().map_or(at, |(start, w)| start + w.len());
+                Err(CronError::new(format!(
+                    "the alias `{alias}` stands alone; remove the fields after it"
+                ))
+                .spanning(at, end - at))
+            }
+            Some(expansion) => {
+                let mut parsed = parse_fields(&self::words(expansion))?;
+                parsed.alias = Some(alias.to_owned());
+                Ok(parsed)
+            }
+            None if alias.eq_ignore_ascii_case("@every") => Err(CronError::new(
+                "`@every` is not a cron alias; for a fixed interval use `every = \"30s\"` (`@every 30s` is accepted where a whole schedule is read from one line of text)",
+            )
+            .spanning(alias_at, alias.len())),
             None if alias.eq_ignore_ascii_case("@reboot") => Err(CronError::new(
                 "`@reboot` is not supported; use a fixed schedule such as `@daily`, or run the code at startup",
-            )),
+            )
+            .spanning(alias_at, alias.len())),
             None => Err(CronError::new(format!(
                 "unknown alias `{alias}`; use `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@midnight` or `@hourly`"
-            ))),
+            ))
+            .spanning(alias_at, alias.len())),
         };
     }
-    parse_fields(trimmed)
+    parse_fields(&words)
 }
 
-fn parse_fields(text: &str) -> Result<Parsed, CronError> {
-    let words: Vec<&str> = text.split_whitespace().collect();
+/// The fields of an expression with their byte offsets: separated by ASCII spaces and tabs only
+/// (leading and trailing ones allowed).
+fn words(expr: &str) -> Vec<(usize, &str)> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, b) in expr.bytes().enumerate() {
+        let separator = b == b' ' || b == b'\t';
+        match (separator, start) {
+            (true, Some(s)) => {
+                words.push((s, &expr[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        words.push((s, &expr[s..]));
+    }
+    words
+}
+
+/// Rejects every character that is neither printable ASCII nor an ASCII space or tab, naming it
+/// and its position: a pasted expression with a hidden character (a no-break space, a line
+/// break, a full-width digit) must not silently mean something else.
+fn check_characters(expr: &str) -> Result<(), CronError> {
+    let Some((at, c)) = expr
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_graphic() || *c == ' ' || *c == '\t'))
+    else {
+        return Ok(());
+    };
+    let named = char_name(c);
+    let message = if c.is_whitespace() || is_invisible(c) {
+        format!(
+            "{named} between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"
+        )
+    } else if c.is_control() {
+        format!(
+            "{named} in the expression; remove it (fields are separated by ASCII spaces or tabs)"
+        )
+    } else {
+        format!(
+            "non-ASCII character `{c}` ({named}); digits and names are ASCII only, such as `0`-`9`, `JAN` or `MON`"
+        )
+    };
+    Err(CronError::new(message).spanning(at, c.len_utf8()))
+}
+
+/// Characters that show as nothing but are not Unicode white space.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{180E}' | '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}'
+    )
+}
+
+/// `U+00A0 NO-BREAK SPACE`: the code point, and the Unicode name of white-space, invisible and
+/// common control characters.
+fn char_name(c: char) -> String {
+    let name = match c {
+        '\u{0}' => "NULL",
+        '\u{A}' => "LINE FEED",
+        '\u{B}' => "LINE TABULATION (vertical tab)",
+        '\u{C}' => "FORM FEED",
+        '\u{D}' => "CARRIAGE RETURN",
+        '\u{1B}' => "ESCAPE",
+        '\u{7F}' => "DELETE",
+        '\u{85}' => "NEXT LINE",
+        '\u{A0}' => "NO-BREAK SPACE",
+        '\u{AD}' => "SOFT HYPHEN",
+        '\u{1680}' => "OGHAM SPACE MARK",
+        '\u{180E}' => "MONGOLIAN VOWEL SEPARATOR",
+        '\u{2000}' => "EN QUAD",
+        '\u{2001}' => "EM QUAD",
+        '\u{2002}' => "EN SPACE",
+        '\u{2003}' => "EM SPACE",
+        '\u{2004}' => "THREE-PER-EM SPACE",
+        '\u{2005}' => "FOUR-PER-EM SPACE",
+        '\u{2006}' => "SIX-PER-EM SPACE",
+        '\u{2007}' => "FIGURE SPACE",
+        '\u{2008}' => "PUNCTUATION SPACE",
+        '\u{2009}' => "THIN SPACE",
+        '\u{200A}' => "HAIR SPACE",
+        '\u{200B}' => "ZERO WIDTH SPACE",
+        '\u{200C}' => "ZERO WIDTH NON-JOINER",
+        '\u{200D}' => "ZERO WIDTH JOINER",
+        '\u{2028}' => "LINE SEPARATOR",
+        '\u{2029}' => "PARAGRAPH SEPARATOR",
+        '\u{202F}' => "NARROW NO-BREAK SPACE",
+        '\u{205F}' => "MEDIUM MATHEMATICAL SPACE",
+        '\u{2060}' => "WORD JOINER",
+        '\u{2212}' => "MINUS SIGN",
+        '\u{3000}' => "IDEOGRAPHIC SPACE",
+        '\u{FEFF}' => "ZERO WIDTH NO-BREAK SPACE (byte order mark)",
+        c if c.is_control() => "a control character",
+        _ => "",
+    };
+    let code = format!("U+{:04X}", u32::from(c));
+    if name.is_empty() {
+        code
+    } else {
+        format!("{code} {name}")
+    }
+}
+
+fn parse_fields(words: &[(usize, &str)]) -> Result<Parsed, CronError> {
     let (kinds, seconds_given, year_given): (&[Kind], bool, bool) = match words.len() {
         5 => (
             &[
@@ -480,8 +748,8 @@ fn parse_fields(text: &str) -> Result<Parsed, CronError> {
             items: vec![Item::Value(0)],
         });
     }
-    for (kind, word) in kinds.iter().zip(&words) {
-        fields.push(parse_field(*kind, word)?);
+    for (kind, (at, word)) in kinds.iter().zip(words) {
+        fields.push(parse_field(*kind, word).map_err(|e| e.shifted(*at, word.len()))?);
     }
     if !year_given {
         fields.push(Field {
@@ -493,27 +761,37 @@ fn parse_fields(text: &str) -> Result<Parsed, CronError> {
     let fields: [Field; 7] = fields
         .try_into()
         .map_err(|_| CronError::new("expected 5, 6 or 7 fields (seconds first, year last)"))?;
-    let parsed = Parsed { fields };
+    let parsed = Parsed {
+        fields,
+        alias: None,
+    };
 
     let dom = parsed.field(Kind::DayOfMonth);
     if dom.items.contains(&Item::Last) && dom.items.contains(&Item::LastWeekday) {
+        let at = words
+            .iter()
+            .find(|(_, w)| *w == dom.text)
+            .map_or(0, |(at, _)| *at);
         return Err(CronError::new(format!(
             "`L` and `LW` cannot be combined in the list `{}` of the day-of-month field; choose one",
             dom.text
-        )));
+        ))
+        .spanning(at, dom.text.len()));
     }
     Ok(parsed)
 }
 
+/// Parses one field; an error's span is relative to the field's text.
 fn parse_field(kind: Kind, text: &str) -> Result<Field, CronError> {
     let f = kind.name();
-    if let Some(c) = text
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "*/-,#?".contains(*c)))
+    if let Some((at, c)) = text
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || "*/-,#?".contains(*c)))
     {
         return Err(CronError::new(format!(
             "unexpected character `{c}` in `{text}` of the {f} field"
-        )));
+        ))
+        .spanning(at, c.len_utf8()));
     }
     if text.contains('?') {
         if !kind.is_day() {
@@ -532,16 +810,18 @@ fn parse_field(kind: Kind, text: &str) -> Result<Field, CronError> {
             items: vec![Item::All],
         });
     }
-    let parts: Vec<&str> = text.split(',').collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        return Err(CronError::new(format!(
-            "empty item in the list `{text}` of the {f} field"
-        )));
+    let mut items = Vec::new();
+    let mut at: usize = 0;
+    for part in text.split(',') {
+        if part.is_empty() {
+            return Err(CronError::new(format!(
+                "empty item in the list `{text}` of the {f} field"
+            ))
+            .spanning(at.saturating_sub(1), 1));
+        }
+        items.push(parse_item(kind, part).map_err(|e| e.shifted(at, part.len()))?);
+        at += part.len() + 1;
     }
-    let items = parts
-        .iter()
-        .map(|part| parse_item(kind, part))
-        .collect::<Result<Vec<_>, _>>()?;
     Ok(Field {
         kind,
         text: text.to_owned(),
@@ -552,6 +832,23 @@ fn parse_field(kind: Kind, text: &str) -> Result<Field, CronError> {
 fn parse_item(kind: Kind, item: &str) -> Result<Item, CronError> {
     let f = kind.name();
     let (min, max) = kind.bounds();
+    if kind == Kind::DayOfMonth && !item.contains('/') {
+        if let Some(days) = item.strip_prefix("L-").or_else(|| item.strip_prefix("l-")) {
+            let digits = !days.is_empty() && days.bytes().all(|b| b.is_ascii_digit());
+            // All digits: a parse failure can only be an overflow, which is out of range too.
+            let days = digits.then(|| days.parse::<u64>().unwrap_or(u64::MAX));
+            return match days {
+                Some(0) => Ok(Item::Last),
+                Some(n @ 1..=30) => Ok(Item::LastMinus(n as u32)),
+                Some(_) => Err(CronError::new(format!(
+                    "`{item}` in the day-of-month field: `L-N` counts 0-30 days back from the last day of the month, so N must be at most 30"
+                ))),
+                None => Err(CronError::new(format!(
+                    "`{item}` in the day-of-month field: write `L-N` with a number of days 0-30 before the last day of the month, as in `L-3`"
+                ))),
+            };
+        }
+    }
     if let Some((base, step_text)) = item.split_once('/') {
         if step_text.contains('/') {
             return Err(CronError::new(format!(
@@ -729,10 +1026,10 @@ fn parse_value(kind: Kind, token: &str, item: &str) -> Result<u32, CronError> {
             "`{item}` is not allowed in the day-of-month field; `#` belongs to the day-of-week field, as in `5#2`"
         ),
         Kind::DayOfMonth if (has('L') || has('W')) && token == item => format!(
-            "`{item}` is not valid in the day-of-month field; write `L` (last day), `LW` (last weekday) or a day with `W` such as `15W` (nearest weekday)"
+            "`{item}` is not valid in the day-of-month field; write `L` (last day), `L-N` (N days before the last, such as `L-3`), `LW` (last weekday) or a day with `W` such as `15W` (nearest weekday)"
         ),
         Kind::DayOfMonth if has('L') || has('W') => format!(
-            "`{item}` is not valid in the day-of-month field; `L`, `LW` and `NW` (such as `15W`) stand alone, not in ranges or steps"
+            "`{item}` is not valid in the day-of-month field; `L`, `L-N`, `LW` and `NW` (such as `15W`) stand alone, not in ranges or steps"
         ),
         Kind::DayOfWeek if has('W') => format!(
             "`{item}` is not allowed in the day-of-week field; `W` belongs to the day-of-month field, as in `15W`"

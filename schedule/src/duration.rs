@@ -51,9 +51,48 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     Ok(parsed)
 }
 
+/// Parses a duration of a job setting (`every`, `lease`, `misfire_grace`): as
+/// [`parse_duration`], and a whole number of milliseconds from 1 ms up, the unit the `#[scheduled]`
+/// macro and the runtime count in. The macro and configuration files go through this one check.
+pub fn parse_duration_millis(text: &str) -> Result<Duration, DurationError> {
+    const MILLI: u32 = 1_000_000;
+    let duration = parse_duration(text)?;
+    let text = text.to_owned();
+    if duration < Duration::from_millis(1) {
+        return Err(DurationError::SubMillisecond { text });
+    }
+    if duration.subsec_nanos() % MILLI != 0 {
+        let down = duration.as_millis();
+        return Err(DurationError::FractionOfMillisecond {
+            text,
+            down,
+            up: down + 1,
+        });
+    }
+    if u64::try_from(duration.as_millis()).is_err() {
+        return Err(DurationError::TooLong { text });
+    }
+    Ok(duration)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn setting_durations_are_whole_milliseconds() {
+        assert_eq!(parse_duration_millis("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration_millis("1ms"), Ok(Duration::from_millis(1)));
+        let short = parse_duration_millis("500us").expect_err("under 1ms");
+        assert!(short.to_string().contains("shorter than 1ms"), "{short}");
+        let fraction = parse_duration_millis("1500us").expect_err("a fraction");
+        assert!(
+            fraction.to_string().contains("write `1ms` or `2ms`"),
+            "{fraction}"
+        );
+        assert!(parse_duration_millis("0s").is_err());
+        assert!(parse_duration_millis("soon").is_err());
+    }
 
     #[test]
     fn lease_limits() {

@@ -119,6 +119,32 @@ impl Schedule {
         self.cron_expr().is_some_and(CronExpr::is_wildcard)
     }
 
+    /// The schedule in English words, for dashboards, logs and status pages: the time of day,
+    /// the days, months and years, and the time zone in parentheses.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cronguard_schedule::Schedule;
+    ///
+    /// let nightly = Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid");
+    /// assert_eq!(nightly.describe(), "at 02:30 every day (Europe/Berlin)");
+    /// let office = Schedule::cron("*/15 9-17 * * MON-FRI", "UTC").expect("valid");
+    /// assert_eq!(
+    ///     office.describe(),
+    ///     "every 15 minutes from 09:00 through 17:45, Monday to Friday (UTC)"
+    /// );
+    /// let every = Schedule::every(Duration::from_secs(30)).expect("valid");
+    /// assert_eq!(every.describe(), "every 30 seconds");
+    /// ```
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            Kind::Cron { expr, tz } => {
+                format!("{} ({})", crate::describe::cron(&expr.parsed), tz.name())
+            }
+            Kind::Every { interval } => crate::describe::interval(*interval),
+        }
+    }
+
     /// The first fire strictly after `after`, or `None` when the schedule never fires again.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match &self.kind {
@@ -137,6 +163,42 @@ impl Schedule {
         Fires {
             schedule: self,
             last: Some(after),
+        }
+    }
+
+    /// The last fire strictly before `before`, or `None` when the schedule never fired before
+    /// it. The same daylight-saving rules as [`Schedule::next_after`] apply, so that for every
+    /// fire `f`, `previous_before(next_after(t))` is the fire before it: "which fire should have
+    /// happened last" needs no walk forward from an old instant.
+    ///
+    /// ```
+    /// use chrono::{TimeZone, Utc};
+    /// use cronguard_schedule::Schedule;
+    ///
+    /// let schedule = Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid");
+    /// let now = Utc.with_ymd_and_hms(2026, 3, 29, 12, 0, 0).single().expect("valid");
+    /// // 02:30 did not exist that morning: the fire was at 03:00 local, 01:00 UTC.
+    /// let last = schedule.previous_before(now).expect("fired");
+    /// assert_eq!(last, Utc.with_ymd_and_hms(2026, 3, 29, 1, 0, 0).single().expect("valid"));
+    /// ```
+    pub fn previous_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match &self.kind {
+            Kind::Every { interval } => {
+                let step = i64::try_from(interval.as_nanos()).ok()?;
+                let now = before.timestamp_nanos_opt()?;
+                let previous = now.checked_sub(1)?.div_euclid(step).checked_mul(step)?;
+                Some(DateTime::<Utc>::UNIX_EPOCH + TimeDelta::nanoseconds(previous))
+            }
+            Kind::Cron { expr, tz } => CronWalk { expr, tz }.previous_before(before),
+        }
+    }
+
+    /// The fires strictly before `before`, in descending order, without repeats: the same
+    /// instants as [`Schedule::fires_after`], walked backwards.
+    pub fn fires_before(&self, before: DateTime<Utc>) -> FiresBefore<'_> {
+        FiresBefore {
+            schedule: self,
+            last: Some(before),
         }
     }
 }
@@ -169,6 +231,23 @@ impl Iterator for Fires<'_> {
     }
 }
 
+/// Iterator over the fires of a [`Schedule`] backwards in time; see [`Schedule::fires_before`].
+#[derive(Debug, Clone)]
+pub struct FiresBefore<'a> {
+    schedule: &'a Schedule,
+    last: Option<DateTime<Utc>>,
+}
+
+impl Iterator for FiresBefore<'_> {
+    type Item = DateTime<Utc>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let previous = self.schedule.previous_before(self.last?);
+        self.last = previous;
+        previous
+    }
+}
+
 /// The instants of one scheduled wall-clock time: none, one, or two (both occurrences of a
 /// repeated time, earlier first).
 type Instants = [Option<DateTime<Utc>>; 2];
@@ -196,6 +275,84 @@ impl CronWalk<'_> {
         }
     }
 
+    /// The last fire before `before`: the mirror of [`Self::next_after`].
+    fn previous_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let offset = self.tz.offset_from_utc_datetime(&before.naive_utc()).fix();
+        let local = before.naive_utc().checked_add_offset(offset)?;
+        let backward = self.last_from(local, before);
+        match (backward, self.earlier_occurrence_from_fold(before, local)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The last instant before `before` of a scheduled wall-clock time at or before `local`.
+    ///
+    /// Walking the wall clock down, instants shrink with it, with one exception: of a repeated
+    /// time whose later instant is not before `before`, only the earlier instant counts, and a
+    /// lower repeated time may still have a later instant before `before` (which beats every
+    /// earlier one). So such an earlier instant is kept as a candidate and the walk goes on to
+    /// the first time that yields an instant otherwise. The earlier occurrences of repeated times
+    /// after `local` are covered by [`Self::earlier_occurrence_from_fold`].
+    fn last_from(&self, local: NaiveDateTime, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // A time before `local` is at or before its whole second.
+        let mut cursor = local.with_nanosecond(0)?;
+        let mut inclusive = true;
+        let mut candidate: Option<DateTime<Utc>> = None;
+        for _ in 0..MAX_PASSED_OVER {
+            let Some(wall) = self.expr.previous_naive(&cursor, inclusive) else {
+                return candidate;
+            };
+            match self.instants(wall) {
+                [Some(earlier), Some(later)] if later >= before && earlier < before => {
+                    candidate = candidate.max(Some(earlier));
+                }
+                instants => {
+                    let best = instants.into_iter().flatten().filter(|i| *i < before).max();
+                    if best.is_some() {
+                        return best.max(candidate);
+                    }
+                }
+            }
+            cursor = wall;
+            inclusive = false;
+        }
+        candidate
+    }
+
+    /// When `before` lies in the later pass of a repeated wall-clock range, the scheduled times
+    /// of that range after `before`'s wall clock fired in the earlier pass, before `before`: the
+    /// last of those is the earlier instant of the last scheduled time before the range's end.
+    fn earlier_occurrence_from_fold(
+        &self,
+        before: DateTime<Utc>,
+        local: NaiveDateTime,
+    ) -> Option<DateTime<Utc>> {
+        let chrono::LocalResult::Ambiguous(earlier, later) = self.tz.from_local_datetime(&local)
+        else {
+            return None;
+        };
+        let offset_of =
+            |instant: DateTime<Utc>| self.tz.offset_from_utc_datetime(&instant.naive_utc()).fix();
+        let later_offset = later.offset().fix();
+        let earlier_offset = earlier.offset().fix();
+        if offset_of(before) != later_offset {
+            return None;
+        }
+        // The clock turned back at the first instant with the later offset, in (earlier, before].
+        let transition = first_instant_where(earlier.timestamp(), before.timestamp(), |instant| {
+            offset_of(instant) == later_offset
+        })?;
+        let range_end = transition.naive_utc().checked_add_offset(earlier_offset)?;
+        let wall = self.expr.previous_naive(&range_end, false)?;
+        match self.tz.from_local_datetime(&wall) {
+            chrono::LocalResult::Ambiguous(first, _) => {
+                Some(first.with_timezone(&Utc)).filter(|i| *i < before)
+            }
+            _ => None,
+        }
+    }
+
     /// The first instant after `after` of a scheduled wall-clock time later than `local`.
     ///
     /// Instants grow with their wall-clock time (gaps map forward to their end, and of a repeated
@@ -206,7 +363,7 @@ impl CronWalk<'_> {
         // croner works in whole seconds; a time later than `local` is later than its whole second.
         let mut cursor = local.with_nanosecond(0)?;
         for _ in 0..MAX_PASSED_OVER {
-            let wall = self.expr.cron.find_next_occurrence(&cursor, false).ok()?;
+            let wall = self.expr.next_naive(&cursor, false)?;
             if let Some(instant) = self
                 .instants(wall)
                 .into_iter()
@@ -243,11 +400,7 @@ impl CronWalk<'_> {
             offset_of(instant) == later_offset
         })?;
         let range_start = transition.with_timezone(self.tz).naive_local();
-        let wall = self
-            .expr
-            .cron
-            .find_next_occurrence(&range_start, true)
-            .ok()?;
+        let wall = self.expr.next_naive(&range_start, true)?;
         match self.tz.from_local_datetime(&wall) {
             chrono::LocalResult::Ambiguous(_, second) => {
                 Some(second.with_timezone(&Utc)).filter(|i| *i > after)

@@ -31,6 +31,17 @@ const VALID: &[&str] = &[
     "0 0 15W * *",
     "0 0 1w * *",
     "0 0 1,15W,L * *",
+    "0 0 L-0 * *",
+    "0 0 L-3 * *",
+    "0 0 l-30 * *",
+    "0 0 L-3,L * *",
+    "0 0 1,L-1 * *",
+    "0 0 L-2,15W * *",
+    "0 0 L-1 * MON",
+    "0 0 L-30 * MON",
+    "0 0 L-5 2 *",
+    "0 0 0 L-28 2 * 2028",
+    "0 0 L-30 1,2 *",
     "0 0 * * 5#2",
     "0 0 * * FRI#2",
     "0 0 * * 7#1",
@@ -131,8 +142,32 @@ const INVALID: &[(&str, &str)] = &[
     ("0 0 * * L", "`L` alone is not allowed in the day-of-week field; write the weekday before it, as in `5L` (the last Friday)"),
     ("0 0 * * 1W", "`1W` is not allowed in the day-of-week field; `W` belongs to the day-of-month field, as in `15W`"),
     ("0 0 5#2 * *", "`5#2` is not allowed in the day-of-month field; `#` belongs to the day-of-week field, as in `5#2`"),
-    ("0 0 W * *", "`W` is not valid in the day-of-month field; write `L` (last day), `LW` (last weekday) or a day with `W` such as `15W` (nearest weekday)"),
-    ("0 0 L-2 * *", "`L-2` is not valid in the day-of-month field; `L`, `LW` and `NW` (such as `15W`) stand alone, not in ranges or steps"),
+    ("0 0 W * *", "`W` is not valid in the day-of-month field; write `L` (last day), `L-N` (N days before the last, such as `L-3`), `LW` (last weekday) or a day with `W` such as `15W` (nearest weekday)"),
+    ("0 0 L-2/2 * *", "`L-2/2` is not valid in the day-of-month field; `L`, `L-N`, `LW` and `NW` (such as `15W`) stand alone, not in ranges or steps"),
+    ("0 0 1-L * *", "`1-L` is not valid in the day-of-month field; `L`, `L-N`, `LW` and `NW` (such as `15W`) stand alone, not in ranges or steps"),
+    // `L-N`: 0 to 30 days before the last day of the month.
+    ("0 0 L-31 * *", "`L-31` in the day-of-month field: `L-N` counts 0-30 days back from the last day of the month, so N must be at most 30"),
+    ("0 0 L-99999999999 * *", "`L-99999999999` in the day-of-month field: `L-N` counts 0-30 days back from the last day of the month, so N must be at most 30"),
+    ("0 0 1,L-45 * *", "`L-45` in the day-of-month field: `L-N` counts 0-30 days back from the last day of the month, so N must be at most 30"),
+    ("0 0 L- * *", "`L-` in the day-of-month field: write `L-N` with a number of days 0-30 before the last day of the month, as in `L-3`"),
+    ("0 0 L-x * *", "`L-x` in the day-of-month field: write `L-N` with a number of days 0-30 before the last day of the month, as in `L-3`"),
+    ("0 0 L-3W * *", "`L-3W` in the day-of-month field: write `L-N` with a number of days 0-30 before the last day of the month, as in `L-3`"),
+    ("0 0 * * L-2", "`L-2` is not valid in the day-of-week field; `D#N` and `DL` (such as `5#2`, `5L`) stand alone, not in ranges or steps"),
+    ("0 0 L-0,LW * *", "`L` and `LW` cannot be combined in the list `L-0,LW` of the day-of-month field; choose one"),
+    ("0 0 L-29 2 *", "the expression never fires: no date matches all of its fields"),
+    ("0 0 0 L-28 2 * 2025-2027", "the expression never fires: no date in the years `2025-2027` matches all of its fields"),
+    // Separators: ASCII space and tab only; digits and names ASCII only.
+    ("0\n0 * * *", "U+000A LINE FEED between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("0 0 * * *\r", "U+000D CARRIAGE RETURN between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("0\u{b}0 * * *", "U+000B LINE TABULATION (vertical tab) between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("0 0\u{a0}* * *", "U+00A0 NO-BREAK SPACE between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("0 0 *\u{2003}* *", "U+2003 EM SPACE between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("0\u{3000}0 * * *", "U+3000 IDEOGRAPHIC SPACE between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("0 0 * * 1\u{200b}", "U+200B ZERO WIDTH SPACE between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("\u{feff}0 0 * * *", "U+FEFF ZERO WIDTH NO-BREAK SPACE (byte order mark) between the fields; separate fields with ASCII spaces or tabs only (an expression pasted from a document or chat can carry such a character: retype the spaces)"),
+    ("0 0 * * *\u{0}", "U+0000 NULL in the expression; remove it (fields are separated by ASCII spaces or tabs)"),
+    ("0 \u{ff11} * * *", "non-ASCII character `\u{ff11}` (U+FF11); digits and names are ASCII only, such as `0`-`9`, `JAN` or `MON`"),
+    ("0 0 * * \u{41c}ON", "non-ASCII character `\u{41c}` (U+041C); digits and names are ASCII only, such as `0`-`9`, `JAN` or `MON`"),
     ("0 0 * * 1-5#2", "`1-5#2` is not valid in the day-of-week field; `D#N` and `DL` (such as `5#2`, `5L`) stand alone, not in ranges or steps"),
     ("0 0 * * 5#6", "`5#6` in the day-of-week field: the number after `#` must be 1-5"),
     ("0 0 * * 5#0", "`5#0` in the day-of-week field: the number after `#` must be 1-5"),
@@ -145,6 +180,7 @@ const INVALID: &[(&str, &str)] = &[
     ("@often", "unknown alias `@often`; use `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`, `@midnight` or `@hourly`"),
     ("@reboot", "`@reboot` is not supported; use a fixed schedule such as `@daily`, or run the code at startup"),
     ("@daily 5", "the alias `@daily` stands alone; remove the fields after it"),
+    ("@every 5m", "`@every` is not a cron alias; for a fixed interval use `every = \"30s\"` (`@every 30s` is accepted where a whole schedule is read from one line of text)"),
     // Never fires.
     ("0 0 31 4 *", "the expression never fires: day 31 never occurs in April"),
     ("0 0 31 4,6,9,11 *", "the expression never fires: day 31 never occurs in April, June, September or November"),
@@ -172,7 +208,11 @@ fn invalid_expressions_are_rejected_with_their_reason() {
             Ok(()) => panic!("`{expr}` was accepted"),
             Err(e) => {
                 assert_eq!(e.reason(), *reason, "reason for `{expr}`");
-                assert_eq!(e.to_string(), *reason, "display for `{expr}`");
+                let display = e.to_string();
+                match e.column() {
+                    Some(column) => assert_eq!(display, format!("at column {column}: {reason}")),
+                    None => assert_eq!(display, *reason, "display for `{expr}`"),
+                }
             }
         }
     }
@@ -240,6 +280,7 @@ fn canonical_forms() {
         ("*/90 * * * *", "0 0-59/60 * * * * *"),
         ("0 0 0 1 1 * */4", "0 0 0 1 1 * 1970-2199/4"),
         ("0 0 * * fril,MON#2", "0 0 0 * * 5L,1#2 *"),
+        ("0 0 L-0,l-3,1 * *", "0 0 0 L,L-3,1 * * *"),
     ];
     for (expr, canonical) in cases {
         assert_eq!(CronExpr::parse(expr).expect(expr).canonical(), canonical);
@@ -277,7 +318,7 @@ fn schedule_errors() {
     let err = Schedule::cron("0 30 * * *", "UTC").expect_err("bad hour");
     assert_eq!(
         err.to_string(),
-        "invalid cron expression `0 30 * * *`: `30` is out of range for the hour field (0-23)"
+        "invalid cron expression `0 30 * * *` at column 3: `30` is out of range for the hour field (0-23)"
     );
     let err = Schedule::cron("0 0 * * *", "Europe/Berln").expect_err("bad zone");
     assert!(matches!(err, ScheduleError::TimeZone(_)));

@@ -1,0 +1,463 @@
+//! Jobs from configuration: [`JobConfig`], the settings of `#[scheduled]` as data, checked by the
+//! same code as the attribute and [`Job`] (README, "Jobs from configuration").
+
+use std::fmt;
+use std::time::Duration;
+
+use cronguard_schedule::{parse_duration_millis, CronError, Schedule, ScheduleError};
+
+use crate::job::Job;
+use crate::options::{Lock, Overlap};
+
+/// The settings of one job as a configuration file holds them: the arguments of `#[scheduled]`,
+/// with the same names, values and defaults.
+///
+/// With the `serde` feature it deserializes from any format serde reads; unknown keys are
+/// rejected. In TOML:
+///
+/// ```toml
+/// [[job]]
+/// name = "reports::nightly"
+/// cron = "0 30 2 * * *"        # or: every = "30s"
+/// tz = "Europe/Berlin"         # cron only; default UTC
+/// lock = "redis"               # local (default), file, redis, postgres or custom:<name>
+/// lease = "10s"                # guards with leases only; default 30s
+/// history = false              # postgres or a custom guard only
+/// max_instances = 1            # local only above 1; default 1
+/// overlap = "queue"            # skip (default), queue or replace
+/// coalesce = true              # default false
+/// misfire_grace = "10m"        # default 60s
+/// enabled = true               # default true
+/// ```
+///
+/// [`JobConfig::into_job`] turns it into a [`Job`] (add its body with [`Job::run`]) after every
+/// check the attribute makes at compile time: the cron expression, the time zone and the
+/// durations through `cronguard-schedule` (which the macro calls too), the combinations through
+/// the checks [`Builder::start`](crate::Builder::start) applies to every job. All problems are
+/// reported at once.
+///
+/// ```
+/// use cronguard::JobConfig;
+///
+/// let mut config = JobConfig::new("reports::nightly");
+/// config.cron = Some("0 0 L-31 * *".to_owned());
+/// config.lock = Some("redsi".to_owned());
+/// let err = config.into_job().expect_err("two mistakes");
+/// assert_eq!(err.problems().len(), 2);
+/// assert_eq!(err.cron_error().and_then(|e| e.column()), Some(5));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(deny_unknown_fields)
+)]
+#[non_exhaustive]
+pub struct JobConfig {
+    /// The job's identity in locks, logs and metrics (`name = "..."`).
+    pub name: String,
+    /// A cron expression (`cron = "..."`); exactly one of `cron` and `every`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub cron: Option<String>,
+    /// A fixed interval aligned to the Unix epoch (`every = "30s"`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub every: Option<String>,
+    /// The IANA time zone of `cron` (`tz = "Europe/Berlin"`); UTC when absent.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub tz: Option<String>,
+    /// The guard: `local` (default), `file`, `redis`, `postgres` or `custom:<name>`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub lock: Option<String>,
+    /// The lease of a guard with leases (`lease = "10s"`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub lease: Option<String>,
+    /// Runs allowed at once (`local` only above 1); default 1.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub max_instances: Option<u32>,
+    /// `skip` (default), `queue` or `replace`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub overlap: Option<String>,
+    /// Of several waiting fires run only the latest.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub coalesce: bool,
+    /// How late a fire may still start (`misfire_grace = "60s"`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub misfire_grace: Option<String>,
+    /// Whether the guard keeps the job's run history (`history`; `postgres` or a custom guard).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub history: bool,
+    /// Whether this process fires the job (see [`Job::enabled`]); default `true`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub enabled: Option<bool>,
+}
+
+impl JobConfig {
+    /// Settings with only a name, every other setting at its default (and no schedule yet).
+    pub fn new(name: impl Into<String>) -> Self {
+        JobConfig {
+            name: name.into(),
+            ..JobConfig::default()
+        }
+    }
+
+    /// Checks the settings and builds the [`Job`], without a body: add it with [`Job::run`] or
+    /// [`Job::run_blocking`].
+    ///
+    /// # Errors
+    ///
+    /// A [`JobConfigError`] listing every problem, each saying how to fix it; a cron expression's
+    /// problem carries its position ([`JobConfigError::cron_error`]).
+    pub fn into_job(self) -> Result<Job, JobConfigError> {
+        let name = self.name.clone();
+        let mut problems = Vec::new();
+        let mut cron_error = None;
+        let schedule = match Schedule::from_settings(
+            self.cron.as_deref(),
+            self.every.as_deref(),
+            self.tz.as_deref(),
+        ) {
+            Ok(schedule) => Some(schedule),
+            Err(error) => {
+                let key = match &error {
+                    ScheduleError::Cron { .. } => "`cron`: ",
+                    ScheduleError::TimeZone(_) => "`tz`: ",
+                    ScheduleError::Interval(_) | ScheduleError::ZeroInterval => "`every`: ",
+                    _ => "",
+                };
+                let mut problem = format!("{key}{error}");
+                if let ScheduleError::Cron { expr, source } = &error {
+                    problem.push_str(&pointer(expr, source));
+                    cron_error = Some(source.clone());
+                }
+                problems.push(problem);
+                None
+            }
+        };
+        let lock = parse(&mut problems, "lock", self.lock.as_deref(), |t| {
+            t.parse::<Lock>()
+        });
+        let overlap = parse(&mut problems, "overlap", self.overlap.as_deref(), |t| {
+            t.parse::<Overlap>()
+        });
+        let lease = parse(&mut problems, "lease", self.lease.as_deref(), duration);
+        let grace = parse(
+            &mut problems,
+            "misfire_grace",
+            self.misfire_grace.as_deref(),
+            duration,
+        );
+        // The combinations (`lease` without `redis`, `max_instances` with a shared guard, the
+        // name, the lease's range) are the checks every job passes at start: run them now, also
+        // when the schedule is invalid (on a stand-in), so that every problem is reported at once.
+        let checked = schedule
+            .clone()
+            .or_else(|| Schedule::every(Duration::from_secs(60)).ok());
+        if let (Some(checked), Some(lock), Some(overlap), Some(lease), Some(grace)) =
+            (checked, lock, overlap, lease, grace)
+        {
+            let mut job = Job::new(name.clone(), checked)
+                .lock(lock.unwrap_or_default())
+                .overlap(overlap.unwrap_or_default())
+                .max_instances(self.max_instances.unwrap_or(1))
+                .coalesce(self.coalesce)
+                .history(self.history)
+                .misfire_grace(grace.unwrap_or(cronguard_schedule::DEFAULT_MISFIRE_GRACE))
+                .enabled(self.enabled.unwrap_or(true));
+            if let Some(lease) = lease {
+                job = job.lease(lease);
+            }
+            problems.extend(job.setting_problems());
+            if problems.is_empty() && schedule.is_some() {
+                return Ok(job);
+            }
+        } else if let Err(problem) = cronguard_schedule::validate_job_name(&name) {
+            problems.push(problem);
+        }
+        Err(JobConfigError {
+            job: name,
+            problems,
+            cron_error,
+        })
+    }
+}
+
+fn duration(text: &str) -> Result<Duration, cronguard_schedule::DurationError> {
+    parse_duration_millis(text)
+}
+
+/// Parses an optional setting; `Some(None)` when absent, `None` (and a problem) when invalid.
+fn parse<T, E: fmt::Display>(
+    problems: &mut Vec<String>,
+    key: &str,
+    text: Option<&str>,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Option<Option<T>> {
+    match text.map(parse) {
+        None => Some(None),
+        Some(Ok(value)) => Some(Some(value)),
+        Some(Err(error)) => {
+            problems.push(format!("`{key}`: {error}"));
+            None
+        }
+    }
+}
+
+/// The expression again on a line of its own, with `^` under the part at fault.
+fn pointer(expr: &str, error: &CronError) -> String {
+    let Some(span) = error.span() else {
+        return String::new();
+    };
+    let (Some(before), Some(part)) = (expr.get(..span.start), expr.get(span.clone())) else {
+        return String::new();
+    };
+    let shown: String = expr.chars().map(visible).collect();
+    let pad: String = before
+        .chars()
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    format!(
+        "\n    {shown}\n    {pad}{}",
+        "^".repeat(part.chars().count().max(1))
+    )
+}
+
+/// Control and white-space characters other than space and tab shown as `�`-free placeholders
+/// one column wide, so the caret lines up.
+fn visible(c: char) -> char {
+    if c == ' ' || c == '\t' || c.is_ascii_graphic() {
+        c
+    } else if c.is_whitespace() || c.is_control() {
+        '\u{2423}' // OPEN BOX, one column: shows where the hidden character is
+    } else {
+        c
+    }
+}
+
+/// The problems of one [`JobConfig`], all at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobConfigError {
+    job: String,
+    problems: Vec<String>,
+    cron_error: Option<CronError>,
+}
+
+impl JobConfigError {
+    /// The job's name as configured.
+    pub fn job(&self) -> &str {
+        &self.job
+    }
+
+    /// Every problem, each naming the setting and how to fix it.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// The cron expression's problem, with its position ([`CronError::span`],
+    /// [`CronError::column`]), when the expression is at fault.
+    pub fn cron_error(&self) -> Option<&CronError> {
+        self.cron_error.as_ref()
+    }
+}
+
+impl fmt::Display for JobConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [one] => write!(f, "job `{}`: {one}", self.job),
+            many => {
+                write!(f, "job `{}` has {} problems:", self.job, many.len())?;
+                for problem in many {
+                    write!(f, "\n  - {}", problem.replace('\n', "\n    "))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for JobConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(edit: impl FnOnce(&mut JobConfig)) -> JobConfig {
+        let mut config = JobConfig::new("reports::nightly");
+        config.cron = Some("0 30 2 * * *".to_owned());
+        edit(&mut config);
+        config
+    }
+
+    fn problems(config: JobConfig) -> Vec<String> {
+        config
+            .into_job()
+            .map(|_| ())
+            .expect_err("invalid")
+            .problems()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_valid_config_gives_the_job_of_the_attribute() {
+        let job = config(|c| {
+            c.tz = Some("Europe/Berlin".to_owned());
+            c.lock = Some("redis".to_owned());
+            c.lease = Some("10s".to_owned());
+            c.overlap = Some("queue".to_owned());
+            c.coalesce = true;
+            c.misfire_grace = Some("10m".to_owned());
+        })
+        .into_job()
+        .expect("valid");
+        assert_eq!(job.lock, Lock::Redis);
+        assert_eq!(job.lease, Some(Duration::from_secs(10)));
+        assert_eq!(job.overlap, Overlap::Queue);
+        assert!(job.coalesce);
+        assert_eq!(job.misfire_grace, Duration::from_secs(600));
+        assert_eq!(
+            job.schedule().describe(),
+            "at 02:30 every day (Europe/Berlin)"
+        );
+        let every = JobConfig {
+            every: Some("30s".to_owned()),
+            ..JobConfig::new("poll")
+        }
+        .into_job()
+        .expect("valid");
+        assert_eq!(every.schedule().interval(), Some(Duration::from_secs(30)));
+        assert_eq!(every.lock, Lock::Local);
+        assert_eq!(every.max_instances, 1);
+    }
+
+    /// Each mistake the attribute rejects at compile time is rejected here, with its reason.
+    #[test]
+    fn the_checks_of_the_attribute() {
+        let cases: Vec<(JobConfig, &str)> = vec![
+            (
+                config(|c| c.cron = Some("0 0 30 2 *".to_owned())),
+                "never fires",
+            ),
+            (
+                config(|c| c.tz = Some("Europe/Berln".to_owned())),
+                "did you mean `Europe/Berlin`?",
+            ),
+            (
+                config(|c| c.every = Some("5m".to_owned())),
+                "`cron` cannot be combined with `every`",
+            ),
+            (config(|c| c.cron = None), "missing schedule"),
+            (
+                JobConfig {
+                    every: Some("1h".to_owned()),
+                    tz: Some("UTC".to_owned()),
+                    ..JobConfig::new("x")
+                },
+                "`tz` applies only to `cron`",
+            ),
+            (
+                config(|c| c.lock = Some("redsi".to_owned())),
+                "did you mean `redis`?",
+            ),
+            (
+                config(|c| c.overlap = Some("drop".to_owned())),
+                "unknown overlap policy `drop`",
+            ),
+            (
+                config(|c| c.lease = Some("10s".to_owned())),
+                "`lease` applies only to guards with leases",
+            ),
+            (
+                config(|c| {
+                    c.lock = Some("redis".to_owned());
+                    c.lease = Some("10ms".to_owned());
+                }),
+                "from 100ms to 24h",
+            ),
+            (
+                config(|c| {
+                    c.lock = Some("file".to_owned());
+                    c.max_instances = Some(2);
+                }),
+                "`max_instances = 2` needs `lock = \"local\"`",
+            ),
+            (
+                config(|c| c.max_instances = Some(0)),
+                "`max_instances` is 0",
+            ),
+            (
+                config(|c| {
+                    c.lock = Some("file".to_owned());
+                    c.history = true;
+                }),
+                "`history` needs a guard that keeps run history",
+            ),
+            (
+                config(|c| c.lock = Some("custom:".to_owned())),
+                "needs the name",
+            ),
+            (
+                config(|c| c.misfire_grace = Some("0s".to_owned())),
+                "is zero",
+            ),
+            (
+                config(|c| c.misfire_grace = Some("500us".to_owned())),
+                "shorter than 1ms",
+            ),
+            (
+                config(|c| c.misfire_grace = Some("1500us".to_owned())),
+                "write `1ms` or `2ms`",
+            ),
+            (
+                config(|c| c.misfire_grace = Some("soon".to_owned())),
+                "is not a duration",
+            ),
+            (config(|c| c.name = "a b".to_owned()), "invalid job name"),
+            (config(|c| c.name = String::new()), "the job name is empty"),
+        ];
+        for (config, expected) in cases {
+            let problems = problems(config.clone());
+            assert_eq!(problems.len(), 1, "{config:?}: {problems:?}");
+            assert!(problems[0].contains(expected), "{config:?}: {problems:?}");
+        }
+    }
+
+    #[test]
+    fn every_problem_at_once_and_the_position_in_the_expression() {
+        let err = config(|c| {
+            c.cron = Some("0 0 L-31 * *".to_owned());
+            c.lock = Some("redsi".to_owned());
+            c.misfire_grace = Some("soon".to_owned());
+        })
+        .into_job()
+        .map(|_| ())
+        .expect_err("three mistakes");
+        assert_eq!(err.problems().len(), 3, "{err}");
+        let cron = err.cron_error().expect("the expression is at fault");
+        assert_eq!((cron.column(), cron.span()), (Some(5), Some(4..8)));
+        let shown = err.to_string();
+        assert!(
+            shown.starts_with("job `reports::nightly` has 3 problems:\n  - `cron`: invalid cron expression `0 0 L-31 * *` at column 5: `L-31`"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\n        0 0 L-31 * *\n            ^^^^\n"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_hidden_character_is_shown_where_it_is() {
+        let err = config(|c| c.cron = Some("0 0\u{a0}* * *".to_owned()))
+            .into_job()
+            .map(|_| ())
+            .expect_err("no-break space");
+        let shown = err.to_string();
+        assert!(
+            shown.contains("at column 4: U+00A0 NO-BREAK SPACE"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with("\n    0 0\u{2423}* * *\n       ^"),
+            "{shown}"
+        );
+    }
+}
