@@ -21,6 +21,7 @@ pub(crate) const ARGUMENTS: &[&str] = &[
     "coalesce",
     "misfire_grace",
     "name",
+    "crate",
 ];
 
 /// Words users reach for that mean one of our arguments.

@@ -18,14 +18,15 @@ mod metrics;
 mod model;
 mod options;
 mod registry;
+mod state;
 #[cfg(test)]
 mod sim;
 mod status;
 
 pub use crate::clock::Clock;
 pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
-pub use crate::context::JobContext;
-pub use crate::error::Error;
+pub use crate::context::{CancelHandle, JobContext, JobContextBuilder};
+pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
     CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
@@ -34,6 +35,7 @@ pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 pub use crate::options::{Lock, Overlap};
 pub use crate::registry::IntoJobOutcome;
+pub use crate::state::{MissingState, State};
 pub use crate::status::{Counts, JobStatus, RunRecord};
 pub use cronguard_macros::scheduled;
 pub use cronguard_schedule::{Fires, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE};
@@ -93,6 +95,7 @@ pub mod __private {
     pub use crate::registry::{
         BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
     };
+    pub use crate::state::{FromContext, StateKey};
     pub use inventory;
 
     /// Emitted by `#[scheduled(lock = "redis")]`, spanned on `"redis"`: nothing when the

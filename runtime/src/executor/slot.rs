@@ -373,6 +373,7 @@ impl JobSlot {
             fire_time: fire,
             fencing_token: token,
             cancel: cancel.clone(),
+            states: Arc::clone(&cx.shared.states),
         };
         let now = cx.shared.instant(now.mono);
         self.cancels.reserve_exact(1);
