@@ -161,24 +161,27 @@ impl Builder {
     /// struct Settings {
     ///     greeting: &'static str,
     /// }
-    /// struct Counter(std::sync::atomic::AtomicU64);
+    /// struct Counter {
+    ///     runs: std::sync::atomic::AtomicU64,
+    /// }
     ///
     /// #[scheduled(every = "10s", name = "greeter")]
     /// fn greet(settings: State<Settings>, counter: State<Counter>, ctx: JobContext) {
-    ///     let n = counter.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ///     let n = counter.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     ///     println!("{} #{n} at {}", settings.greeting, ctx.fire_time());
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Without the state, `start` names the job and the type it lacks:
-    /// let error = cronguard::builder().state(Counter(0.into())).start().await.expect_err("no Settings");
+    /// let started = cronguard::builder().state(Counter { runs: 0.into() }).start().await;
+    /// let Err(error) = started else { panic!("`Settings` is missing") };
     /// assert!(error.to_string().contains("job `greeter` needs state of type"));
     /// assert!(error.to_string().contains("Settings"));
     ///
     /// let handle = cronguard::builder()
     ///     .state(Settings { greeting: "hello" })
-    ///     .state(Counter(0.into()))
+    ///     .state(Counter { runs: 0.into() })
     ///     .start()
     ///     .await?;
     /// # handle.shutdown().await;

@@ -151,12 +151,8 @@ impl Job {
     ///         let _mailer = ctx.state::<Mailer>()?;
     ///         Ok::<(), cronguard::MissingState>(())
     ///     });
-    /// let error = cronguard::builder()
-    ///     .registered_jobs(false)
-    ///     .job(job)
-    ///     .start()
-    ///     .await
-    ///     .expect_err("no `Mailer` was given");
+    /// let started = cronguard::builder().registered_jobs(false).job(job).start().await;
+    /// let Err(error) = started else { panic!("no `Mailer` was given") };
     /// assert!(error.to_string().contains("job `mail::digest` needs state of type"));
     /// # Ok(())
     /// # }

@@ -17,8 +17,9 @@ use std::sync::Arc;
 /// makes [`Builder::start`](crate::Builder::start) fail with an error naming the job and the
 /// type, so a missing value is found at start, never at a fire.
 ///
-/// `State<T>` dereferences to `T`, and is cheap to clone (an [`Arc`]). Tests build one with
-/// [`State::new`] and pass it to the job function directly.
+/// `State<T>` dereferences to `T` (its field is private, so that `state.0` reaches the field
+/// of a `T` that is a tuple struct), and is cheap to clone (an [`Arc`]). Tests build one with
+/// [`State::new`] or from an `Arc` and pass it to the job function directly.
 ///
 /// ```
 /// use cronguard::{scheduled, JobContext, State};
@@ -42,7 +43,7 @@ use std::sync::Arc;
 /// # Ok(())
 /// # }
 /// ```
-pub struct State<T: ?Sized>(pub Arc<T>);
+pub struct State<T: ?Sized>(Arc<T>);
 
 impl<T> State<T> {
     /// Wraps a value, for calling a job function directly (in a test).
@@ -52,9 +53,9 @@ impl<T> State<T> {
 }
 
 impl<T: ?Sized> State<T> {
-    /// The shared value.
-    pub fn arc(&self) -> &Arc<T> {
-        &self.0
+    /// The shared value, for keeping it beyond the run.
+    pub fn into_arc(self) -> Arc<T> {
+        self.0
     }
 }
 
