@@ -318,7 +318,11 @@ mod tests {
     #[test]
     fn a_crate_path_replaces_every_mention_of_cronguard() {
         let out = expand(
-            quote!(every = "1m", lock = "redis", crate = "my_framework::scheduler"),
+            quote!(
+                every = "1m",
+                lock = "redis",
+                crate = "my_framework::scheduler"
+            ),
             quote!(
                 async fn tick(ctx: JobContext) {}
             ),

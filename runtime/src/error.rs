@@ -117,6 +117,22 @@ pub enum ProblemKind {
     Other,
 }
 
+/// An error and its causes, `outer: cause: root cause`, for logs and messages: each error's
+/// `Display` leaves its cause to `source()`, so this prints every cause once.
+pub(crate) struct Chain<'a>(pub(crate) &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
 struct Bullets<'a>(&'a [Problem]);
 
 impl fmt::Display for Bullets<'_> {
@@ -136,7 +152,10 @@ mod tests {
     #[test]
     fn a_cause_is_in_the_source_only() {
         let e = Error::Signal(std::io::Error::other("no signal handler"));
-        assert_eq!(e.to_string(), "cronguard cannot listen for shutdown signals");
+        assert_eq!(
+            e.to_string(),
+            "cronguard cannot listen for shutdown signals"
+        );
         assert_eq!(
             e.source().map(ToString::to_string).as_deref(),
             Some("no signal handler")
@@ -144,10 +163,32 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_names_every_cause_once() {
+        let e = crate::guard::GuardError::File {
+            path: "/run/cronguard/job.lock".into(),
+            source: std::io::Error::other("permission denied"),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot use the lock file `/run/cronguard/job.lock`"
+        );
+        assert_eq!(
+            Chain(&e).to_string(),
+            "cannot use the lock file `/run/cronguard/job.lock`: permission denied"
+        );
+        let other = crate::guard::GuardError::other("etcd is down");
+        assert_eq!(Chain(&other).to_string(), "the guard failed: etcd is down");
+    }
+
+    #[test]
     fn config_lists_each_problem_and_debug_is_structural() {
         let e = Error::Config {
             problems: vec![
-                Problem::new(ProblemKind::DuplicateName, Some("a"), "two jobs are named `a`"),
+                Problem::new(
+                    ProblemKind::DuplicateName,
+                    Some("a"),
+                    "two jobs are named `a`",
+                ),
                 Problem::from("something else".to_owned()),
             ],
         };
@@ -156,6 +197,9 @@ mod tests {
             "cronguard cannot start:\n  - two jobs are named `a`\n  - something else"
         );
         let debug = format!("{e:?}");
-        assert!(debug.starts_with("Config { problems: [Problem { kind: DuplicateName"), "{debug}");
+        assert!(
+            debug.starts_with("Config { problems: [Problem { kind: DuplicateName"),
+            "{debug}"
+        );
     }
 }

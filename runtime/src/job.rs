@@ -9,10 +9,10 @@ use std::time::Duration;
 use crate::context::JobContext;
 use crate::error::{Problem, ProblemKind};
 use crate::options::{Lock, Overlap};
-use crate::state::StateKey;
 use crate::registry::{
     BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
 };
+use crate::state::StateKey;
 use cronguard_schedule::Schedule;
 
 pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};

@@ -18,9 +18,9 @@ mod metrics;
 mod model;
 mod options;
 mod registry;
-mod state;
 #[cfg(test)]
 mod sim;
+mod state;
 mod status;
 
 pub use crate::clock::Clock;

@@ -22,7 +22,11 @@ fn t0() -> DateTime<Utc> {
 
 #[scheduled(every = "1s", name = "state::settle")]
 async fn settle(prefix: State<Prefix>, ctx: JobContext, ledger: State<Ledger>) {
-    let row = format!("{}{}", prefix.0, ctx.fire_time().timestamp() - t0().timestamp());
+    let row = format!(
+        "{}{}",
+        prefix.0,
+        ctx.fire_time().timestamp() - t0().timestamp()
+    );
     if let Ok(mut rows) = ledger.rows.lock() {
         rows.push(row);
     }
@@ -50,13 +54,16 @@ async fn the_state_value_is_shared_with_the_application() {
     let rows = Arc::new(Mutex::new(Vec::new()));
     struct Shared(Arc<Mutex<Vec<String>>>);
     let seen = Arc::clone(&rows);
-    let job = Job::new("state::code", Schedule::every(Duration::from_secs(1)).expect("valid"))
-        .needs_state::<Shared>()
-        .run(|ctx| async move {
-            let shared = ctx.state::<Shared>()?;
-            shared.0.lock().expect("lock").push(ctx.run_key());
-            Ok::<(), cronguard::MissingState>(())
-        });
+    let job = Job::new(
+        "state::code",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .needs_state::<Shared>()
+    .run(|ctx| async move {
+        let shared = ctx.state::<Shared>()?;
+        shared.0.lock().expect("lock").push(ctx.run_key());
+        Ok::<(), cronguard::MissingState>(())
+    });
     let events = run_for(
         cronguard::builder()
             .registered_jobs(false)
@@ -118,9 +125,12 @@ async fn a_missing_state_is_a_start_error_naming_the_job_and_the_type() {
 #[tokio::test]
 async fn a_job_built_in_code_declares_its_state() {
     struct Mailer;
-    let job = Job::new("mail", Schedule::every(Duration::from_secs(60)).expect("valid"))
-        .needs_state::<Mailer>()
-        .run(|_| async {});
+    let job = Job::new(
+        "mail",
+        Schedule::every(Duration::from_secs(60)).expect("valid"),
+    )
+    .needs_state::<Mailer>()
+    .run(|_| async {});
     let result = cronguard::builder()
         .registered_jobs(false)
         .job(job)
@@ -141,12 +151,14 @@ async fn a_job_built_in_code_declares_its_state() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_run_keeps_the_whole_error_chain() {
-    let job = Job::new("chain", Schedule::every(Duration::from_secs(1)).expect("valid")).run(
-        |_| async {
-            let root = std::io::Error::other("connection refused");
-            Err::<(), _>(anyhow::Error::new(root).context("cannot settle the ledger"))
-        },
-    );
+    let job = Job::new(
+        "chain",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .run(|_| async {
+        let root = std::io::Error::other("connection refused");
+        Err::<(), _>(anyhow::Error::new(root).context("cannot settle the ledger"))
+    });
     let events = run_for(cronguard::builder().registered_jobs(false).job(job), 1).await;
     let errors: Vec<&str> = events
         .iter()

@@ -216,8 +216,8 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
-                tracing::warn!(job = %job, error = %e, "guard unavailable; retrying until the misfire grace runs out");
-                Answer::Failed(e.to_string())
+                tracing::warn!(job = %job, error = %crate::error::Chain(&e), "guard unavailable; retrying until the misfire grace runs out");
+                Answer::Failed(crate::error::Chain(&e).to_string())
             }
         }
     }
@@ -309,7 +309,7 @@ impl JobSlot {
                             match guard.abandon(fire).await {
                                 Ok(()) => return,
                                 Err(e) if attempt == ABANDON_ATTEMPTS => {
-                                    tracing::warn!(job = %job, fire_time = %fmt_time(fire), error = %e, "could not record a claim as not started; until the next fire is claimed, the health check may count this fire as run");
+                                    tracing::warn!(job = %job, fire_time = %fmt_time(fire), error = %crate::error::Chain(&e), "could not record a claim as not started; until the next fire is claimed, the health check may count this fire as run");
                                 }
                                 Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
                             }

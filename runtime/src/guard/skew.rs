@@ -55,6 +55,8 @@ async fn check(conn: &mut redis::aio::ConnectionManager, clock: &Clock, limit: D
                 );
             }
         }
-        Err(e) => tracing::debug!(error = %e, "could not measure clock skew against Redis"),
+        Err(e) => {
+            tracing::debug!(error = %crate::error::Chain(&e), "could not measure clock skew against Redis")
+        }
     }
 }
