@@ -1,6 +1,3 @@
 //! Runnable examples of cronguard live in `examples/`; run one with `cargo run --example NAME`.
-//!
-//! This library holds the one piece of example code that tests exercise too: the HTTP endpoints
-//! of the `http_probes` example.
-
-pub mod http;
+//! The HTTP example is the package `http-probes/` beside them, so that the others build without
+//! an HTTP server.
