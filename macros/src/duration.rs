@@ -23,7 +23,7 @@ fn millis(text: &str, duration: Duration) -> Result<u64, String> {
             "`{text}` is shorter than 1ms; cronguard counts durations in whole milliseconds, so give at least `1ms`"
         ));
     }
-    if duration.subsec_nanos() % MILLI != 0 {
+    if !duration.subsec_nanos().is_multiple_of(MILLI) {
         let down = duration.as_millis();
         return Err(format!(
             "`{text}` is not a whole number of milliseconds; cronguard counts durations in whole milliseconds, so write `{down}ms` or `{}ms`",
