@@ -70,7 +70,10 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
         Guard::Redis(span) => (
             quote!(#private::StaticGuard::Redis),
             // Spanned on `"redis"`, so that a disabled `redis` feature is reported there.
-            Some(quote_spanned!(span=> #krate::__private::require_redis_feature!();)),
+            Some({
+                let krate = respan(krate.clone(), span);
+                quote_spanned!(span=> #krate::__private::require_redis_feature!();)
+            }),
         ),
     };
 
@@ -117,6 +120,17 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
             }
         };
     }
+}
+
+/// `tokens` with every token at `span`, so that an error reported through them points there.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
 }
 
 /// The path of the runtime crate: `crate = "..."` or `::cronguard`.
