@@ -22,6 +22,7 @@ pub(crate) const ARGUMENTS: &[&str] = &[
     "misfire_grace",
     "name",
     "history",
+    "crate",
 ];
 
 /// Words users reach for that mean one of our arguments.

@@ -38,7 +38,8 @@ pub(crate) fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// The `const _: () = { ... };` block: body function and `inventory` submission.
 fn register(func: &ItemFn, job: &Job) -> TokenStream {
-    let private = quote!(::cronguard::__private);
+    let krate = krate(job);
+    let private = quote!(#krate::__private);
     let ident = &func.sig.ident;
 
     let name = match &job.name {
@@ -69,11 +70,18 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
         Guard::Redis(span) => (
             quote!(#private::StaticGuard::Redis),
             // Spanned on `"redis"`, so that a disabled `redis` feature is reported there.
-            Some(quote_spanned!(*span=> ::cronguard::__private::require_redis_feature!();)),
+            Some({
+                let krate = respan(krate.clone(), *span);
+                quote_spanned!(*span=> #krate::__private::require_redis_feature!();)
+            }),
         ),
         Guard::Postgres(span) => (
             quote!(#private::StaticGuard::Postgres),
-            Some(quote_spanned!(*span=> ::cronguard::__private::require_postgres_feature!();)),
+            // Spanned on `"postgres"`, so that a disabled `postgres` feature is reported there.
+            Some({
+                let krate = respan(krate.clone(), *span);
+                quote_spanned!(*span=> #krate::__private::require_postgres_feature!();)
+            }),
         ),
         Guard::Custom(name) => (quote!(#private::StaticGuard::Custom(#name)), None),
     };
@@ -89,7 +97,8 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
     let misfire_grace_millis = Literal::u64_suffixed(job.misfire_grace_millis);
     let coalesce = job.coalesce;
     let history = job.history;
-    let body = body(ident, job);
+    let body = body(ident, job, &krate);
+    let params = &job.signature.params;
     let variant = if job.signature.is_async {
         quote!(Async)
     } else {
@@ -115,6 +124,7 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
                     coalesce: #coalesce,
                     misfire_grace_millis: #misfire_grace_millis,
                     body: #private::JobBody::#variant(__cronguard_body),
+                    states: &[#(<#params as #private::FromContext>::required),*],
                     file: ::core::file!(),
                     line: ::core::line!(),
                 }
@@ -123,37 +133,83 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
     }
 }
 
+/// `tokens` with every token at `span`, so that an error reported through them points there.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
+}
+
+/// The path of the runtime crate: `crate = "..."` or `::cronguard`.
+fn krate(job: &Job) -> TokenStream {
+    match &job.krate {
+        Some(path) => path.to_token_stream(),
+        None => quote!(::cronguard),
+    }
+}
+
 /// `fn __cronguard_body(JobContext) -> ...` calling the user's function and converting what it
 /// returns with `IntoJobOutcome`. The conversion is spanned on the declared return type, so a
-/// return type that is not `()` or `Result<(), E: Display>` is reported there.
-fn body(ident: &syn::Ident, job: &Job) -> TokenStream {
-    let private = quote!(::cronguard::__private);
-    let (param, arg) = if job.signature.takes_context {
-        (quote!(__cronguard_ctx), quote!(__cronguard_ctx))
+/// return type that is not `()` or `Result<(), E: Display>` is reported there. Each argument is
+/// made from the context by `FromContext` (spanned on its type); a missing state value, which
+/// `start()` rules out, would be a failed run, never a panic.
+fn body(ident: &syn::Ident, job: &Job, krate: &TokenStream) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let ctx = quote!(__cronguard_ctx);
+    let names: Vec<syn::Ident> = (0..job.signature.params.len())
+        .map(|i| quote::format_ident!("__cronguard_arg{}", i))
+        .collect();
+    let extract: Vec<TokenStream> = job
+        .signature
+        .params
+        .iter()
+        .zip(&names)
+        .map(|(ty, name)| {
+            let from = quote_spanned!(ty.span()=> <#ty as #private::FromContext>::from_context);
+            quote! {
+                let #name = match #from(&#ctx) {
+                    ::core::result::Result::Ok(arg) => arg,
+                    ::core::result::Result::Err(missing) => {
+                        return ::core::result::Result::Err(::std::string::ToString::to_string(&missing));
+                    }
+                };
+            }
+        })
+        .collect();
+    let param = if names.is_empty() {
+        quote!(_)
     } else {
-        (quote!(_), TokenStream::new())
+        ctx.clone()
     };
     let convert = match &job.signature.output {
         Some(ty) => quote_spanned!(ty.span()=> <#ty as #private::IntoJobOutcome>::into_job_outcome),
         None => quote!(<() as #private::IntoJobOutcome>::into_job_outcome),
     };
-    // The future is spanned on the function's name, so that a future that is not `Send` is
-    // reported there rather than on the attribute.
-    let future = quote_spanned! {ident.span()=>
-        ::std::boxed::Box::pin(async move { #convert(#ident(#arg).await) })
-    };
     if job.signature.is_async {
+        // The future is spanned on the function's name, so that a future that is not `Send` is
+        // reported there rather than on the attribute.
+        let future = quote_spanned! {ident.span()=>
+            ::std::boxed::Box::pin(async move {
+                #(#extract)*
+                #convert(#ident(#(#names),*).await)
+            })
+        };
         quote! {
             fn __cronguard_body(
-                #param: ::cronguard::JobContext,
+                #param: #krate::JobContext,
             ) -> #private::BoxFuture<#private::JobOutcome> {
                 #future
             }
         }
     } else {
         quote! {
-            fn __cronguard_body(#param: ::cronguard::JobContext) -> #private::JobOutcome {
-                #convert(#ident(#arg))
+            fn __cronguard_body(#param: #krate::JobContext) -> #private::JobOutcome {
+                #(#extract)*
+                #convert(#ident(#(#names),*))
             }
         }
     }
@@ -211,12 +267,17 @@ mod tests {
             quote!(name: "settle",),
             quote!(body: ::cronguard::__private::JobBody::Async(__cronguard_body),),
             quote! {
-                ::std::boxed::Box::pin(async move {
-                    <anyhow::Result<()> as ::cronguard::__private::IntoJobOutcome>::into_job_outcome(
-                        settle(__cronguard_ctx).await
-                    )
-                })
+                let __cronguard_arg0 = match <JobContext as ::cronguard::__private::FromContext>::from_context(&__cronguard_ctx) {
+                    ::core::result::Result::Ok(arg) => arg,
+                    ::core::result::Result::Err(missing) => {
+                        return ::core::result::Result::Err(::std::string::ToString::to_string(&missing));
+                    }
+                };
+                <anyhow::Result<()> as ::cronguard::__private::IntoJobOutcome>::into_job_outcome(
+                    settle(__cronguard_arg0).await
+                )
             },
+            quote!(states: &[<JobContext as ::cronguard::__private::FromContext>::required],),
         ] {
             assert!(
                 out.contains(&squash(expected.clone())),
@@ -254,6 +315,54 @@ mod tests {
             );
         }
         assert!(!out.contains("require_redis_feature"));
+    }
+
+    #[test]
+    fn state_arguments_are_required_and_made_from_the_context() {
+        let out = expand(
+            quote!(every = "1m"),
+            quote!(
+                fn tick(db: State<Db>, ctx: JobContext) {}
+            ),
+        );
+        for expected in [
+            quote!(states: &[
+                <State<Db> as ::cronguard::__private::FromContext>::required,
+                <JobContext as ::cronguard::__private::FromContext>::required
+            ],),
+            quote!(let __cronguard_arg0 = match <State<Db> as ::cronguard::__private::FromContext>::from_context(&__cronguard_ctx)),
+            quote!(tick(__cronguard_arg0, __cronguard_arg1)),
+        ] {
+            assert!(
+                out.contains(&squash(expected.clone())),
+                "missing {expected}\nin {out}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_crate_path_replaces_every_mention_of_cronguard() {
+        let out = expand(
+            quote!(
+                every = "1m",
+                lock = "redis",
+                crate = "my_framework::scheduler"
+            ),
+            quote!(
+                async fn tick(ctx: JobContext) {}
+            ),
+        );
+        assert!(!out.contains(":: cronguard"), "{out}");
+        for expected in [
+            quote!(my_framework::scheduler::__private::require_redis_feature!();),
+            quote!(__cronguard_ctx: my_framework::scheduler::JobContext),
+            quote!(my_framework::scheduler::__private::inventory::submit!),
+        ] {
+            assert!(
+                out.contains(&squash(expected.clone())),
+                "missing {expected}\nin {out}"
+            );
+        }
     }
 
     #[test]

@@ -20,13 +20,29 @@ use proc_macro::TokenStream;
 ///
 /// ```ignore
 /// #[cronguard::scheduled(cron = "0 */5 * * * *", tz = "Europe/Berlin", lock = "redis", lease = "10s")]
-/// async fn settle_orders(ctx: cronguard::JobContext) -> anyhow::Result<()> {
+/// async fn settle_orders(ctx: cronguard::JobContext, db: cronguard::State<Db>) -> anyhow::Result<()> {
 ///     Ok(())
 /// }
 /// ```
 ///
-/// Arguments: `cron` or `every` (one of them), `tz`, `lock`, `lease`, `max_instances`, `overlap`,
-/// `coalesce`, `misfire_grace`, `name`. See the `cronguard` crate docs for their meaning.
+/// | argument | meaning | default |
+/// | --- | --- | --- |
+/// | `cron = "..."` | cron expression (5, 6 or 7 fields, seconds first when 6 or 7) | one of `cron`/`every` |
+/// | `every = "30s"` | fixed interval, aligned to the Unix epoch | |
+/// | `tz = "Area/City"` | IANA time zone of `cron` | `UTC` |
+/// | `lock = "local" \| "file" \| "redis"` | the guard | `local` |
+/// | `lease = "10s"` | lease of a `redis` guard | `30s` |
+/// | `max_instances = N` | runs at once (`local` only) | `1` |
+/// | `overlap = "skip" \| "queue" \| "replace"` | what a fire does when no slot is free | `skip` |
+/// | `coalesce` | of several waiting fires run only the latest | off |
+/// | `misfire_grace = "60s"` | how late a fire may still start | `60s` |
+/// | `name = "..."` | the job's identity in locks, logs and events | `module_path::fn_name` |
+/// | `crate = "..."` | the path of `cronguard` when it is re-exported or renamed | `::cronguard` |
+///
+/// The function may be `async fn` or a plain `fn`, take a `JobContext` and any number of
+/// `State<T>` arguments (values given to `Builder::state`; `start()` fails when one is missing),
+/// and return `()` or `Result<(), E: Display>`. It is kept unchanged, so tests call it directly.
+/// Every mistake is a compile error on the offending token.
 #[proc_macro_attribute]
 pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::scheduled(args.into(), item.into()).into()

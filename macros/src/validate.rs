@@ -40,6 +40,9 @@ pub(crate) struct Job {
     pub(crate) misfire_grace_millis: u64,
     /// The parts of the signature the expansion needs.
     pub(crate) signature: Signature,
+    /// `crate = "..."`: the path of the `cronguard` crate, for a re-exported or renamed
+    /// dependency; `None` for `::cronguard`.
+    pub(crate) krate: Option<syn::Path>,
 }
 
 /// When a job fires.
@@ -101,8 +104,8 @@ pub(crate) enum Overlap {
 pub(crate) struct Signature {
     /// `async fn` (else a plain `fn`, run on the blocking pool).
     pub(crate) is_async: bool,
-    /// Whether it takes a `JobContext`.
-    pub(crate) takes_context: bool,
+    /// The arguments' types as written, in order: a `JobContext` or a `State<T>` each.
+    pub(crate) params: Vec<Type>,
     /// The declared return type; `None` for `()`.
     pub(crate) output: Option<Type>,
 }
@@ -305,6 +308,7 @@ fn example(key: &str) -> &'static str {
         "overlap" => "overlap = \"queue\"",
         "misfire_grace" => "misfire_grace = \"60s\"",
         "name" => "name = \"billing::settle_orders\"",
+        "crate" => "crate = \"my_framework::cronguard\"",
         _ => "coalesce",
     }
 }
@@ -382,6 +386,7 @@ fn check_args(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<Job> 
             errors.on(name, message);
         }
     }
+    let krate = check_crate(args, errors);
     Some(Job {
         name,
         schedule: schedule?,
@@ -394,10 +399,39 @@ fn check_args(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<Job> 
         misfire_grace_millis: misfire_grace_millis?,
         signature: Signature {
             is_async: false,
-            takes_context: false,
+            params: Vec::new(),
             output: None,
         },
+        krate: krate?,
     })
+}
+
+/// `crate = "path::to::cronguard"`: a path, without generic arguments. `Some(None)` when absent.
+fn check_crate(args: &Args, errors: &mut Errors) -> Option<Option<syn::Path>> {
+    if !args.has("crate") {
+        return Some(None);
+    }
+    let lit = args.string("crate", errors)?;
+    match lit.parse::<syn::Path>() {
+        Ok(path)
+            if path
+                .segments
+                .iter()
+                .all(|segment| segment.arguments.is_none()) =>
+        {
+            Some(Some(path))
+        }
+        _ => {
+            errors.on(
+                &lit,
+                format!(
+                    "`crate` takes the path of the cronguard crate, such as `crate = \"my_framework::cronguard\"`; `{}` is not a path",
+                    lit.value()
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn duration_or_report(lit: &LitStr, errors: &mut Errors) -> Option<u64> {
@@ -703,41 +737,43 @@ fn check_signature(sig: &syn::Signature, errors: &mut Errors) -> Signature {
         );
     }
 
-    let mut takes_context = false;
-    let mut typed = Vec::new();
+    let mut params = Vec::new();
+    let mut context: Option<&Type> = None;
     for input in &sig.inputs {
-        match input {
-            FnArg::Receiver(receiver) => errors.on(
-                receiver,
-                format!("{JOB} cannot take `self`; make it a free function (outside any `impl` block) that takes a `JobContext` or no argument"),
+        let pat_type = match input {
+            FnArg::Receiver(receiver) => {
+                errors.on(
+                    receiver,
+                    format!("{JOB} cannot take `self`; make it a free function (outside any `impl` block) that takes a `JobContext`, `State<T>` arguments, or no argument"),
+                );
+                continue;
+            }
+            FnArg::Typed(pat_type) => pat_type,
+        };
+        let ty = &*pat_type.ty;
+        match argument_type(ty) {
+            ArgumentType::Context if context.is_some() => errors.on(
+                ty,
+                format!("{JOB} takes at most one `JobContext`; remove this argument (the context is cheap to clone)"),
             ),
-            FnArg::Typed(pat_type) => typed.push(pat_type),
-        }
-    }
-    if let Some(first) = typed.first() {
-        match context_type(&first.ty) {
-            ContextType::Owned => takes_context = true,
-            ContextType::Borrowed => errors.on(
-                &first.ty,
+            ArgumentType::Context => {
+                context = Some(ty);
+                params.push(ty.clone());
+            }
+            ArgumentType::State => params.push(ty.clone()),
+            ArgumentType::BorrowedContext => errors.on(
+                ty,
                 format!("{JOB} takes its `JobContext` by value; write `ctx: JobContext` (it is cheap to clone)"),
             ),
-            ContextType::Other => errors.on(
-                &first.ty,
-                format!("the argument of {JOB} must be a `JobContext` (fire time, fencing token, cancellation), or the job takes no argument"),
+            ArgumentType::BorrowedState => errors.on(
+                ty,
+                format!("{JOB} takes its `State<T>` by value; write `state: State<T>` (it is an `Arc`, cheap to clone)"),
+            ),
+            ArgumentType::Other => errors.on(
+                ty,
+                format!("an argument of {JOB} must be a `JobContext` (fire time, fencing token, cancellation) or a `State<T>` (a value given to `Builder::state`), or the job takes no argument"),
             ),
         }
-    }
-    if typed.len() > 1 {
-        let extra: Vec<_> = typed[1..].to_vec();
-        let what = if extra.len() == 1 {
-            "this argument"
-        } else {
-            "these arguments"
-        };
-        errors.on(
-            quote::quote!(#(#extra),*),
-            format!("{JOB} takes at most one argument, a `JobContext`; remove {what}"),
-        );
     }
 
     let output = match &sig.output {
@@ -755,7 +791,7 @@ fn check_signature(sig: &syn::Signature, errors: &mut Errors) -> Signature {
 
     Signature {
         is_async: sig.asyncness.is_some(),
-        takes_context,
+        params,
         output,
     }
 }
@@ -767,29 +803,43 @@ fn abi_text(abi: &syn::Abi) -> String {
     }
 }
 
-enum ContextType {
-    Owned,
-    Borrowed,
+enum ArgumentType {
+    Context,
+    State,
+    BorrowedContext,
+    BorrowedState,
     Other,
 }
 
-/// Whether `ty` names `JobContext` (any path whose last segment is `JobContext`, so
-/// `cronguard::JobContext` and re-exports work; the compiler checks it is the real one).
-fn context_type(ty: &Type) -> ContextType {
+/// What an argument's type names: `JobContext` (any path whose last segment is `JobContext`, so
+/// `cronguard::JobContext` and re-exports work), `State<T>` (last segment `State` with one type
+/// argument), or a reference to one of them. The compiler checks that they are the real ones
+/// (`FromContext`).
+fn argument_type(ty: &Type) -> ArgumentType {
     match ty {
-        Type::Group(group) => context_type(&group.elem),
-        Type::Paren(paren) => context_type(&paren.elem),
+        Type::Group(group) => argument_type(&group.elem),
+        Type::Paren(paren) => argument_type(&paren.elem),
         Type::Path(path) if path.qself.is_none() => match path.path.segments.last() {
             Some(last) if last.ident == "JobContext" && last.arguments.is_none() => {
-                ContextType::Owned
+                ArgumentType::Context
             }
-            _ => ContextType::Other,
+            Some(last) if last.ident == "State" => match &last.arguments {
+                syn::PathArguments::AngleBracketed(generic)
+                    if generic.args.len() == 1
+                        && matches!(generic.args.first(), Some(syn::GenericArgument::Type(_))) =>
+                {
+                    ArgumentType::State
+                }
+                _ => ArgumentType::Other,
+            },
+            _ => ArgumentType::Other,
         },
-        Type::Reference(reference) => match context_type(&reference.elem) {
-            ContextType::Owned => ContextType::Borrowed,
-            _ => ContextType::Other,
+        Type::Reference(reference) => match argument_type(&reference.elem) {
+            ArgumentType::Context => ArgumentType::BorrowedContext,
+            ArgumentType::State => ArgumentType::BorrowedState,
+            _ => ArgumentType::Other,
         },
-        _ => ContextType::Other,
+        _ => ArgumentType::Other,
     }
 }
 
@@ -861,7 +911,7 @@ mod tests {
             Some("billing::settle")
         );
         assert!(!job.signature.is_async);
-        assert!(job.signature.takes_context);
+        assert_eq!(job.signature.params.len(), 1);
         assert!(job.signature.output.is_some());
     }
 
@@ -883,7 +933,7 @@ mod tests {
         assert_eq!(job.misfire_grace_millis, DEFAULT_MISFIRE_GRACE_MILLIS);
         assert!(job.name.is_none());
         assert!(job.signature.is_async);
-        assert!(!job.signature.takes_context);
+        assert!(job.signature.params.is_empty());
         assert!(job.signature.output.is_none());
     }
 
@@ -1111,13 +1161,31 @@ mod tests {
                 parse_quote!(
                     fn f(a: JobContext, b: u8) {}
                 ),
-                "a `#[scheduled]` job takes at most one argument",
+                "an argument of a `#[scheduled]` job must be a `JobContext`",
             ),
             (
                 parse_quote!(
                     fn f(a: u8) {}
                 ),
-                "the argument of a `#[scheduled]` job must be a `JobContext`",
+                "an argument of a `#[scheduled]` job must be a `JobContext`",
+            ),
+            (
+                parse_quote!(
+                    fn f(a: JobContext, b: cronguard::JobContext) {}
+                ),
+                "a `#[scheduled]` job takes at most one `JobContext`",
+            ),
+            (
+                parse_quote!(
+                    fn f(a: &State<Db>) {}
+                ),
+                "a `#[scheduled]` job takes its `State<T>` by value",
+            ),
+            (
+                parse_quote!(
+                    fn f(a: State) {}
+                ),
+                "an argument of a `#[scheduled]` job must be a `JobContext`",
             ),
             (
                 parse_quote!(
@@ -1129,7 +1197,7 @@ mod tests {
                 parse_quote!(
                     fn f(a: JobContext<u8>) {}
                 ),
-                "the argument of a `#[scheduled]` job must be a `JobContext`",
+                "an argument of a `#[scheduled]` job must be a `JobContext`",
             ),
             (
                 parse_quote!(
@@ -1177,7 +1245,51 @@ mod tests {
             ),
         ] {
             let job = job(quote!(every = "1s"), func).unwrap_or_else(|e| panic!("{e:?}"));
-            assert!(job.signature.takes_context);
+            assert_eq!(job.signature.params.len(), 1);
+        }
+    }
+
+    #[test]
+    fn accepts_state_arguments_in_any_order() {
+        let job = job(
+            quote!(every = "1s"),
+            parse_quote!(
+                async fn f(db: State<Db>, ctx: JobContext, cfg: cronguard::State<app::Config>) {}
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let params: Vec<String> = job
+            .signature
+            .params
+            .iter()
+            .map(|ty| quote!(#ty).to_string())
+            .collect();
+        assert_eq!(
+            params,
+            [
+                "State < Db >",
+                "JobContext",
+                "cronguard :: State < app :: Config >"
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_the_crate_path() {
+        let job = job(
+            quote!(every = "1s", crate = "my_framework::cronguard"),
+            plain(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let krate = job.krate.expect("a path");
+        assert_eq!(quote!(#krate).to_string(), "my_framework :: cronguard");
+        for bad in ["", "my framework", "a::<u8>", "1a"] {
+            let errors = errors(quote!(every = "1s", crate = #bad), plain());
+            assert_eq!(errors.len(), 1, "{bad}: {errors:?}");
+            assert!(
+                errors[0].starts_with("`crate` takes the path of the cronguard crate"),
+                "{bad}: {errors:?}"
+            );
         }
     }
 }

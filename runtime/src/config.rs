@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::error::Error;
+use crate::error::{Error, Problem, ProblemKind};
 use crate::events::{Event, EventSink, Hook};
 use crate::executor::{self, Shared};
 use crate::guard::{Guard, GuardSpec};
@@ -18,6 +18,7 @@ use crate::guards::{
 use crate::handle::Cronguard;
 use crate::job::{registered, Job};
 use crate::options::Lock;
+use crate::state::States;
 
 /// The default time running jobs get to finish at shutdown.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -80,6 +81,7 @@ pub struct Builder {
     include_registered: bool,
     hooks: Vec<Hook>,
     shutdown_timeout: Duration,
+    states: States,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -105,6 +107,7 @@ impl Builder {
             include_registered: true,
             hooks: Vec::new(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            states: States::default(),
         }
     }
 
@@ -203,6 +206,51 @@ impl Builder {
         self
     }
 
+    /// Gives jobs a value of the application's state: a database pool, a client, settings. Any
+    /// `Send + Sync + 'static` type, one value per type (a second value of one type replaces the
+    /// first); a `#[scheduled]` function receives it as a [`State<T>`](crate::State) argument,
+    /// a job built in code through [`JobContext::state`](crate::JobContext::state). A job that
+    /// needs a type no call gave makes [`start`](Builder::start) fail, naming the job and the
+    /// type.
+    ///
+    /// ```
+    /// use cronguard::{scheduled, JobContext, State};
+    ///
+    /// struct Settings {
+    ///     greeting: &'static str,
+    /// }
+    /// struct Counter {
+    ///     runs: std::sync::atomic::AtomicU64,
+    /// }
+    ///
+    /// #[scheduled(every = "10s", name = "greeter")]
+    /// fn greet(settings: State<Settings>, counter: State<Counter>, ctx: JobContext) {
+    ///     let n = counter.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ///     println!("{} #{n} at {}", settings.greeting, ctx.fire_time());
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Without the state, `start` names the job and the type it lacks:
+    /// let started = cronguard::builder().state(Counter { runs: 0.into() }).start().await;
+    /// let Err(error) = started else { panic!("`Settings` is missing") };
+    /// assert!(error.to_string().contains("job `greeter` needs state of type"));
+    /// assert!(error.to_string().contains("Settings"));
+    ///
+    /// let handle = cronguard::builder()
+    ///     .state(Settings { greeting: "hello" })
+    ///     .state(Counter { runs: 0.into() })
+    ///     .start()
+    ///     .await?;
+    /// # handle.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states.insert(value);
+        self
+    }
+
     /// How long running jobs get to finish at shutdown before they are cancelled (default 30 s).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
@@ -215,13 +263,14 @@ impl Builder {
     ///
     /// [`Error::Config`] listing every problem at once.
     pub async fn start(self) -> Result<Cronguard, Error> {
-        let mut problems = Vec::new();
+        announce_without_subscriber();
+        let mut problems: Vec<Problem> = Vec::new();
         let mut jobs = Vec::new();
         if self.include_registered {
             for s in registered() {
                 match Job::from_static(s) {
                     Ok(job) => jobs.push(job),
-                    Err(p) => problems.push(p),
+                    Err(p) => problems.push(Problem::new(ProblemKind::InvalidJob, Some(s.name), p)),
                 }
             }
         }
@@ -237,6 +286,17 @@ impl Builder {
         let mut by_name: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
         for job in &jobs {
             problems.extend(job.problems());
+            for key in job.states.iter().filter(|key| !self.states.contains(key)) {
+                problems.push(Problem::new(
+                    ProblemKind::MissingState,
+                    Some(&job.name),
+                    format!(
+                        "job `{}` needs state of type `{}`, which was never given; pass a value of it to `Builder::state` (`cronguard::builder().state(value).start()`)",
+                        job.name,
+                        key.name()
+                    ),
+                ));
+            }
             by_name.entry(&job.name).or_default().push(job);
         }
         for (name, same) in &by_name {
@@ -249,10 +309,14 @@ impl Builder {
                             .unwrap_or_else(|| "a Job built in code".to_owned())
                     })
                     .collect();
-                problems.push(format!(
-                    "{} jobs are named `{name}` (defined at {}); give each a unique `name = \"...\"`",
-                    same.len(),
-                    places.join(" and ")
+                problems.push(Problem::new(
+                    ProblemKind::DuplicateName,
+                    Some(name),
+                    format!(
+                        "{} jobs are named `{name}` (defined at {}); give each a unique `name = \"...\"`",
+                        same.len(),
+                        places.join(" and ")
+                    ),
                 ));
             }
         }
@@ -260,7 +324,7 @@ impl Builder {
         let lock_dir = self.lock_dir.unwrap_or_else(default_lock_dir);
         if jobs.iter().any(|j| j.lock == Lock::File) {
             if let Err(p) = check_lock_dir(&lock_dir) {
-                problems.push(p);
+                problems.push(Problem::new(ProblemKind::LockDir, None, p));
             }
         }
         let redis_jobs: Vec<&Job> = jobs.iter().filter(|j| j.lock == Lock::Redis).collect();
@@ -293,6 +357,7 @@ impl Builder {
             deadline: Arc::new(OnceLock::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             origin: tokio::time::Instant::now(),
+            states: Arc::new(self.states),
         };
         let mut built = Vec::with_capacity(jobs.len());
         for job in &jobs {
@@ -517,6 +582,40 @@ struct RedisLink {
 #[cfg(not(feature = "redis"))]
 struct RedisLink;
 
+/// The job a problem concerns when it concerns exactly one.
+fn one_job<'a>(jobs: &[&'a Job]) -> Option<&'a str> {
+    match jobs {
+        [job] => Some(job.name()),
+        _ => None,
+    }
+}
+
+/// Says once per process, on stderr, where cronguard's events go when no `tracing` subscriber
+/// is installed, so that a first run is never silent (see "Quick start" in the README).
+fn announce_without_subscriber() {
+    static ANNOUNCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Some(line) = subscriber_notice(has_subscriber()) {
+        if !ANNOUNCED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// Whether a `tracing` subscriber sees this thread's events (a global or a scoped one).
+fn has_subscriber() -> bool {
+    tracing::dispatcher::get_default(|d| !d.is::<tracing::subscriber::NoSubscriber>())
+}
+
+/// The line to print when no subscriber is installed.
+fn subscriber_notice(has_subscriber: bool) -> Option<&'static str> {
+    (!has_subscriber).then_some(
+        "cronguard: no `tracing` subscriber is installed, so its logs of runs, skipped and \
+         misfired fires go nowhere; install one before `start()`, e.g. \
+         `tracing_subscriber::fmt().init()` (crate `tracing-subscriber`), or read them through \
+         `Builder::on_event` or `handle.subscribe()`",
+    )
+}
+
 fn job_list(jobs: &[&Job]) -> String {
     quoted(&jobs.iter().map(|j| j.name()).collect::<Vec<_>>())
 }
@@ -525,15 +624,15 @@ fn job_list(jobs: &[&Job]) -> String {
 async fn connect_redis(
     url: Option<&str>,
     jobs: &[&Job],
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> Option<RedisLink> {
     let Some(url) = url else {
-        problems.push(format!(
+        problems.push(Problem::new(ProblemKind::MissingUrl, one_job(jobs), format!(
             "{} {} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
             if jobs.len() == 1 { "job" } else { "jobs" },
             job_list(jobs),
             if jobs.len() == 1 { "uses" } else { "use" },
-        ));
+        )));
         return None;
     };
     match crate::guard::redis::connect(url).await {
@@ -542,10 +641,10 @@ async fn connect_redis(
             scripts: Arc::new(crate::guard::redis::Scripts::new()),
         }),
         Err(e) => {
-            problems.push(format!(
+            problems.push(Problem::new(ProblemKind::Unreachable, None, format!(
                 "Redis at `{}` cannot be reached ({e}); check `CRONGUARD_REDIS_URL` and that the server is up",
                 redact(url)
-            ));
+            )));
             None
         }
     }
@@ -555,12 +654,12 @@ async fn connect_redis(
 async fn connect_redis(
     _url: Option<&str>,
     jobs: &[&Job],
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> Option<RedisLink> {
-    problems.push(format!(
+    problems.push(Problem::new(ProblemKind::MissingFeature, one_job(jobs), format!(
         "{} use `lock = \"redis\"`, but this build of cronguard has no `redis` feature; enable it in Cargo.toml",
         job_list(jobs)
-    ));
+    )));
     None
 }
 
@@ -655,6 +754,22 @@ mod tests {
             assert_eq!(shown, expected, "{url}");
             assert!(!shown.contains("s3"), "{url} -> {shown}");
         }
+    }
+}
+
+#[cfg(test)]
+mod subscriber_tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_a_subscriber_is_told_where_events_go() {
+        assert!(!has_subscriber(), "the unit tests install none");
+        let line = subscriber_notice(false).expect("a notice");
+        assert!(line.contains("tracing_subscriber::fmt().init()"), "{line}");
+        assert!(!line.contains('\n'));
+        assert_eq!(subscriber_notice(true), None);
+        let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+        tracing::dispatcher::with_default(&dispatch, || assert!(!has_subscriber()));
     }
 }
 

@@ -51,7 +51,8 @@ pub enum EventKind {
     Succeeded,
     /// The run returned `Err` or panicked.
     Failed {
-        /// The error's `Display` text, or the panic message.
+        /// The error's text with its chain of causes (`{:#}`, which anyhow and eyre print as
+        /// `outer: cause: root cause`), or the panic message.
         error: String,
     },
     /// The run was cancelled before it finished.

@@ -39,7 +39,7 @@ pub(crate) fn run_key(job: &str, fire: DateTime<Utc>) -> String {
 /// `1500ms`, `60s`: durations as the attribute writes them.
 pub(crate) fn human(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 || ms < 1000 {
+    if !ms.is_multiple_of(1000) || ms < 1000 {
         format!("{ms}ms")
     } else {
         format!("{}s", ms / 1000)

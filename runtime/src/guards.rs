@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::error::{Problem, ProblemKind};
 use crate::guard::file::FileGuard;
 use crate::guard::{Guard, GuardFactory, GuardSpec};
 use crate::job::Job;
@@ -50,7 +51,7 @@ impl Stores {
     pub(crate) async fn connect(
         settings: GuardSettings,
         jobs: &[Job],
-        problems: &mut Vec<String>,
+        problems: &mut Vec<Problem>,
     ) -> Stores {
         for job in jobs {
             if let Lock::Custom(name) = &job.lock {
@@ -68,9 +69,13 @@ impl Stores {
                                 .join(", ")
                         )
                     };
-                    problems.push(format!(
-                        "job `{}` uses `lock = \"custom:{name}\"`, but no guard is registered under `{name}` ({known}); call `Builder::custom_guard(\"{name}\", ...)`",
-                        job.name()
+                    problems.push(Problem::new(
+                        ProblemKind::UnknownGuard,
+                        Some(job.name()),
+                        format!(
+                            "job `{}` uses `lock = \"custom:{name}\"`, but no guard is registered under `{name}` ({known}); call `Builder::custom_guard(\"{name}\", ...)`",
+                            job.name()
+                        ),
                     ));
                 }
             }
@@ -84,9 +89,13 @@ impl Stores {
         };
         #[cfg(not(feature = "postgres"))]
         if !postgres_jobs.is_empty() {
-            problems.push(format!(
-                "{} use `lock = \"postgres\"`, but this build of cronguard has no `postgres` feature; enable it in Cargo.toml: `cronguard = {{ version = \"...\", features = [\"postgres\"] }}`",
-                job_list(&postgres_jobs)
+            problems.push(Problem::new(
+                ProblemKind::MissingFeature,
+                None,
+                format!(
+                    "{} use `lock = \"postgres\"`, but this build of cronguard has no `postgres` feature; enable it in Cargo.toml: `cronguard = {{ version = \"...\", features = [\"postgres\"] }}`",
+                    job_list(&postgres_jobs)
+                ),
             ));
         }
         Stores {
@@ -146,7 +155,9 @@ impl Stores {
                     match db.prune_history(days).await {
                         Ok(0) => {}
                         Ok(n) => tracing::debug!(deleted = n, days, "old run history deleted"),
-                        Err(e) => tracing::warn!(error = %e, "could not delete old run history"),
+                        Err(e) => {
+                            tracing::warn!(error = %crate::error::Chain(&e), "could not delete old run history")
+                        }
                     }
                     tokio::select! {
                         _ = stop.cancelled() => return,
@@ -164,22 +175,43 @@ impl Stores {
 async fn connect_postgres(
     settings: &GuardSettings,
     jobs: &[&Job],
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> Option<Arc<crate::guard::postgres::Database>> {
     let Some(url) = &settings.postgres_url else {
-        problems.push(format!(
-            "{} {} `lock = \"postgres\"` but no PostgreSQL URL is set; set `CRONGUARD_POSTGRES_URL` (or `DATABASE_URL`), or call `Builder::postgres_url`",
-            job_list(jobs),
-            if jobs.len() == 1 { "uses" } else { "use" },
+        problems.push(Problem::new(
+            ProblemKind::MissingUrl,
+            None,
+            format!(
+                "{} {} `lock = \"postgres\"` but no PostgreSQL URL is set; set `CRONGUARD_POSTGRES_URL` (or `DATABASE_URL`), or call `Builder::postgres_url`",
+                job_list(jobs),
+                if jobs.len() == 1 { "uses" } else { "use" },
+            ),
         ));
         return None;
     };
     match crate::guard::postgres::Database::connect(url, &settings.postgres_schema).await {
         Ok(db) => Some(Arc::new(db)),
         Err(e) => {
-            problems.push(format!(
-                "PostgreSQL at `{}`: {e}; check `CRONGUARD_POSTGRES_URL` and that the server is up",
-                crate::guard::postgres::redact(url)
+            let kind = if e.contains("exists but is not the one") {
+                ProblemKind::ForeignTable
+            } else if e.starts_with("PostgreSQL cannot be reached") {
+                ProblemKind::Unreachable
+            } else {
+                ProblemKind::Other
+            };
+            let fix = match kind {
+                ProblemKind::Unreachable => {
+                    "; check `CRONGUARD_POSTGRES_URL` and that the server is up"
+                }
+                _ => "",
+            };
+            problems.push(Problem::new(
+                kind,
+                None,
+                format!(
+                    "PostgreSQL at `{}`: {e}{fix}",
+                    crate::guard::postgres::redact(url)
+                ),
             ));
             None
         }

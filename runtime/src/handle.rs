@@ -102,7 +102,7 @@ impl Monitor {
             Ok(Ok(Some(entries))) => Ok(entries),
             Ok(Ok(None)) => Err(HistoryError::NotKept(job.to_owned())),
             Ok(Err(e)) => Err(guard_err(e)),
-            Err(_) => Err(guard_err(GuardError::Other(
+            Err(_) => Err(guard_err(GuardError::Invalid(
                 "the guard did not answer within 5 s".to_owned(),
             ))),
         }

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::JobContext;
+use crate::error::{Problem, ProblemKind};
 use crate::options::{Lock, Overlap};
 use crate::registry::{
     BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
 };
+use crate::state::StateKey;
 use cronguard_schedule::Schedule;
 
 pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
@@ -61,6 +63,8 @@ pub struct Job {
     pub(crate) defined_at: Option<String>,
     pub(crate) enabled: bool,
     pub(crate) history: bool,
+    /// The state types the body needs, checked by `start()`.
+    pub(crate) states: Vec<StateKey>,
 }
 
 impl Job {
@@ -80,6 +84,7 @@ impl Job {
             defined_at: None,
             enabled: true,
             history: false,
+            states: Vec::new(),
         }
     }
 
@@ -136,6 +141,39 @@ impl Job {
         self
     }
 
+    /// Declares that the body reads the state value of type `T`
+    /// ([`JobContext::state`]), so that [`Builder::start`](crate::Builder::start) fails, naming
+    /// this job and `T`, when no such value was given to
+    /// [`Builder::state`](crate::Builder::state).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cronguard::{Job, Schedule};
+    ///
+    /// struct Mailer;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let job = Job::new("mail::digest", Schedule::every(Duration::from_secs(3600))?)
+    ///     .needs_state::<Mailer>()
+    ///     .run(|ctx| async move {
+    ///         let _mailer = ctx.state::<Mailer>()?;
+    ///         Ok::<(), cronguard::MissingState>(())
+    ///     });
+    /// let started = cronguard::builder().registered_jobs(false).job(job).start().await;
+    /// let Err(error) = started else { panic!("no `Mailer` was given") };
+    /// assert!(error.to_string().contains("job `mail::digest` needs state of type"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn needs_state<T: Send + Sync + 'static>(mut self) -> Self {
+        let key = StateKey::of::<T>();
+        if !self.states.contains(&key) {
+            self.states.push(key);
+        }
+        self
+    }
+
     /// The body: an async function of the run's [`JobContext`], returning `()` or
     /// `Result<(), E: Display>`.
     pub fn run<F, Fut, R>(mut self, f: F) -> Self
@@ -181,7 +219,7 @@ impl Job {
     }
 
     /// Every problem with this job, in words that say how to fix it.
-    pub(crate) fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<Problem> {
         let mut problems = self.setting_problems();
         if self.body.is_none() {
             problems.push(format!(
@@ -190,6 +228,9 @@ impl Job {
             ));
         }
         problems
+            .into_iter()
+            .map(|p| Problem::new(ProblemKind::InvalidJob, Some(&self.name), p))
+            .collect()
     }
 
     /// Every problem with this job's settings (not its body): the rules the `#[scheduled]`
@@ -267,6 +308,11 @@ impl Job {
             job = job.lease(Duration::from_millis(s.lease_millis));
         }
         job.body = Some(body);
+        for key in s.states.iter().filter_map(|required| required()) {
+            if !job.states.contains(&key) {
+                job.states.push(key);
+            }
+        }
         job.defined_at = Some(format!("{}:{}", s.file, s.line));
         Ok(job)
     }
@@ -284,6 +330,7 @@ impl fmt::Debug for Job {
             .field("overlap", &self.overlap)
             .field("coalesce", &self.coalesce)
             .field("misfire_grace", &self.misfire_grace)
+            .field("states", &self.states)
             .finish_non_exhaustive()
     }
 }
@@ -322,7 +369,11 @@ mod tests {
             Duration::from_secs(24 * 3600) + Duration::from_millis(1),
             Duration::from_secs(u64::MAX),
         ] {
-            let problems = redis_job(lease).problems();
+            let problems: Vec<String> = redis_job(lease)
+                .problems()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             assert_eq!(problems.len(), 1, "{lease:?}: {problems:?}");
             assert!(
                 problems[0].starts_with("job `leased`: the lease of ")
@@ -337,7 +388,7 @@ mod tests {
         ] {
             assert_eq!(
                 redis_job(lease).problems(),
-                Vec::<String>::new(),
+                Vec::<Problem>::new(),
                 "{lease:?}"
             );
         }

@@ -1,4 +1,114 @@
-#![doc = include_str!("../../README.md")]
+//! Scheduled jobs for Rust services that start **at most once per scheduled fire** — in one
+//! process, in several processes of one host, or across the replicas of a cluster — and report
+//! **every fire that does not start**, so a job never stops silently.
+//!
+//! A fire is the pair *(job, T)*, where `T` is the instant the schedule names (not the moment a
+//! timer woke). A guard lets one process claim each fire; a fire that is skipped (the previous run
+//! is still going), misfired (too late to start), coalesced, or claimed by another process is an
+//! event, a log record and a metric. With the fencing token checked where the side effect lands
+//! (see [Exactly once, end to end](#exactly-once-end-to-end)), that is exactly once end to end.
+//!
+//! # A first job
+//!
+//! ```no_run
+//! use cronguard::{scheduled, JobContext, State};
+//!
+//! struct Db; // the application's pool
+//!
+//! /// Every 30 s, in this process only (`lock = "local"`, the default).
+//! #[scheduled(every = "30s")]
+//! async fn settle(ctx: JobContext, db: State<Db>) -> anyhow::Result<()> {
+//!     tracing::info!(run_key = %ctx.run_key(), fencing_token = ctx.fencing_token(), "settling");
+//!     let _db: &Db = &db;
+//!     Ok(())
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), cronguard::Error> {
+//!     tracing_subscriber::fmt().init(); // cronguard logs through `tracing`
+//!     cronguard::builder()
+//!         .state(Db)
+//!         .start()
+//!         .await?
+//!         .run_until_shutdown_signal()
+//!         .await
+//! }
+//! ```
+//!
+//! Every `#[scheduled]` function of the binary (any module, any linked crate) is registered at
+//! compile time and started by [`start`] or [`Builder::start`]. The attribute's arguments are
+//! checked at compile time: `cron` or `every`, `tz`, `lock` (`"local"`, `"file"`, `"redis"`),
+//! `lease`, `max_instances`, `overlap` (`"skip"`, `"queue"`, `"replace"`), `coalesce`,
+//! `misfire_grace`, `name`, and `crate` (the path of this crate when it is re-exported). See
+//! [`scheduled`] for each one.
+//!
+//! A job function may be `async fn` or a plain `fn` (run on tokio's blocking pool), take a
+//! [`JobContext`] and any number of [`State<T>`] arguments, and return `()` or
+//! `Result<(), E: Display>`. An `Err` or a panic is a failed run, recorded with the error's chain
+//! of causes; the job keeps its schedule.
+//!
+//! Jobs can also be built in code ([`Job`]), with the same checks made by `start()`.
+//!
+//! # Application state
+//!
+//! [`Builder::state`] gives jobs values of any `Send + Sync + 'static` type, one per type: a
+//! database pool, a client, settings. A job receives one as a [`State<T>`] argument (or through
+//! [`JobContext::state`]). A job that needs a type that was never given makes `start()` fail,
+//! naming the job and the type ([`ProblemKind::MissingState`]), before any fire.
+//!
+//! # Testing a job
+//!
+//! A `#[scheduled]` function stays an ordinary function. [`JobContext::builder`] makes the
+//! context a test passes to it (fire time, fencing token, state, a cancel handle), and
+//! [`State::new`] the state arguments; see [`JobContext::builder`] for a whole test.
+//! [`Schedule`] answers "when will this run?", and [`Clock::anchored`] runs the whole scheduler on
+//! tokio's paused clock.
+//!
+//! # Guards
+//!
+//! | `lock` | scope | a duplicate start needs | a fire is missed (and reported) when |
+//! | --- | --- | --- | --- |
+//! | `local` | one process | the service running as several processes: each runs every fire (use `file` or `redis`) | the process is down, busy or paused past the grace |
+//! | `file` | the processes of one host | the lock dir on a network or shared file system, or wiped while a run holds it | no process of the host is up in time |
+//! | `redis` | a cluster | Redis losing its data (no persistence, failover to a replica that missed the claim), or a blocking job frozen past its lease | Redis unreachable for the whole grace; no replica up in time |
+//!
+//! The `redis` guard needs Redis with `maxmemory-policy noeviction`, persistence (AOF) where a
+//! restart must not forget recent claims, and a single primary. The `file` guard needs a lock dir
+//! on a local file system that no cleaner empties (`CRONGUARD_LOCK_DIR`). Users can write guards
+//! of their own ([`guard::Guard`]).
+//!
+//! # Exactly once, end to end
+//!
+//! No lock protects a write against every pause: a process frozen past its lease can wake up in
+//! the middle of its job. Pass [`JobContext::fencing_token`] with the write and let the store
+//! refuse a token lower than the highest it has seen, or use [`JobContext::run_key`] as the
+//! unique key of an idempotent write:
+//!
+//! ```sql
+//! UPDATE ledger SET balance = $1, fence = $token
+//!  WHERE account = $2 AND fence < $token;   -- 0 rows: a later run already wrote
+//! ```
+//!
+//! # Never silent
+//!
+//! Every run and every dropped fire is an [`Event`]: logged with `tracing`, handed to hooks
+//! ([`Builder::on_event`]), streamed ([`Cronguard::subscribe`]), counted in metrics (the
+//! `metrics` facade) and in the status ([`Cronguard::jobs`]). [`Cronguard::health`] tells
+//! whether every job ran on time. When `start()` finds no `tracing` subscriber it says so once on
+//! stderr.
+//!
+//! # Settings
+//!
+//! `CRONGUARD_LOCK_DIR` (lock dir of `file` guards), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis`
+//! guards), `CRONGUARD_INSTANCE` (this process's name in events); [`Builder`] sets the same in
+//! code. `start()` reports every problem at once ([`Error::Config`]).
+//!
+//! # Features
+//!
+//! - `redis` (default): the `redis` guard.
+//! - `serde`: `Serialize` for the status, events and health.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -23,12 +133,13 @@ mod options;
 mod registry;
 #[cfg(test)]
 mod sim;
+mod state;
 mod status;
 
 pub use crate::clock::Clock;
 pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
-pub use crate::context::JobContext;
-pub use crate::error::Error;
+pub use crate::context::{CancelHandle, JobContext, JobContextBuilder};
+pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
     CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
@@ -39,6 +150,7 @@ pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 pub use crate::job_config::{JobConfig, JobConfigError};
 pub use crate::options::{Lock, Overlap, ParseOptionError};
 pub use crate::registry::IntoJobOutcome;
+pub use crate::state::{MissingState, State};
 pub use crate::status::{Counts, JobStatus, RunRecord};
 pub use cronguard_macros::scheduled;
 pub use cronguard_schedule::{
@@ -139,6 +251,7 @@ pub mod __private {
     pub use crate::registry::{
         BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
     };
+    pub use crate::state::{FromContext, StateKey};
     pub use inventory;
 
     /// Emitted by `#[scheduled(lock = "redis")]`, spanned on `"redis"`: nothing when the

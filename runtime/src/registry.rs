@@ -73,6 +73,8 @@ pub struct StaticJob {
     pub misfire_grace_millis: u64,
     /// The function.
     pub body: JobBody,
+    /// The state types its arguments need (`State<T>`), checked by `start()`.
+    pub states: &'static [fn() -> Option<crate::state::StateKey>],
     /// Where the attribute stands (`file!()`), for error messages.
     pub file: &'static str,
     /// Where the attribute stands (`line!()`), for error messages.
@@ -97,8 +99,10 @@ impl IntoJobOutcome for () {
     }
 }
 
+/// The error's text with its whole chain where its `Display` gives one in the alternate form
+/// (`{:#}`: anyhow and eyre print `outer: cause: root cause`).
 impl<E: std::fmt::Display> IntoJobOutcome for Result<(), E> {
     fn into_job_outcome(self) -> JobOutcome {
-        self.map_err(|e| e.to_string())
+        self.map_err(|e| format!("{e:#}"))
     }
 }

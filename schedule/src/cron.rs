@@ -208,7 +208,7 @@ fn month_length_patterns(parsed: &Parsed) -> Vec<(String, bool)> {
     } else {
         year.plain_values().unwrap_or_default()
     };
-    let leap = |y: &u32| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let leap = |y: &u32| (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
     let partitions: [(u32, Vec<u32>, Option<bool>); 4] = [
         (31, vec![1, 3, 5, 7, 8, 10, 12], None),
         (30, vec![4, 6, 9, 11], None),

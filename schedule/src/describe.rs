@@ -44,7 +44,7 @@ pub(crate) fn interval(interval: Duration) -> String {
     if interval.subsec_nanos() == 0 {
         let secs = interval.as_secs();
         for (size, unit) in units {
-            if secs % size == 0 {
+            if secs.is_multiple_of(size) {
                 return match secs / size {
                     1 => format!("every {unit}"),
                     n => format!("every {n} {unit}s"),
@@ -52,7 +52,7 @@ pub(crate) fn interval(interval: Duration) -> String {
             }
         }
     }
-    if interval.subsec_nanos() % 1_000_000 == 0 && interval.as_secs() == 0 {
+    if interval.subsec_nanos().is_multiple_of(1_000_000) && interval.as_secs() == 0 {
         return format!("every {} milliseconds", interval.subsec_millis());
     }
     format!("every {}", humantime::format_duration(interval))

@@ -2,10 +2,11 @@
 //! loopback port, which a test can pause (SIGSTOP), resume, kill and restart. It is always
 //! stopped by its process id.
 //!
-//! When `redis-server` is missing, [`RedisServer::start`] returns `None` and prints why, so a
-//! developer without Redis can run the rest of the suite; in CI (`CI` or
+//! When `redis-server` is missing, [`RedisServer::start`] returns `None` and says so on the
+//! terminal, past the test harness's output capture, so a developer without Redis can run the
+//! rest of the suite and still sees what it skipped; in CI (`CI` or
 //! `CRONGUARD_TESTS_REQUIRE_REDIS` set) it panics instead, so a missing server never passes
-//! silently.
+//! silently. [`require_program`] does the same for any program a test needs.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
@@ -27,8 +28,39 @@ pub struct RedisServer {
 }
 
 fn required() -> bool {
-    std::env::var_os("CRONGUARD_TESTS_REQUIRE_REDIS").is_some()
-        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+    std::env::var_os("CRONGUARD_TESTS_REQUIRE_REDIS").is_some() || in_ci()
+}
+
+/// Whether this is a CI run (`CI` set to anything but empty, `false` or `0`).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// Whether `program` can be run (`program --version`). When it cannot: with `required` (CI) a
+/// panic that names the package to install; otherwise `false`, after a `SKIPPED` line written
+/// straight to the terminal's stderr — once per program and process — so that it shows in the
+/// output of `cargo test` even though the harness captures what tests print.
+pub fn require_program(program: &str, what: &str, install: &str, required: bool) -> bool {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static ANNOUNCED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    if Command::new(program).arg("--version").output().is_ok() {
+        return true;
+    }
+    let msg = format!("`{program}` is not installed: {what} cannot run; install it ({install})");
+    if required {
+        panic!("{msg} (required in CI)");
+    }
+    let first = ANNOUNCED
+        .lock()
+        .map(|mut seen| seen.insert(program.to_owned()))
+        .unwrap_or(true);
+    if first {
+        // Not `eprintln!`: the test harness captures that, and the notice would only show for a
+        // failing test.
+        let _ = writeln!(std::io::stderr(), "\nSKIPPED: {msg}");
+    }
+    false
 }
 
 /// A free TCP port on 127.0.0.1.
@@ -43,16 +75,12 @@ impl RedisServer {
     /// Starts `redis-server` on a free loopback port with no persistence, and waits until it
     /// answers `PING`. `None` when `redis-server` is not installed (outside CI).
     pub fn start() -> Option<RedisServer> {
-        if Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            let msg = "redis-server is not installed: the Redis tests cannot run (install it, e.g. `apt-get install redis-server`)";
-            if required() {
-                panic!("{msg}");
-            }
-            eprintln!("SKIPPED: {msg}");
+        if !require_program(
+            "redis-server",
+            "the tests of the Redis guard",
+            "e.g. `apt-get install redis-server` or `brew install redis`",
+            required(),
+        ) {
             return None;
         }
         let port = free_port();

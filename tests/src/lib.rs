@@ -83,3 +83,10 @@ pub fn starts_per_fire(entries: &[Entry]) -> BTreeMap<i64, Vec<u32>> {
     }
     map
 }
+
+/// The Rust examples of the repository's README, compiled (and run, unless marked `no_run`) as
+/// doc tests of this package, so that what the README shows keeps working. The published crate
+/// `cronguard` has documentation of its own.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) tasks: TaskTracker,
     /// The origin of the monotonic time the job models see.
     pub(crate) origin: Instant,
+    /// The application's state, handed to every run.
+    pub(crate) states: Arc<crate::state::States>,
 }
 
 impl Shared {

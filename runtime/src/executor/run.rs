@@ -268,7 +268,7 @@ pub(super) async fn release(lease: Box<dyn Lease>, job: Arc<str>) {
     {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
-            tracing::warn!(job = %job, error = %e, "could not release the guard; it frees itself when the lease expires or the process exits")
+            tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not release the guard; it frees itself when the lease expires or the process exits")
         }
         Err(panic) => {
             tracing::warn!(job = %job, panic = %panic_message(&*panic), "the guard panicked while releasing; it frees itself when the lease expires or the process exits")

@@ -222,8 +222,8 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
-                tracing::warn!(job = %job, error = %e, "guard unavailable; retrying until the misfire grace runs out");
-                Answer::Failed(e.to_string())
+                tracing::warn!(job = %job, error = %crate::error::Chain(&e), "guard unavailable; retrying until the misfire grace runs out");
+                Answer::Failed(crate::error::Chain(&e).to_string())
             }
         }
     }
@@ -315,7 +315,7 @@ impl JobSlot {
                             match guard.abandon(fire).await {
                                 Ok(()) => return,
                                 Err(e) if attempt == ABANDON_ATTEMPTS => {
-                                    tracing::warn!(job = %job, fire_time = %fmt_time(fire), error = %e, "could not record a claim as not started; until the next fire is claimed, the health check may count this fire as run");
+                                    tracing::warn!(job = %job, fire_time = %fmt_time(fire), error = %crate::error::Chain(&e), "could not record a claim as not started; until the next fire is claimed, the health check may count this fire as run");
                                 }
                                 Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
                             }
@@ -379,6 +379,7 @@ impl JobSlot {
             fire_time: fire,
             fencing_token: token,
             cancel: cancel.clone(),
+            states: Arc::clone(&cx.shared.states),
         };
         let now = cx.shared.instant(now.mono);
         self.cancels.reserve_exact(1);
@@ -441,7 +442,7 @@ impl JobSlot {
         let job = Arc::clone(self.name());
         cx.shared.tasks.spawn(async move {
             if let Err(e) = guard.record(entry).await {
-                tracing::warn!(job = %job, error = %e, "could not write the run history");
+                tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not write the run history");
             }
         });
     }

@@ -271,7 +271,7 @@ impl FileGuard {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || op(&guard))
                 .await
-                .map_err(|e| GuardError::Task(e.to_string()))?
+                .map_err(GuardError::Join)?
         })
     }
 }
@@ -379,7 +379,7 @@ impl Lease for FileLease {
                 clear_holder(&guard, holder, true).unwrap_or(Ok(()))
             })
             .await
-            .map_err(|e| GuardError::Task(e.to_string()))?
+            .map_err(GuardError::Join)?
         })
     }
 }
@@ -393,7 +393,7 @@ impl Drop for FileLease {
         };
         let (guard, holder) = held.let_go();
         let warn = |e: GuardError| {
-            tracing::warn!(error = %e, "could not clear the holder of a dropped file lease");
+            tracing::warn!(error = %crate::error::Chain(&e), "could not clear the holder of a dropped file lease");
         };
         match clear_holder(&guard, holder, false) {
             Some(Ok(())) => {}
@@ -1079,7 +1079,7 @@ mod planted_links {
             match guard.claim(t(1)).await {
                 Err(GuardError::File { path, source }) => {
                     assert_eq!(path, dir.join(format!("job.{suffix}")));
-                    let text = GuardError::File { path, source }.to_string();
+                    let text = crate::error::Chain(&GuardError::File { path, source }).to_string();
                     assert!(text.contains("symbolic link"), "{text}");
                 }
                 Ok(claim) => panic!("{suffix}: {claim:?}, expected an error"),

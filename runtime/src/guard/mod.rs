@@ -206,11 +206,15 @@ pub enum Renewal {
 
 /// A guard could not answer (its backing store failed). The scheduler retries until the fire's
 /// grace runs out and then reports a misfire with this reason.
+///
+/// Its `Display` says what failed; the cause, when there is one, is its
+/// [`source`](std::error::Error::source) only, so that a report of the whole chain (anyhow's
+/// `{:#}`, or cronguard's own logs) names every cause once.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GuardError {
     /// A lock file could not be opened, locked, read or written.
-    #[error("lock file `{path}`: {source}")]
+    #[error("cannot use the lock file `{path}`")]
     File {
         /// The file.
         path: std::path::PathBuf,
@@ -219,17 +223,35 @@ pub enum GuardError {
         source: std::io::Error,
     },
     /// Redis did not answer or answered with an error.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    #[error("redis: {0}")]
-    Redis(String),
-    /// PostgreSQL did not answer or answered with an error.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    #[error("postgres: {0}")]
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    #[error("the Redis request failed")]
+    Redis(#[source] ::redis::RedisError),
+    /// PostgreSQL did not answer or answered with an error (the server's message and code).
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    #[error("the PostgreSQL request failed: {0}")]
     Postgres(String),
+    /// The guard's store answered something this version cannot use, or a setting is out of
+    /// range; the message says what to do.
+    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+    #[error("{0}")]
+    Invalid(String),
     /// A blocking guard operation could not run (the runtime is shutting down).
+    #[error("a blocking guard operation could not run")]
+    Join(#[source] tokio::task::JoinError),
+    /// A guard operation panicked or could not be carried out.
     #[error("guard task failed: {0}")]
     Task(String),
     /// A guard of the user's own failed.
-    #[error("guard: {0}")]
-    Other(String),
+    #[error("the guard failed")]
+    Other(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl GuardError {
+    /// A failure of a guard of the user's own, keeping its error as the source (a `String` or
+    /// `&str` is accepted too).
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        GuardError::Other(error.into())
+    }
 }

@@ -275,7 +275,7 @@ impl RedisGuard {
 }
 
 fn redis_err(e: redis::RedisError) -> GuardError {
-    GuardError::Redis(e.to_string())
+    GuardError::Redis(e)
 }
 
 /// The lease as Redis `PX` milliseconds. `Job::problems` and the macro keep leases within
@@ -284,7 +284,7 @@ fn redis_err(e: redis::RedisError) -> GuardError {
 fn lease_px(lease: Duration) -> Result<u64, GuardError> {
     cronguard_schedule::check_lease(lease)
         .and_then(|()| u64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
-        .map_err(|e| GuardError::Redis(format!("the lease of {lease:?} {e}")))
+        .map_err(|e| GuardError::Invalid(format!("the lease of {lease:?} {e}")))
 }
 
 impl Guard for RedisGuard {
@@ -352,7 +352,7 @@ impl Guard for RedisGuard {
                     sent_at,
                 })),
                 other => {
-                    return Err(GuardError::Redis(format!(
+                    return Err(GuardError::Invalid(format!(
                         "the claim script answered {other}, which this version of cronguard does not know; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
                     )))
                 }

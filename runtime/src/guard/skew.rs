@@ -77,7 +77,7 @@ async fn check(guard: &dyn Guard, kind: &'static str, clock: &Clock, limit: Dura
             true
         }
         Err(e) => {
-            tracing::debug!(guard = kind, error = %e, "could not measure the clock skew against the guard's server");
+            tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "could not measure the clock skew against the guard's server");
             true
         }
     }

@@ -97,7 +97,7 @@ pub(crate) async fn watch(
             }
             Ok(Err(e)) => {
                 // Try again soon, but never past the deadline.
-                last_error = Some(e.to_string());
+                last_error = Some(crate::error::Chain(&e).to_string());
                 next_renewal = Instant::now() + (period / 4).max(Duration::from_millis(10));
             }
             Err(_) => {

@@ -13,7 +13,7 @@ async fn serve(monitor: Monitor, prometheus: PrometheusHandle) -> SocketAddr {
         .await
         .expect("a loopback port");
     let addr = listener.local_addr().expect("bound");
-    let app = cronguard_examples::http::router(monitor, prometheus);
+    let app = cronguard_example_http_probes::http::router(monitor, prometheus);
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
 }

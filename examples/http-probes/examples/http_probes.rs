@@ -40,7 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!("serving /metrics, /health and /jobs on http://{addr}");
-    let app = cronguard_examples::http::router(handle.monitor(), prometheus);
+    let app = cronguard_example_http_probes::http::router(handle.monitor(), prometheus);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     handle.run_until_shutdown_signal().await?;
     server.abort();

@@ -1,0 +1,10 @@
+use cronguard::{scheduled, State};
+
+struct Db;
+
+#[scheduled(every = "30s")]
+async fn tick(db: &State<Db>) {
+    let _ = db;
+}
+
+fn main() {}
