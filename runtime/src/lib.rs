@@ -37,8 +37,8 @@
 //!
 //! Every `#[scheduled]` function of the binary (any module, any linked crate) is registered at
 //! compile time and started by [`start`] or [`Builder::start`]. The attribute's arguments are
-//! checked at compile time: `cron` or `every`, `tz`, `lock` (`"local"`, `"file"`, `"redis"`),
-//! `lease`, `max_instances`, `overlap` (`"skip"`, `"queue"`, `"replace"`), `coalesce`,
+//! checked at compile time: `cron` or `every`, `tz`, `lock` (`"local"`, `"file"`, `"redis"`,
+//! `"postgres"`, `"custom:<name>"`), `lease`, `history`, `max_instances`, `overlap` (`"skip"`, `"queue"`, `"replace"`), `coalesce`,
 //! `misfire_grace`, `name`, and `crate` (the path of this crate when it is re-exported). See
 //! [`scheduled`] for each one.
 //!
@@ -71,11 +71,17 @@
 //! | `local` | one process | the service running as several processes: each runs every fire (use `file` or `redis`) | the process is down, busy or paused past the grace |
 //! | `file` | the processes of one host | the lock dir on a network or shared file system, or wiped while a run holds it | no process of the host is up in time |
 //! | `redis` | a cluster | Redis losing its data (no persistence, failover to a replica that missed the claim), or a blocking job frozen past its lease | Redis unreachable for the whole grace; no replica up in time |
+//! | `postgres` | a cluster | the database losing a committed claim (failover to an asynchronous standby), or a blocking job frozen past its lease | PostgreSQL unreachable for the whole grace; no replica up in time |
+//! | `custom:<name>` | what the guard reaches | what its store can lose | its store unreachable for the whole grace |
 //!
 //! The `redis` guard needs Redis with `maxmemory-policy noeviction`, persistence (AOF) where a
 //! restart must not forget recent claims, and a single primary. The `file` guard needs a lock dir
-//! on a local file system that no cleaner empties (`CRONGUARD_LOCK_DIR`). Users can write guards
-//! of their own ([`guard::Guard`]).
+//! on a local file system that no cleaner empties (`CRONGUARD_LOCK_DIR`). The `postgres` guard
+//! needs one primary (synchronous replication if a failover must not lose claims); it creates its
+//! tables at start, or uses tables made by a migration, and keeps the run history of jobs with
+//! `history` ([`Cronguard::history`]). Users can write guards of their own ([`guard::Guard`],
+//! [`Builder::custom_guard`]) and check them with the exported conformance suite (feature
+//! `conformance`).
 //!
 //! # Exactly once, end to end
 //!
@@ -100,13 +106,18 @@
 //! # Settings
 //!
 //! `CRONGUARD_LOCK_DIR` (lock dir of `file` guards), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis`
+//! guards), `CRONGUARD_POSTGRES_URL` or `DATABASE_URL` and `CRONGUARD_POSTGRES_SCHEMA` (`postgres`
 //! guards), `CRONGUARD_INSTANCE` (this process's name in events); [`Builder`] sets the same in
 //! code. `start()` reports every problem at once ([`Error::Config`]).
 //!
 //! # Features
 //!
 //! - `redis` (default): the `redis` guard.
-//! - `serde`: `Serialize` for the status, events and health.
+//! - `postgres`: the `postgres` guard and its run history.
+//! - `conformance`: the guard conformance suite (`cronguard::guard::conformance`), for tests of a
+//!   guard of your own.
+//! - `serde`: `Serialize` for the status, events, health and history (and `Deserialize` for jobs
+//!   from configuration).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]

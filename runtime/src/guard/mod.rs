@@ -32,6 +32,7 @@ use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
 #[cfg(any(test, feature = "conformance"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
 pub(crate) mod file;
 #[cfg(feature = "postgres")]
