@@ -128,12 +128,13 @@ async fn main() {
             .map(|j| RedisClaimer::with_connection(conn.clone(), &format!("bench-{j}")))
             .collect()
     };
-    let pg = PostgresClaimer::connect(&pg_server.url(), "bench")
-        .await
-        .expect("connects");
-    let pg_jobs: Vec<PostgresClaimer> = (0..JOBS)
-        .map(|j| pg.sibling(&format!("bench-{j}")))
-        .collect();
+    // A pool of its own for each measured phase, closed before the statistics are read.
+    let pg_pool = || async {
+        PostgresClaimer::connect(&pg_server.url(), "bench")
+            .await
+            .expect("connects")
+    };
+    let pg = pg_pool().await;
     let mut redis_stats = redis::Client::open(redis_server.url())
         .expect("url")
         .get_connection_manager()
@@ -149,6 +150,7 @@ async fn main() {
         assert!(redis.claim_release(i).await.expect("claim"));
         assert!(pg.claim_release(i).await.expect("claim"));
     }
+    drop(pg);
 
     println!("claim + release of one fire, {pairs} per round, servers on this host (2 cores shared with the benchmark)");
     println!(
@@ -162,14 +164,21 @@ async fn main() {
         let r_seq = sequential(pairs, base, |t| redis.claim_release(t)).await;
         let redis_trips = (redis_calls(&mut redis_stats).await - before) as f64 / pairs as f64;
         let before = postgres_counts(&pg_stats).await;
+        let pg = pg_pool().await;
         let p_seq = sequential(pairs, base, |t| pg.claim_release(t)).await;
+        drop(pg);
         let after = postgres_counts(&pg_stats).await;
-        // Two statements per fire (claim, release), each its own transaction; the statistics
-        // queries add their own few.
+        // Two statements per fire (claim, release), each its own transaction; opening the pool
+        // adds a few (its schema check).
         let pg_trips = (after.0 - before.0) as f64 / pairs as f64;
         let pg_claims = (after.1 - before.1) as f64 / pairs as f64;
         let r_con = concurrent(pairs, base, |j, t| redis_jobs[j].claim_release(t)).await;
+        let pg = pg_pool().await;
+        let pg_jobs: Vec<PostgresClaimer> = (0..JOBS)
+            .map(|j| pg.sibling(&format!("bench-{j}")))
+            .collect();
         let p_con = concurrent(pairs, base, |j, t| pg_jobs[j].claim_release(t)).await;
+        drop((pg, pg_jobs));
         for (guard, mode, s, trips) in [
             ("redis", "one at once", &r_seq, format!("{redis_trips:.2}")),
             (
