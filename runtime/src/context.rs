@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::cancel::RunCancel;
-use crate::state::{MissingState, State, States};
+use crate::state::{MissingState, State, StateKey, States};
 use chrono::{DateTime, Utc};
 
 /// What a running job knows about its run: which fire it is, its fencing token, the
@@ -179,5 +179,39 @@ impl CancelHandle {
     /// [`JobContext::is_cancelled`] turns `true`.
     pub fn cancel(&self) {
         self.0.cancel();
+    }
+}
+
+/// What a `#[scheduled]` function's argument is made from: the run's context or a state value.
+/// Implemented for [`JobContext`] and [`State<T>`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an argument that a `#[scheduled]` job can take",
+    label = "take a `JobContext` or a `State<T>`"
+)]
+pub trait FromContext: Sized {
+    /// The state type this argument needs, checked by `start()`.
+    fn required() -> Option<StateKey>;
+
+    /// The argument for one run.
+    fn from_context(ctx: &JobContext) -> Result<Self, MissingState>;
+}
+
+impl FromContext for JobContext {
+    fn required() -> Option<StateKey> {
+        None
+    }
+
+    fn from_context(ctx: &JobContext) -> Result<Self, MissingState> {
+        Ok(ctx.clone())
+    }
+}
+
+impl<T: Send + Sync + 'static> FromContext for State<T> {
+    fn required() -> Option<StateKey> {
+        Some(StateKey::of::<T>())
+    }
+
+    fn from_context(ctx: &JobContext) -> Result<Self, MissingState> {
+        ctx.state::<T>()
     }
 }

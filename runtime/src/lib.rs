@@ -258,11 +258,12 @@ pub mod __bench {
 /// Not public API. Used by code that `#[scheduled]` generates.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::context::FromContext;
     pub use crate::options::Overlap;
     pub use crate::registry::{
         BoxFuture, IntoJobOutcome, JobBody, JobOutcome, StaticGuard, StaticJob, StaticSchedule,
     };
-    pub use crate::state::{FromContext, StateKey};
+    pub use crate::state::StateKey;
     pub use inventory;
 
     /// Emitted by `#[scheduled(lock = "redis")]`, spanned on `"redis"`: nothing when the

@@ -182,40 +182,6 @@ impl fmt::Debug for States {
     }
 }
 
-/// What a `#[scheduled]` function's argument is made from: the run's context or a state value.
-/// Implemented for [`JobContext`](crate::JobContext) and [`State<T>`].
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an argument that a `#[scheduled]` job can take",
-    label = "take a `JobContext` or a `State<T>`"
-)]
-pub trait FromContext: Sized {
-    /// The state type this argument needs, checked by `start()`.
-    fn required() -> Option<StateKey>;
-
-    /// The argument for one run.
-    fn from_context(ctx: &crate::JobContext) -> Result<Self, MissingState>;
-}
-
-impl FromContext for crate::JobContext {
-    fn required() -> Option<StateKey> {
-        None
-    }
-
-    fn from_context(ctx: &crate::JobContext) -> Result<Self, MissingState> {
-        Ok(ctx.clone())
-    }
-}
-
-impl<T: Send + Sync + 'static> FromContext for State<T> {
-    fn required() -> Option<StateKey> {
-        Some(StateKey::of::<T>())
-    }
-
-    fn from_context(ctx: &crate::JobContext) -> Result<Self, MissingState> {
-        ctx.state::<T>()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
