@@ -1,5 +1,7 @@
 //! Support code for cronguard's integration tests: the record that replica processes append
-//! to, and helpers to read it.
+//! to, helpers to read it, and the replica processes of the fault tests ([`replicas`]).
+
+pub mod replicas;
 
 use std::collections::BTreeMap;
 use std::io::Write;

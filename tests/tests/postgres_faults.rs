@@ -3,154 +3,27 @@
 //! into reported misfires and the job resumes, and the run history records what happened. The
 //! scenarios run one at a time (they share two cores and measure recovery times).
 
-use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use cronguard_testkit::PostgresServer;
-use cronguard_tests::{read_record, starts_per_fire, Entry};
+use cronguard_tests::replicas::{
+    assert_each_fire_once, assert_no_gaps, now_ms, Replicas, Settings,
+};
+use cronguard_tests::{starts_per_fire, Entry};
+
+const WORKER: &str = env!("CARGO_BIN_EXE_shared_worker");
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-struct Replicas {
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-#[derive(Clone, Copy)]
-struct Settings {
-    lease_ms: u64,
-    grace_ms: u64,
-    work_ms: u64,
-    run_for_ms: u64,
-}
-
-impl Replicas {
-    fn start(name: &str, db: &PostgresServer, s: Settings, offsets: &[i64]) -> Replicas {
-        let dir =
-            std::env::temp_dir().join(format!("cronguard-pg-faults-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let children = offsets
-            .iter()
-            .enumerate()
-            .map(|(i, offset)| {
-                Command::new(env!("CARGO_BIN_EXE_shared_worker"))
-                    .env("RECORD", dir.join("record"))
-                    .env("LOCK", "postgres")
-                    .env("HISTORY", "1")
-                    .env("CRONGUARD_POSTGRES_URL", db.url())
-                    .env("LEASE_MS", s.lease_ms.to_string())
-                    .env("GRACE_MS", s.grace_ms.to_string())
-                    .env("WORK_MS", s.work_ms.to_string())
-                    .env("RUN_FOR_MS", s.run_for_ms.to_string())
-                    .env("CLOCK_OFFSET_MS", offset.to_string())
-                    .stderr(
-                        std::fs::File::create(dir.join(format!("replica-{i}.log"))).expect("log"),
-                    )
-                    .spawn()
-                    .expect("the shared_worker binary starts")
-            })
-            .collect();
-        Replicas { dir, children }
-    }
-
-    fn record(&self) -> Vec<Entry> {
-        read_record(&self.dir.join("record"))
-    }
-
-    fn wait_for(&self, timeout: Duration, what: &str, cond: impl Fn(&[Entry]) -> bool) {
-        let until = Instant::now() + timeout;
-        while Instant::now() < until {
-            if cond(&self.record()) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "timed out after {timeout:?} waiting for {what}; logs in {}",
-            self.dir.display()
-        );
-    }
-
-    /// The process holding a run now (the latest `start` without an `end`).
-    fn holder(&self) -> Entry {
-        let record = self.record();
-        record
-            .iter()
-            .rev()
-            .find(|s| {
-                s.what == "start"
-                    && !record
-                        .iter()
-                        .any(|e| e.what == "end" && e.fire_ms == s.fire_ms)
-            })
-            .cloned()
-            .expect("a run in progress")
-    }
-
-    fn child(&mut self, pid: u32) -> &mut Child {
-        self.children
-            .iter_mut()
-            .find(|c| c.id() == pid)
-            .expect("one of ours")
-    }
-
-    fn signal(pid: u32, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()
-            .expect("kill")
-            .success();
-        assert!(ok, "kill {sig} {pid}");
-    }
-
-    /// Waits for every replica; all must exit cleanly (no panic, no error).
-    fn finish(mut self, except: Option<u32>) -> Vec<Entry> {
-        for c in &mut self.children {
-            let status = c.wait().expect("wait");
-            if Some(c.id()) != except {
-                assert!(
-                    status.success(),
-                    "replica {} failed; logs in {}",
-                    c.id(),
-                    self.dir.display()
-                );
-            }
-        }
-        let record = self.record();
-        let _ = std::fs::remove_dir_all(&self.dir);
-        record
-    }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-fn assert_each_fire_once(record: &[Entry]) {
-    for (fire, pids) in starts_per_fire(record) {
-        assert_eq!(
-            pids.len(),
-            1,
-            "fire {fire} ran {} times: {pids:?}",
-            pids.len()
-        );
-    }
-}
-
-fn assert_no_gaps(record: &[Entry]) {
-    let fires: Vec<i64> = starts_per_fire(record).keys().copied().collect();
-    assert!(fires.len() >= 5, "too few fires: {fires:?}");
-    let inner = &fires[1..fires.len() - 1];
-    assert!(
-        inner.windows(2).all(|w| w[1] - w[0] == 1000),
-        "a fire is missing: {fires:?}"
-    );
+/// What every replica of a scenario runs with: the `postgres` guard, with history.
+fn pg_env(db: &PostgresServer) -> [(&'static str, String); 3] {
+    [
+        ("LOCK", "postgres".to_owned()),
+        ("HISTORY", "1".to_owned()),
+        ("CRONGUARD_POSTGRES_URL", db.url()),
+    ]
 }
 
 const FAST: Settings = Settings {
@@ -166,7 +39,8 @@ fn steady_state_runs_every_fire_exactly_once_and_records_its_history() {
     let Some(db) = PostgresServer::start() else {
         return;
     };
-    let record = Replicas::start("steady", &db, FAST, &[-300, 0, 0, 300]).finish(None);
+    let record =
+        Replicas::start(WORKER, "steady", &pg_env(&db), FAST, &[-300, 0, 0, 300]).finish(None);
     assert_each_fire_once(&record);
     assert_no_gaps(&record);
     let others = record
@@ -240,7 +114,7 @@ fn killing_the_holder_hands_the_job_to_another_replica_within_lease_plus_a_perio
         run_for_ms: 12_000,
         ..FAST
     };
-    let mut replicas = Replicas::start("kill", &db, s, &[0, 0, 0]);
+    let mut replicas = Replicas::start(WORKER, "kill", &pg_env(&db), s, &[0, 0, 0]);
     replicas.wait_for(Duration::from_secs(8), "a run", |r| {
         r.iter().any(|e| e.what == "start")
     });
@@ -285,7 +159,7 @@ fn a_frozen_holder_is_replaced_and_takes_no_step_after_its_lease() {
         run_for_ms: 14_000,
         ..FAST
     };
-    let replicas = Replicas::start("freeze", &db, s, &[0, 0, 0]);
+    let replicas = Replicas::start(WORKER, "freeze", &pg_env(&db), s, &[0, 0, 0]);
     replicas.wait_for(Duration::from_secs(8), "a write", |r| {
         r.iter().any(|e| e.what == "write")
     });
@@ -335,7 +209,7 @@ fn outage(name: &str, fault: impl FnOnce(&mut PostgresServer)) -> (Vec<Entry>, i
         work_ms: 100,
         run_for_ms: 16_000,
     };
-    let replicas = Replicas::start(name, &db, s, &[0, 0, 0]);
+    let replicas = Replicas::start(WORKER, name, &pg_env(&db), s, &[0, 0, 0]);
     replicas.wait_for(Duration::from_secs(8), "three runs", |r| {
         starts_per_fire(r).len() >= 3
     });

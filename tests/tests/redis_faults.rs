@@ -2,153 +2,18 @@
 //! exactly once, a dead or frozen holder is replaced, and fencing tokens expose a frozen writer.
 //! The scenarios run one at a time (they share two cores and measure recovery times).
 
-use std::path::PathBuf;
-use std::process::{Child, Command};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use cronguard_testkit::RedisServer;
-use cronguard_tests::{read_record, starts_per_fire, Entry};
+use cronguard_tests::replicas::{
+    assert_each_fire_once, assert_no_gaps, now_ms, Replicas, Settings,
+};
+use cronguard_tests::{starts_per_fire, Entry};
+
+const WORKER: &str = env!("CARGO_BIN_EXE_shared_worker");
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-struct Replicas {
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-#[derive(Clone, Copy)]
-struct Settings {
-    lease_ms: u64,
-    grace_ms: u64,
-    work_ms: u64,
-    run_for_ms: u64,
-}
-
-impl Replicas {
-    fn start(name: &str, redis: &RedisServer, s: Settings, offsets: &[i64]) -> Replicas {
-        let dir =
-            std::env::temp_dir().join(format!("cronguard-faults-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let children = offsets
-            .iter()
-            .enumerate()
-            .map(|(i, offset)| {
-                Command::new(env!("CARGO_BIN_EXE_shared_worker"))
-                    .env("RECORD", dir.join("record"))
-                    .env("CRONGUARD_REDIS_URL", redis.url())
-                    .env("LEASE_MS", s.lease_ms.to_string())
-                    .env("GRACE_MS", s.grace_ms.to_string())
-                    .env("WORK_MS", s.work_ms.to_string())
-                    .env("RUN_FOR_MS", s.run_for_ms.to_string())
-                    .env("CLOCK_OFFSET_MS", offset.to_string())
-                    .stderr(
-                        std::fs::File::create(dir.join(format!("replica-{i}.log"))).expect("log"),
-                    )
-                    .spawn()
-                    .expect("the shared_worker binary starts")
-            })
-            .collect();
-        Replicas { dir, children }
-    }
-
-    fn record(&self) -> Vec<Entry> {
-        read_record(&self.dir.join("record"))
-    }
-
-    fn wait_for(&self, timeout: Duration, what: &str, cond: impl Fn(&[Entry]) -> bool) {
-        let until = Instant::now() + timeout;
-        while Instant::now() < until {
-            if cond(&self.record()) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "timed out after {timeout:?} waiting for {what}; logs in {}",
-            self.dir.display()
-        );
-    }
-
-    /// The process holding a run now (the latest `start` without an `end`).
-    fn holder(&self) -> Entry {
-        let record = self.record();
-        record
-            .iter()
-            .rev()
-            .find(|s| {
-                s.what == "start"
-                    && !record
-                        .iter()
-                        .any(|e| e.what == "end" && e.fire_ms == s.fire_ms)
-            })
-            .cloned()
-            .expect("a run in progress")
-    }
-
-    fn child(&mut self, pid: u32) -> &mut Child {
-        self.children
-            .iter_mut()
-            .find(|c| c.id() == pid)
-            .expect("one of ours")
-    }
-
-    fn signal(pid: u32, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()
-            .expect("kill")
-            .success();
-        assert!(ok, "kill {sig} {pid}");
-    }
-
-    /// Waits for every replica; all must exit cleanly (no panic, no error).
-    fn finish(mut self, except: Option<u32>) -> Vec<Entry> {
-        for c in &mut self.children {
-            let status = c.wait().expect("wait");
-            if Some(c.id()) != except {
-                assert!(
-                    status.success(),
-                    "replica {} failed; logs in {}",
-                    c.id(),
-                    self.dir.display()
-                );
-            }
-        }
-        let record = self.record();
-        let _ = std::fs::remove_dir_all(&self.dir);
-        record
-    }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-fn assert_each_fire_once(record: &[Entry]) {
-    for (fire, pids) in starts_per_fire(record) {
-        assert_eq!(
-            pids.len(),
-            1,
-            "fire {fire} ran {} times: {pids:?}",
-            pids.len()
-        );
-    }
-}
-
-fn assert_no_gaps(record: &[Entry]) {
-    let fires: Vec<i64> = starts_per_fire(record).keys().copied().collect();
-    assert!(fires.len() >= 5, "too few fires: {fires:?}");
-    let inner = &fires[1..fires.len() - 1];
-    assert!(
-        inner.windows(2).all(|w| w[1] - w[0] == 1000),
-        "a fire is missing: {fires:?}"
-    );
-}
 
 const FAST: Settings = Settings {
     lease_ms: 3000,
@@ -163,7 +28,14 @@ fn steady_state_runs_every_fire_exactly_once() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let record = Replicas::start("steady", &redis, FAST, &[0, 0, 0, 0]).finish(None);
+    let record = Replicas::start(
+        WORKER,
+        "steady",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        FAST,
+        &[0, 0, 0, 0],
+    )
+    .finish(None);
     assert_each_fire_once(&record);
     assert_no_gaps(&record);
     let others = record
@@ -184,7 +56,14 @@ fn skewed_clocks_still_run_every_fire_exactly_once() {
     };
     // A late replica wakes after the early one's fast run has released the lock: only the
     // stored last fire stops it from running the same fire again.
-    let record = Replicas::start("skew", &redis, FAST, &[-400, -150, 0, 200, 400]).finish(None);
+    let record = Replicas::start(
+        WORKER,
+        "skew",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        FAST,
+        &[-400, -150, 0, 200, 400],
+    )
+    .finish(None);
     assert_each_fire_once(&record);
     assert_no_gaps(&record);
 }
@@ -201,7 +80,13 @@ fn killing_the_holder_hands_the_job_to_another_replica_within_lease_plus_a_perio
         run_for_ms: 12_000,
         ..FAST
     };
-    let mut replicas = Replicas::start("kill", &redis, s, &[0, 0, 0]);
+    let mut replicas = Replicas::start(
+        WORKER,
+        "kill",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        s,
+        &[0, 0, 0],
+    );
     replicas.wait_for(Duration::from_secs(5), "a run", |r| {
         r.iter().any(|e| e.what == "start")
     });
@@ -244,7 +129,13 @@ fn a_frozen_holder_is_replaced_and_takes_no_step_after_its_lease() {
         run_for_ms: 14_000,
         ..FAST
     };
-    let replicas = Replicas::start("freeze", &redis, s, &[0, 0, 0]);
+    let replicas = Replicas::start(
+        WORKER,
+        "freeze",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        s,
+        &[0, 0, 0],
+    );
     replicas.wait_for(Duration::from_secs(5), "a write", |r| {
         r.iter().any(|e| e.what == "write")
     });
@@ -315,7 +206,13 @@ fn outage(name: &str, fault: impl FnOnce(&mut RedisServer)) -> (Vec<Entry>, i64,
         work_ms: 100,
         run_for_ms: 14_000,
     };
-    let replicas = Replicas::start(name, &redis, s, &[0, 0, 0]);
+    let replicas = Replicas::start(
+        WORKER,
+        name,
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        s,
+        &[0, 0, 0],
+    );
     replicas.wait_for(Duration::from_secs(5), "three runs", |r| {
         starts_per_fire(r).len() >= 3
     });
@@ -404,7 +301,13 @@ fn a_claim_whose_reply_was_lost_in_a_redis_freeze_still_runs_its_fire() {
         run_for_ms: 12_000,
     };
     // One replica: a fire it sees "claimed elsewhere" can only be its own claim.
-    let replicas = Replicas::start("lost-reply", &redis, s, &[0]);
+    let replicas = Replicas::start(
+        WORKER,
+        "lost-reply",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        s,
+        &[0],
+    );
     replicas.wait_for(Duration::from_secs(5), "two runs", |r| {
         starts_per_fire(r).len() >= 2
     });
@@ -443,8 +346,14 @@ fn a_replica_whose_clock_is_an_hour_ahead_cannot_silence_the_others() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let ahead = Replicas::start("ahead", &redis, FAST, &[0, 0, 3_600_000]);
-    let ahead_pid = ahead.children[2].id();
+    let ahead = Replicas::start(
+        WORKER,
+        "ahead",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        FAST,
+        &[0, 0, 3_600_000],
+    );
+    let ahead_pid = ahead.pid(2);
     let record = ahead.finish(None);
     assert_each_fire_once(&record);
     assert_no_gaps(&record);
