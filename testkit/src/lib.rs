@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 #[cfg(unix)]
 mod postgres;
 #[cfg(unix)]
-pub use postgres::PostgresServer;
+pub use postgres::{PgBouncer, PostgresServer};
 
 /// A `redis-server` process of one test.
 #[derive(Debug)]

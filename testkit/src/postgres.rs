@@ -270,3 +270,96 @@ impl Drop for PostgresServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A PgBouncer in **transaction** pooling mode in front of a [`PostgresServer`], on a free
+/// loopback port: each transaction may run on another server connection, so anything that
+/// depends on a session (named prepared statements, advisory locks, `SET`) breaks behind it.
+#[derive(Debug)]
+pub struct PgBouncer {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl PgBouncer {
+    /// Starts `pgbouncer` for `server`'s `postgres` database. `None` when PgBouncer is not
+    /// installed (outside CI).
+    pub fn start(server: &PostgresServer) -> Option<PgBouncer> {
+        let bin = [
+            "/usr/sbin/pgbouncer",
+            "/usr/bin/pgbouncer",
+            "/usr/local/bin/pgbouncer",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file());
+        let Some(bin) = bin else {
+            let msg = "pgbouncer is not installed: the PgBouncer test cannot run (install it, e.g. `apt-get install pgbouncer`)";
+            if required() {
+                panic!("{msg}");
+            }
+            eprintln!("SKIPPED: {msg}");
+            return None;
+        };
+        let port = free_port();
+        let dir = server.dir.join(format!("pgbouncer-{port}"));
+        std::fs::create_dir_all(&dir).expect("a folder for pgbouncer");
+        let config = format!(
+            "[databases]\npostgres = host=127.0.0.1 port={pg} dbname=postgres user=postgres\n\n\
+             [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
+             auth_type = trust\nauth_file = {dir}/users.txt\npool_mode = transaction\n\
+             max_client_conn = 200\ndefault_pool_size = 4\n\
+             ignore_startup_parameters = extra_float_digits,options\nlogfile = {dir}/pgbouncer.log\n",
+            pg = server.port,
+            dir = dir.display(),
+        );
+        std::fs::write(dir.join("pgbouncer.ini"), config).expect("pgbouncer.ini");
+        std::fs::write(dir.join("users.txt"), "\"postgres\" \"\"\n").expect("users.txt");
+        if is_root() {
+            let (uid, gid) = postgres_owner().expect("a `postgres` user to run pgbouncer");
+            for path in [
+                dir.clone(),
+                dir.join("pgbouncer.ini"),
+                dir.join("users.txt"),
+            ] {
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("chown");
+            }
+        }
+        let child = as_server_user(&bin)
+            .arg(dir.join("pgbouncer.ini"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("pgbouncer starts");
+        let bouncer = PgBouncer {
+            port,
+            dir,
+            child: Some(child),
+        };
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port).into();
+        let until = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                Instant::now() < until,
+                "pgbouncer on port {port} did not listen within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(bouncer)
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`, through the bouncer.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PgBouncer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cronguard_testkit::PostgresServer;
+use cronguard_testkit::{PgBouncer, PostgresServer};
 
 use super::{Database, PostgresGuard};
 use crate::guard::{Claim, Guard};
@@ -317,4 +317,45 @@ async fn the_database_clock_is_the_guards_clock() {
         .expect("answers")
         .expect("the database has a clock");
     assert!(skew.abs() < TimeDelta::seconds(1), "{skew}");
+}
+
+#[tokio::test]
+async fn the_guard_works_through_pgbouncer_in_transaction_mode() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let Some(bouncer) = PgBouncer::start(&server) else {
+        return;
+    };
+    // The schema is created through the bouncer too, and every claim may land on another server
+    // connection: nothing may depend on a session.
+    let db = Arc::new(
+        Database::connect(&bouncer.url(), "cronguard")
+            .await
+            .expect("connects through pgbouncer"),
+    );
+    let report = crate::guard::conformance::check(|spec| {
+        Arc::new(PostgresGuard::new(
+            Arc::clone(&db),
+            &spec.job,
+            Arc::from(spec.instance.as_str()),
+            spec.lease,
+            spec.overlap,
+            spec.history,
+        ))
+    })
+    .await
+    .unwrap_or_else(|failure| panic!("through pgbouncer: {failure}"));
+    assert!(report.skipped.is_empty(), "{report}");
+    // Many claims at once share the bouncer's 4 server connections.
+    let claims = (0..64).map(|i| {
+        let g = guard(&db, &format!("bouncer-{i}"), 30_000, true);
+        async move {
+            match g.claim(now()).await.expect("answers") {
+                Claim::Acquired(lease) => lease.release().await.expect("release"),
+                other => panic!("{other:?}"),
+            }
+        }
+    });
+    futures_util::future::join_all(claims).await;
 }
