@@ -41,12 +41,19 @@ pub fn in_ci() -> bool {
 /// straight to the terminal's stderr — once per program and process — so that it shows in the
 /// output of `cargo test` even though the harness captures what tests print.
 pub fn require_program(program: &str, what: &str, install: &str, required: bool) -> bool {
-    use std::collections::BTreeSet;
-    use std::sync::Mutex;
-    static ANNOUNCED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     if Command::new(program).arg("--version").output().is_ok() {
         return true;
     }
+    report_missing(program, what, install, required)
+}
+
+/// Says that `program` is missing: with `required` (CI) a panic that names the package to
+/// install; otherwise a `SKIPPED` line on the terminal's stderr, once per program and process.
+/// Always `false`.
+pub(crate) fn report_missing(program: &str, what: &str, install: &str, required: bool) -> bool {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static ANNOUNCED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     let msg = format!("`{program}` is not installed: {what} cannot run; install it ({install})");
     if required {
         panic!("{msg} (required in CI)");

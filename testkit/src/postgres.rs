@@ -20,8 +20,7 @@ pub struct PostgresServer {
 }
 
 fn required() -> bool {
-    std::env::var_os("CRONGUARD_TESTS_REQUIRE_POSTGRES").is_some()
-        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+    std::env::var_os("CRONGUARD_TESTS_REQUIRE_POSTGRES").is_some() || crate::in_ci()
 }
 
 /// The folder of `initdb` and `postgres`: on the `PATH`, else Debian's
@@ -90,11 +89,12 @@ impl PostgresServer {
     /// connections. `None` when PostgreSQL is not installed (outside CI).
     pub fn start() -> Option<PostgresServer> {
         let Some(bin) = bin_dir() else {
-            let msg = "PostgreSQL is not installed: the PostgreSQL tests cannot run (install it, e.g. `apt-get install postgresql`)";
-            if required() {
-                panic!("{msg}");
-            }
-            eprintln!("SKIPPED: {msg}");
+            crate::report_missing(
+                "initdb",
+                "the tests of the PostgreSQL guard",
+                "e.g. `apt-get install postgresql` or `brew install postgresql`",
+                required(),
+            );
             return None;
         };
         let port = free_port();
@@ -282,7 +282,8 @@ pub struct PgBouncer {
 }
 
 impl PgBouncer {
-    /// Starts `pgbouncer` for `server`'s `postgres` database. `None` when PgBouncer is not
+    /// Starts `pgbouncer` for `server`'s `postgres` database (found in `/usr/sbin`, `/usr/bin` or
+    /// `/usr/local/bin`). `None` when PgBouncer is not
     /// installed (outside CI).
     pub fn start(server: &PostgresServer) -> Option<PgBouncer> {
         let bin = [
@@ -294,11 +295,12 @@ impl PgBouncer {
         .map(PathBuf::from)
         .find(|p| p.is_file());
         let Some(bin) = bin else {
-            let msg = "pgbouncer is not installed: the PgBouncer test cannot run (install it, e.g. `apt-get install pgbouncer`)";
-            if required() {
-                panic!("{msg}");
-            }
-            eprintln!("SKIPPED: {msg}");
+            crate::report_missing(
+                "pgbouncer",
+                "the test of the PostgreSQL guard behind PgBouncer",
+                "e.g. `apt-get install pgbouncer` or `brew install pgbouncer`",
+                required(),
+            );
             return None;
         };
         let port = free_port();

@@ -1,5 +1,6 @@
-//! Says which parts of the suite cannot run on this machine: a missing `redis-server` fails
-//! this test in CI (`CI` or `CRONGUARD_TESTS_REQUIRE_REDIS` set) and is reported as `SKIPPED`
+//! Says which parts of the suite cannot run on this machine: a missing `redis-server`,
+//! PostgreSQL or PgBouncer fails this test in CI (`CI`, `CRONGUARD_TESTS_REQUIRE_REDIS` or
+//! `CRONGUARD_TESTS_REQUIRE_POSTGRES` set) and is reported as `SKIPPED`
 //! on the terminal elsewhere, whatever the harness captures (see "Quick start" in the README for
 //! the packages to install).
 
@@ -14,4 +15,17 @@ fn redis_server_for_the_redis_guard_tests() {
         required,
     );
     assert!(installed || !required);
+}
+
+#[test]
+fn postgresql_for_the_postgres_guard_tests() {
+    let required = cronguard_testkit::in_ci()
+        || std::env::var_os("CRONGUARD_TESTS_REQUIRE_POSTGRES").is_some();
+    // `PostgresServer::start` finds `initdb` on the PATH or under /usr/lib/postgresql, and says
+    // itself what to install when it cannot.
+    let started = cronguard_testkit::PostgresServer::start();
+    assert!(started.is_some() || !required);
+    if let Some(server) = started {
+        assert!(cronguard_testkit::PgBouncer::start(&server).is_some() || !required);
+    }
 }
