@@ -26,6 +26,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio::time::Instant;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{NoTls, Row};
 
@@ -48,6 +49,10 @@ const POOL_SIZE: usize = 8;
 pub(crate) struct Database {
     pool: Pool,
     sql: Statements,
+    schema: String,
+    /// Held while the schema is created again (see [`Database::query`]), so that the jobs of a
+    /// process do not all try at once.
+    recreating: tokio::sync::Mutex<()>,
 }
 
 struct Statements {
@@ -176,6 +181,8 @@ impl Database {
         Ok(Database {
             pool,
             sql: Statements::new(schema),
+            schema: schema.to_owned(),
+            recreating: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -190,7 +197,20 @@ impl Database {
         match tokio::time::timeout(STATEMENT_TIMEOUT, client.query_typed(sql, params)).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => {
-                if e.as_db_error().is_none() {
+                let missing = e.code().is_some_and(|c| {
+                    [
+                        SqlState::UNDEFINED_TABLE,
+                        SqlState::UNDEFINED_FUNCTION,
+                        SqlState::INVALID_SCHEMA_NAME,
+                    ]
+                    .contains(c)
+                });
+                if missing {
+                    // The database lost cronguard's tables (restored from an older backup,
+                    // recreated empty): make them again, so that claims work at the next retry
+                    // instead of failing until the process restarts.
+                    self.recreate(client).await;
+                } else if e.as_db_error().is_none() {
                     drop(Object::take(client));
                 }
                 Err(pg_err(&e))
@@ -201,6 +221,29 @@ impl Database {
                     "no answer within {} s",
                     STATEMENT_TIMEOUT.as_secs()
                 )))
+            }
+        }
+    }
+
+    /// Creates the schema again after a statement found it missing; logged, never an error of its
+    /// own (the statement's error is what the caller reports).
+    async fn recreate(&self, mut client: Object) {
+        let Ok(_one) = self.recreating.try_lock() else {
+            return; // another job of this process is at it
+        };
+        let client: &mut tokio_postgres::Client = &mut client;
+        match tokio::time::timeout(STATEMENT_TIMEOUT * 5, schema::ensure(client, &self.schema))
+            .await
+        {
+            Ok(Ok(())) => tracing::warn!(
+                schema = %self.schema,
+                "cronguard's tables were missing from the database and were created again; fires claimed before are forgotten, so fencing tokens continue from the clock"
+            ),
+            Ok(Err(e)) => {
+                tracing::error!(schema = %self.schema, error = %e, "cronguard's tables are missing from the database and cannot be created again")
+            }
+            Err(_) => {
+                tracing::error!(schema = %self.schema, "cronguard's tables are missing from the database; creating them again took too long")
             }
         }
     }

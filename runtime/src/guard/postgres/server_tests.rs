@@ -359,3 +359,36 @@ async fn the_guard_works_through_pgbouncer_in_transaction_mode() {
     });
     futures_util::future::join_all(claims).await;
 }
+
+#[tokio::test]
+async fn tables_dropped_under_a_running_guard_are_created_again() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "dropped", 30_000, false);
+    let first = now() - TimeDelta::seconds(2);
+    match g.claim(first).await.expect("answers") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("{other:?}"),
+    }
+    client(&server)
+        .await
+        .batch_execute("DROP SCHEMA cronguard CASCADE")
+        .await
+        .expect("drop");
+    // The first claim after the loss fails (and is retried by the scheduler); the schema is
+    // made again meanwhile, so the retry is answered.
+    let next = now();
+    let mut answered = None;
+    for _ in 0..3 {
+        if let Ok(claim) = g.claim(next).await {
+            answered = Some(claim);
+            break;
+        }
+    }
+    match answered.expect("claims work again without a restart") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("{other:?}"),
+    }
+}
