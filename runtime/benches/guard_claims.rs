@@ -122,8 +122,9 @@ async fn main() {
         .await
         .expect("connects");
     let redis_jobs: Vec<RedisClaimer> = {
-        let client = redis::Client::open(redis_server.url()).expect("url");
-        let conn = client.get_connection_manager().await.expect("connects");
+        let conn = cronguard::__bench::redis_connection(&redis_server.url())
+            .await
+            .expect("connects");
         (0..JOBS)
             .map(|j| RedisClaimer::with_connection(conn.clone(), &format!("bench-{j}")))
             .collect()

@@ -82,6 +82,7 @@ pub struct Builder {
     hooks: Vec<Hook>,
     shutdown_timeout: Duration,
     states: States,
+    require_guards_at_start: bool,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -108,6 +109,7 @@ impl Builder {
             hooks: Vec::new(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             states: States::default(),
+            require_guards_at_start: false,
         }
     }
 
@@ -115,6 +117,20 @@ impl Builder {
     /// belong to this process's user and be writable by nobody else, and must not be a link.
     pub fn lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.lock_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether `start()` fails when a guard's server (Redis) cannot be reached (default `false`).
+    ///
+    /// By default an unreachable server is not a start error: a deploy that starts while Redis is
+    /// briefly down must not crash-loop. The jobs start, their fires are reported as misfires
+    /// (`guard_unavailable`) and their health is `unknown` while the server is away, and
+    /// everything resumes without a restart when it answers. A URL that does not parse, a wrong
+    /// password or an unknown user is always a start error ([`ProblemKind::GuardRefused`]). With
+    /// `true`, an unreachable server is a start error too ([`ProblemKind::Unreachable`]). See
+    /// "Starting while a guard's server is down" in the README.
+    pub fn require_guards_at_start(mut self, required: bool) -> Self {
+        self.require_guards_at_start = required;
         self
     }
 
@@ -331,7 +347,13 @@ impl Builder {
         let redis = if redis_jobs.is_empty() {
             None
         } else {
-            connect_redis(self.redis_url.as_deref(), &redis_jobs, &mut problems).await
+            connect_redis(
+                self.redis_url.as_deref(),
+                self.require_guards_at_start,
+                &redis_jobs,
+                &mut problems,
+            )
+            .await
         };
         let stores = Stores::connect(
             GuardSettings {
@@ -575,7 +597,7 @@ fn check_private(dir: &Path) -> Result<(), String> {
 /// The connection every `redis` job shares.
 #[cfg(feature = "redis")]
 struct RedisLink {
-    conn: redis::aio::ConnectionManager,
+    conn: crate::guard::redis::RedisConn,
     scripts: Arc<crate::guard::redis::Scripts>,
 }
 
@@ -623,9 +645,11 @@ fn job_list(jobs: &[&Job]) -> String {
 #[cfg(feature = "redis")]
 async fn connect_redis(
     url: Option<&str>,
+    required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,
 ) -> Option<RedisLink> {
+    use crate::guard::redis::Open;
     let Some(url) = url else {
         problems.push(Problem::new(ProblemKind::MissingUrl, one_job(jobs), format!(
             "{} {} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
@@ -635,24 +659,42 @@ async fn connect_redis(
         )));
         return None;
     };
-    match crate::guard::redis::connect(url).await {
-        Ok(conn) => Some(RedisLink {
-            conn,
-            scripts: Arc::new(crate::guard::redis::Scripts::new()),
-        }),
-        Err(e) => {
+    let conn = match crate::guard::redis::open(url).await {
+        Open::Ready(conn) => conn,
+        Open::Unreachable(_, why) if required => {
             problems.push(Problem::new(ProblemKind::Unreachable, None, format!(
-                "Redis at `{}` cannot be reached ({e}); check `CRONGUARD_REDIS_URL` and that the server is up",
+                "Redis at `{}` cannot be reached ({why}); check `CRONGUARD_REDIS_URL` and that the server is up, or let the scheduler start without it (`Builder::require_guards_at_start(false)`, the default)",
                 redact(url)
             )));
-            None
+            return None;
         }
-    }
+        Open::Unreachable(conn, why) => {
+            tracing::warn!(
+                redis = %redact(url),
+                error = %why,
+                jobs = jobs.len(),
+                "Redis cannot be reached at start; the jobs that use it report their fires as misfires until it answers, and resume then without a restart"
+            );
+            conn
+        }
+        Open::Misconfigured(why) => {
+            problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
+                "Redis at `{}` refused the connection ({why}); check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
+                redact(url)
+            )));
+            return None;
+        }
+    };
+    Some(RedisLink {
+        conn,
+        scripts: Arc::new(crate::guard::redis::Scripts::new()),
+    })
 }
 
 #[cfg(not(feature = "redis"))]
 async fn connect_redis(
     _url: Option<&str>,
+    _required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,
 ) -> Option<RedisLink> {

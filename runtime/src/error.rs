@@ -109,8 +109,13 @@ pub enum ProblemKind {
     LockDir,
     /// A job uses a guard whose backend is not configured (no Redis URL).
     MissingUrl,
-    /// A guard's backend cannot be reached.
+    /// A guard's backend cannot be reached, and
+    /// [`Builder::require_guards_at_start`](crate::Builder::require_guards_at_start) asks that it
+    /// is.
     Unreachable,
+    /// A guard's backend answered but refused the connection, or its URL is not valid: a wrong
+    /// password, an unknown user, a scheme this build does not support.
+    GuardRefused,
     /// A job uses a guard whose cargo feature is off in this build.
     MissingFeature,
     /// A job names a custom guard (`lock = "custom:<name>"`) that was not registered with

@@ -225,21 +225,30 @@ pub mod __bench {
         }
     }
 
+    /// The connection the `redis` guards share.
+    #[derive(Clone)]
+    pub struct RedisConnection(crate::guard::redis::RedisConn);
+
+    /// Connects to Redis the way the guards do.
+    pub async fn redis_connection(url: &str) -> Result<RedisConnection, String> {
+        connect(url).await.map(RedisConnection)
+    }
+
     /// A `redis` guard of one job.
     pub struct RedisClaimer(RedisGuard);
 
     impl RedisClaimer {
         /// Connects the guard of `job`.
         pub async fn connect(url: &str, job: &str) -> Result<Self, String> {
-            Ok(Self::with_connection(connect(url).await?, job))
+            Ok(Self::with_connection(redis_connection(url).await?, job))
         }
 
         /// The guard of `job` on a given connection.
-        pub fn with_connection(conn: redis::aio::ConnectionManager, job: &str) -> Self {
+        pub fn with_connection(conn: RedisConnection, job: &str) -> Self {
             let scripts = Arc::new(Scripts::new());
             let lease = Duration::from_secs(30);
             RedisClaimer(RedisGuard::new(
-                conn,
+                conn.0,
                 scripts,
                 "cronguard",
                 job,

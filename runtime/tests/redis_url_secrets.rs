@@ -12,6 +12,7 @@ async fn start_error(url: &str) -> String {
     cronguard::builder()
         .registered_jobs(false)
         .redis_url(url)
+        .require_guards_at_start(true)
         .job(job)
         .start()
         .await

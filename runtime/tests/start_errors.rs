@@ -46,6 +46,7 @@ async fn an_unreachable_redis_is_a_start_error_without_its_password() {
     let err = cronguard::builder()
         .registered_jobs(false)
         .redis_url(format!("redis://app:s3cret@127.0.0.1:{port}/"))
+        .require_guards_at_start(true)
         .job(redis_job("c"))
         .start()
         .await

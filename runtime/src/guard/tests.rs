@@ -304,12 +304,12 @@ mod redis {
     }
 
     /// A plain connection to look at the keys the way an operator would.
-    async fn raw(server: &RedisServer) -> ::redis::aio::ConnectionManager {
+    async fn raw(server: &RedisServer) -> crate::guard::redis::RedisConn {
         connect(&server.url()).await.expect("connects")
     }
 
     async fn hget(
-        conn: &mut ::redis::aio::ConnectionManager,
+        conn: &mut crate::guard::redis::RedisConn,
         key: &str,
         field: &str,
     ) -> Option<i64> {
@@ -321,7 +321,7 @@ mod redis {
             .expect("HGET")
     }
 
-    async fn pttl(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> i64 {
+    async fn pttl(conn: &mut crate::guard::redis::RedisConn, key: &str) -> i64 {
         ::redis::cmd("PTTL")
             .arg(key)
             .query_async(conn)
@@ -431,7 +431,7 @@ mod redis {
         }
     }
 
-    async fn exists(conn: &mut ::redis::aio::ConnectionManager, key: &str) -> bool {
+    async fn exists(conn: &mut crate::guard::redis::RedisConn, key: &str) -> bool {
         ::redis::cmd("EXISTS")
             .arg(key)
             .query_async::<i64>(conn)

@@ -40,7 +40,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::time::Instant;
 
@@ -48,6 +47,10 @@ use super::{Claim, Guard, GuardError, Lease, Renewal};
 use crate::clock::epoch_millis;
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
+
+mod connection;
+
+pub(crate) use connection::{connect, open, Open, RedisConn};
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
 ///
@@ -230,7 +233,7 @@ impl Scripts {
 }
 
 pub(crate) struct RedisGuard {
-    conn: ConnectionManager,
+    conn: RedisConn,
     /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
     /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
     nonce: Arc<str>,
@@ -248,7 +251,7 @@ pub(crate) struct RedisGuard {
 
 impl RedisGuard {
     pub(crate) fn new(
-        conn: ConnectionManager,
+        conn: RedisConn,
         scripts: Arc<Scripts>,
         prefix: &str,
         job: &str,
@@ -432,7 +435,7 @@ impl Guard for RedisGuard {
 }
 
 struct RedisLease {
-    conn: ConnectionManager,
+    conn: RedisConn,
     scripts: Arc<Scripts>,
     lock_key: Arc<str>,
     cancel_key: Arc<str>,
@@ -492,29 +495,6 @@ impl Lease for RedisLease {
             Ok(())
         })
     }
-}
-
-/// Connects to Redis for the guards: a `ConnectionManager` (reconnects by itself) whose requests
-/// time out, so that a frozen Redis turns into errors, never into a stuck scheduler.
-pub(crate) async fn connect(url: &str) -> Result<ConnectionManager, String> {
-    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
-    let config = redis::aio::ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(2)))
-        .set_response_timeout(Some(Duration::from_secs(2)))
-        .set_number_of_retries(2)
-        .set_max_delay(Duration::from_secs(2));
-    let mut conn = tokio::time::timeout(
-        Duration::from_secs(5),
-        client.get_connection_manager_with_config(config),
-    )
-    .await
-    .map_err(|_| "no answer within 5 s".to_owned())?
-    .map_err(|e| e.to_string())?;
-    let _: String = redis::cmd("PING")
-        .query_async(&mut conn)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(conn)
 }
 
 #[cfg(test)]

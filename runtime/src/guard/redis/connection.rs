@@ -1,0 +1,225 @@
+//! The connection of the Redis guards: one value, cheap to clone, that every job's guard sends its
+//! scripts through, whatever the topology behind the URL.
+//!
+//! A server that cannot be reached when the scheduler starts is not a misconfiguration: the
+//! connection is made at the first request that finds the server up (at most one attempt per
+//! [`RETRY_CONNECT_AFTER`], so that a thousand jobs due during an outage do not each wait for a
+//! connection timeout), and until then every request fails at once with the last connection error.
+//! A URL that does not parse, a refused password or an unknown user is a misconfiguration: that is
+//! [`Open::Misconfigured`], a start error.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
+use tokio::time::Instant;
+
+/// How long a connection attempt may take before the server counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a request may wait for its reply before it fails (and is retried by the job's model).
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// After a failed connection attempt, requests fail at once for this long before the next
+/// attempt.
+const RETRY_CONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// What opening a connection found.
+pub(crate) enum Open {
+    /// Connected.
+    Ready(RedisConn),
+    /// The server did not answer; the connection is made when it does. The text says why.
+    Unreachable(RedisConn, String),
+    /// The URL or the credentials are wrong: the text says what to fix.
+    Misconfigured(String),
+}
+
+/// How to reach the server(s) behind a URL.
+#[derive(Clone)]
+enum Target {
+    Single(redis::Client),
+}
+
+/// A connected link to the server(s).
+#[derive(Clone)]
+enum Link {
+    Single(ConnectionManager),
+}
+
+impl Link {
+    fn as_conn(&mut self) -> &mut (dyn ConnectionLike + Send) {
+        match self {
+            Link::Single(conn) => conn,
+        }
+    }
+}
+
+enum State {
+    Connected(Link),
+    /// Not connected; the last attempt failed at that instant with that error.
+    Down(Option<(Instant, RedisError)>),
+}
+
+struct Shared {
+    target: Target,
+    state: Mutex<State>,
+    /// Held by the one request that is connecting, so that the others do not connect too.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+/// The connection of the Redis guards (see the module documentation).
+#[derive(Clone)]
+pub(crate) struct RedisConn(Arc<Shared>);
+
+impl RedisConn {
+    fn new(target: Target, state: State) -> Self {
+        RedisConn(Arc::new(Shared {
+            target,
+            state: Mutex::new(state),
+            connecting: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the state half-written (every write is
+        // one assignment), so a poisoned lock is still good to use.
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The link, connecting first if need be.
+    async fn link(&self) -> Result<Link, RedisError> {
+        if let Some(result) = self.ready_or_recent_failure() {
+            return result;
+        }
+        let _connecting = self.0.connecting.lock().await;
+        // Another request may have connected, or failed, while this one waited.
+        if let Some(result) = self.ready_or_recent_failure() {
+            return result;
+        }
+        match open_link(&self.0.target).await {
+            Ok(link) => {
+                *self.state() = State::Connected(link.clone());
+                tracing::info!("connected to Redis");
+                Ok(link)
+            }
+            Err(e) => {
+                let copy = clone_error(&e);
+                *self.state() = State::Down(Some((Instant::now(), e)));
+                Err(copy)
+            }
+        }
+    }
+
+    fn ready_or_recent_failure(&self) -> Option<Result<Link, RedisError>> {
+        match &*self.state() {
+            State::Connected(link) => Some(Ok(link.clone())),
+            State::Down(Some((at, e))) if at.elapsed() < RETRY_CONNECT_AFTER => {
+                Some(Err(clone_error(e)))
+            }
+            State::Down(_) => None,
+        }
+    }
+}
+
+/// A copy of `e` to hand to every request that fails on it: its kind and its text.
+fn clone_error(e: &RedisError) -> RedisError {
+    let kind = if e.is_timeout() || e.is_io_error() {
+        ErrorKind::Io
+    } else {
+        e.kind()
+    };
+    RedisError::from((kind, "no connection to Redis", e.to_string()))
+}
+
+impl ConnectionLike for RedisConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let mut link = self.link().await?;
+            link.as_conn().req_packed_command(cmd).await
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let mut link = self.link().await?;
+            link.as_conn()
+                .req_packed_commands(pipeline, offset, count)
+                .await
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.0.target {
+            Target::Single(client) => client.get_connection_info().redis_settings().db(),
+        }
+    }
+}
+
+/// Whether `e` says the server could not be reached (as opposed to refusing us).
+fn is_unreachable(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
+}
+
+async fn open_link(target: &Target) -> Result<Link, RedisError> {
+    match target {
+        Target::Single(client) => {
+            let config = redis::aio::ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                .set_number_of_retries(2)
+                .set_max_delay(Duration::from_secs(2));
+            let mut conn = tokio::time::timeout(
+                CONNECT_TIMEOUT + Duration::from_secs(1),
+                client.get_connection_manager_with_config(config),
+            )
+            .await
+            .map_err(|_| {
+                RedisError::from((
+                    ErrorKind::Io,
+                    "no answer",
+                    format!("within {CONNECT_TIMEOUT:?}"),
+                ))
+            })??;
+            let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+            Ok(Link::Single(conn))
+        }
+    }
+}
+
+fn target(url: &str) -> Result<Target, RedisError> {
+    Ok(Target::Single(redis::Client::open(url)?))
+}
+
+/// Opens the connection to the server(s) of `url`.
+pub(crate) async fn open(url: &str) -> Open {
+    let target = match target(url) {
+        Ok(target) => target,
+        Err(e) => return Open::Misconfigured(format!("the URL is not valid: {e}")),
+    };
+    match open_link(&target).await {
+        Ok(link) => Open::Ready(RedisConn::new(target, State::Connected(link))),
+        Err(e) if is_unreachable(&e) => {
+            let why = e.to_string();
+            Open::Unreachable(
+                RedisConn::new(target, State::Down(Some((Instant::now(), e)))),
+                why,
+            )
+        }
+        Err(e) => Open::Misconfigured(e.to_string()),
+    }
+}
+
+/// Connects to the server(s) of `url`, failing when they do not answer now.
+pub(crate) async fn connect(url: &str) -> Result<RedisConn, String> {
+    match open(url).await {
+        Open::Ready(conn) => Ok(conn),
+        Open::Unreachable(_, why) => Err(why),
+        Open::Misconfigured(why) => Err(why),
+    }
+}
