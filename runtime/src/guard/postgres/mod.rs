@@ -53,6 +53,20 @@ pub(crate) struct Database {
     /// Held while the schema is created again (see [`Database::query`]), so that the jobs of a
     /// process do not all try at once.
     recreating: tokio::sync::Mutex<()>,
+    /// The schema was found or made. `false` only when the database could not be reached at
+    /// start: the first statement that reaches it makes the schema first.
+    schema_ready: std::sync::atomic::AtomicBool,
+}
+
+/// What opening the database found.
+pub(crate) enum Open {
+    /// Connected, the schema in place.
+    Ready(Database),
+    /// The server did not answer; the connections and the schema are made when it does. The text
+    /// says why.
+    Unreachable(Database, String),
+    /// The URL, the credentials or the schema are wrong: a start problem, ready to show.
+    Failed(String),
 }
 
 struct Statements {
@@ -147,8 +161,45 @@ type Params<'a> = [(&'a (dyn ToSql + Sync), Type)];
 
 impl Database {
     /// Connects to `url` and makes sure schema `schema` holds cronguard's tables (see
-    /// [`schema::ensure`]). Errors are start problems, ready to show.
+    /// [`schema::ensure`]); a server that does not answer is [`Open::Unreachable`], not an error.
+    pub(crate) async fn open(url: &str, schema: &str) -> Open {
+        let db = match Database::new(url, schema) {
+            Ok(db) => db,
+            Err(e) => return Open::Failed(e),
+        };
+        let mut client = match db.pool.get().await {
+            Ok(client) => client,
+            Err(e) if unreachable(&e) => {
+                let why = pool_error(&e);
+                return Open::Unreachable(db, why);
+            }
+            Err(e) => {
+                return Open::Failed(format!(
+                    "PostgreSQL refused the connection ({})",
+                    pool_error(&e)
+                ))
+            }
+        };
+        let client: &mut tokio_postgres::Client = &mut client;
+        if let Err(e) = schema::ensure(client, schema).await {
+            return Open::Failed(e);
+        }
+        db.schema_ready
+            .store(true, std::sync::atomic::Ordering::Release);
+        Open::Ready(db)
+    }
+
+    /// Connects to `url` and makes sure the schema is there; an unreachable server is an error.
     pub(crate) async fn connect(url: &str, schema: &str) -> Result<Database, String> {
+        match Database::open(url, schema).await {
+            Open::Ready(db) => Ok(db),
+            Open::Unreachable(_, why) => Err(format!("PostgreSQL cannot be reached ({why})")),
+            Open::Failed(e) => Err(e),
+        }
+    }
+
+    /// The pool of connections to `url`, none made yet.
+    fn new(url: &str, schema: &str) -> Result<Database, String> {
         schema::check_name(schema)?;
         let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|e| format!("the PostgreSQL URL is not valid: {e}"))?;
@@ -172,18 +223,41 @@ impl Database {
             .recycle_timeout(Some(STATEMENT_TIMEOUT))
             .build()
             .map_err(|e| format!("cannot set up the PostgreSQL connection pool: {e}"))?;
-        let mut client = pool
-            .get()
-            .await
-            .map_err(|e| format!("PostgreSQL cannot be reached ({})", pool_error(&e)))?;
-        let client: &mut tokio_postgres::Client = &mut client;
-        schema::ensure(client, schema).await?;
         Ok(Database {
             pool,
             sql: Statements::new(schema),
             schema: schema.to_owned(),
             recreating: tokio::sync::Mutex::new(()),
+            schema_ready: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Makes the schema on `client` if it was not checked yet (the database was unreachable at
+    /// start). A schema holding a table that is not cronguard's fails every statement, each time
+    /// with the reason.
+    async fn ensure_schema(&self, client: &mut Object) -> Result<(), GuardError> {
+        use std::sync::atomic::Ordering;
+        if self.schema_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _one = self.recreating.lock().await;
+        if self.schema_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let client: &mut tokio_postgres::Client = client;
+        match tokio::time::timeout(STATEMENT_TIMEOUT * 5, schema::ensure(client, &self.schema))
+            .await
+        {
+            Ok(Ok(())) => {
+                self.schema_ready.store(true, Ordering::Release);
+                tracing::info!(schema = %self.schema, "connected to PostgreSQL; cronguard's tables are in place");
+                Ok(())
+            }
+            Ok(Err(e)) => Err(GuardError::Postgres(e)),
+            Err(_) => Err(GuardError::Postgres(
+                "checking cronguard's tables took too long".to_owned(),
+            )),
+        }
     }
 
     /// Runs one statement with a deadline. A connection whose statement failed for any reason
@@ -194,6 +268,8 @@ impl Database {
             .await
             .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
             .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+        let mut client = client;
+        self.ensure_schema(&mut client).await?;
         match tokio::time::timeout(STATEMENT_TIMEOUT, client.query_typed(sql, params)).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => {
@@ -263,6 +339,8 @@ impl Database {
                 .await
                 .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
                 .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+            let mut client = client;
+            self.ensure_schema(&mut client).await?;
             let n = client
                 .execute_typed(
                     &self.sql.prune,
@@ -304,6 +382,15 @@ pub(crate) fn redact(url: &str) -> String {
             None => url,
         },
         _ => url,
+    }
+}
+
+/// Whether `e` says the server did not answer, as opposed to refusing us.
+fn unreachable(e: &deadpool_postgres::PoolError) -> bool {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => e.as_db_error().is_none(),
+        deadpool_postgres::PoolError::Timeout(_) => true,
+        _ => false,
     }
 }
 
