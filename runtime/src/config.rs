@@ -389,7 +389,7 @@ impl Builder {
                 #[cfg(feature = "redis")]
                 (Lock::Redis, Some(redis)) => Some(Arc::new(crate::guard::redis::RedisGuard::new(
                     redis.conn.clone(),
-                    Arc::clone(&redis.scripts),
+                    Arc::clone(&redis.batcher),
                     &self.redis_prefix,
                     &job.name,
                     job.lease_or_default(),
@@ -600,7 +600,7 @@ fn check_private(dir: &Path) -> Result<(), String> {
 #[cfg(feature = "redis")]
 struct RedisLink {
     conn: crate::guard::redis::RedisConn,
-    scripts: Arc<crate::guard::redis::Scripts>,
+    batcher: Arc<crate::guard::redis::Batcher>,
 }
 
 #[cfg(not(feature = "redis"))]
@@ -688,8 +688,8 @@ async fn connect_redis(
         }
     };
     Some(RedisLink {
+        batcher: crate::guard::redis::Batcher::new(conn.clone()),
         conn,
-        scripts: Arc::new(crate::guard::redis::Scripts::new()),
     })
 }
 

@@ -175,7 +175,7 @@ pub mod __bench {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use crate::guard::redis::{connect, RedisGuard, Scripts};
+    use crate::guard::redis::{connect, Batcher, RedisGuard};
     use crate::guard::{Claim, Guard};
 
     /// Claims fire `fire_ms` through `guard` and releases it at once; `true` when acquired.
@@ -245,11 +245,10 @@ pub mod __bench {
 
         /// The guard of `job` on a given connection.
         pub fn with_connection(conn: RedisConnection, job: &str) -> Self {
-            let scripts = Arc::new(Scripts::new());
             let lease = Duration::from_secs(30);
             RedisClaimer(RedisGuard::new(
-                conn.0,
-                scripts,
+                conn.0.clone(),
+                Batcher::new(conn.0),
                 "cronguard",
                 job,
                 lease,
