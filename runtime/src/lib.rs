@@ -203,6 +203,11 @@ pub mod __bench {
             Ok(Self::on(Arc::new(db), job))
         }
 
+        /// Statements sent so far on these connections (each one round trip).
+        pub fn statements(&self) -> u64 {
+            self.0.database().statements()
+        }
+
         /// Another job's guard on the same connections.
         pub fn sibling(&self, job: &str) -> Self {
             Self::on(Arc::clone(self.0.database()), job)

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cronguard::{Builder, EventKind, HealthState, Job, Lock, ProblemKind, Schedule};
+use cronguard::{Builder, EventKind, HealthState, Job, Lock, Schedule};
 use tokio::time::Instant;
 
 /// Every line the test's subscriber wrote.
@@ -203,15 +203,18 @@ async fn a_wrong_redis_password_or_a_bad_url_is_still_a_start_error() {
     let text = wrong_password.to_string();
     assert!(text.contains("refused the connection"), "{text}");
     assert!(!text.contains("s3cret"), "{text}");
-    assert_eq!(kinds(&wrong_password), [ProblemKind::GuardRefused]);
+    assert_eq!(
+        kinds(&wrong_password),
+        [cronguard::ProblemKind::GuardRefused]
+    );
 
     let bad_url = start_error("redis://127.0.0.1:notaport/".to_owned()).await;
-    assert_eq!(kinds(&bad_url), [ProblemKind::GuardRefused]);
+    assert_eq!(kinds(&bad_url), [cronguard::ProblemKind::GuardRefused]);
     assert!(bad_url.to_string().contains("URL"), "{bad_url}");
 }
 
 #[cfg(feature = "redis")]
-fn kinds(err: &cronguard::Error) -> Vec<ProblemKind> {
+fn kinds(err: &cronguard::Error) -> Vec<cronguard::ProblemKind> {
     match err {
         cronguard::Error::Config { problems } => problems.iter().map(|p| p.kind()).collect(),
         other => panic!("not a configuration error: {other}"),

@@ -15,6 +15,7 @@
 //!
 //! [`query_typed`]: tokio_postgres::Client::query_typed
 
+mod batch;
 pub(crate) mod schema;
 #[cfg(test)]
 mod server_tests;
@@ -56,6 +57,10 @@ pub(crate) struct Database {
     /// The schema was found or made. `false` only when the database could not be reached at
     /// start: the first statement that reaches it makes the schema first.
     schema_ready: std::sync::atomic::AtomicBool,
+    /// The task that sends claims, renewals and releases in batches, started at the first.
+    batches: std::sync::OnceLock<batch::Batches>,
+    /// Statements sent so far (round trips), for the tests and the benchmarks.
+    statements: std::sync::atomic::AtomicU64,
 }
 
 /// What opening the database found.
@@ -70,9 +75,9 @@ pub(crate) enum Open {
 }
 
 struct Statements {
-    claim: String,
-    renew: String,
-    release: String,
+    claim_batch: String,
+    renew_batch: String,
+    release_batch: String,
     abandon: String,
     first_report: String,
     last_claimed: String,
@@ -85,17 +90,26 @@ struct Statements {
 impl Statements {
     fn new(s: &str) -> Self {
         Statements {
-            claim: format!(
-                "SELECT answer, val, ignored FROM {s}.claim_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            // Each row of the batch is a call of the function a single claim would make, in the
+            // order of the arrays (sorted by job, so that replicas lock rows in one order).
+            claim_batch: format!(
+                "SELECT c.answer, c.val, c.ignored FROM unnest($1::text[], $2::timestamptz[], \
+                 $3::text[], $4::bigint[], $5::boolean[], $6::boolean[], $7::text[], $8::text[], \
+                 $9::boolean[]) WITH ORDINALITY \
+                 AS b(job, fire, token, lease_ms, replace, skip, nonce, instance, history, ord) \
+                 CROSS JOIN LATERAL {s}.claim_v1(b.job, b.fire, b.token, b.lease_ms, b.replace, \
+                 b.skip, b.nonce, $10, b.instance, b.history) AS c ORDER BY b.ord"
             ),
-            renew: format!(
-                "UPDATE {s}.jobs SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' \
-                 WHERE job = $1 AND lease_holder = $2 AND lease_until > clock_timestamp() \
-                 RETURNING coalesce(cancel_holder = $2, false)"
+            renew_batch: format!(
+                "SELECT r.answer FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY \
+                 AS b(job, token, lease_ms, ord) \
+                 CROSS JOIN LATERAL {s}.renew_v1(b.job, b.token, b.lease_ms) AS r(answer) \
+                 ORDER BY b.ord"
             ),
-            release: format!(
-                "UPDATE {s}.jobs SET lease_holder = NULL, lease_until = NULL, cancel_holder = NULL \
-                 WHERE job = $1 AND lease_holder = $2"
+            release_batch: format!(
+                "SELECT r.released FROM unnest($1::text[], $2::text[]) WITH ORDINALITY \
+                 AS b(job, token, ord) \
+                 CROSS JOIN LATERAL {s}.release_v1(b.job, b.token) AS r(released) ORDER BY b.ord"
             ),
             abandon: format!("SELECT {s}.abandon_v1($1, $2, $3)"),
             first_report: format!(
@@ -190,6 +204,7 @@ impl Database {
     }
 
     /// Connects to `url` and makes sure the schema is there; an unreachable server is an error.
+    #[cfg_attr(not(any(test, feature = "redis")), allow(dead_code))]
     pub(crate) async fn connect(url: &str, schema: &str) -> Result<Database, String> {
         match Database::open(url, schema).await {
             Open::Ready(db) => Ok(db),
@@ -229,6 +244,8 @@ impl Database {
             schema: schema.to_owned(),
             recreating: tokio::sync::Mutex::new(()),
             schema_ready: std::sync::atomic::AtomicBool::new(false),
+            batches: std::sync::OnceLock::new(),
+            statements: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -270,6 +287,8 @@ impl Database {
             .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
         let mut client = client;
         self.ensure_schema(&mut client).await?;
+        self.statements
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match tokio::time::timeout(STATEMENT_TIMEOUT, client.query_typed(sql, params)).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => {
@@ -322,6 +341,12 @@ impl Database {
                 tracing::error!(schema = %self.schema, "cronguard's tables are missing from the database; creating them again took too long")
             }
         }
+    }
+
+    /// Statements sent so far: each is one round trip.
+    #[cfg_attr(not(any(test, feature = "redis")), allow(dead_code))]
+    pub(crate) fn statements(&self) -> u64 {
+        self.statements.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The database clock.
@@ -473,29 +498,24 @@ impl Guard for PostgresGuard {
         Box::pin(async move {
             let ms = lease_ms(lease)?;
             let sent_at = Instant::now();
-            let rows = db
-                .query(
-                    &db.sql.claim,
-                    &[
-                        (&&*job, Type::TEXT),
-                        (&fire_time, Type::TIMESTAMPTZ),
-                        (&token, Type::TEXT),
-                        (&ms, Type::INT8),
-                        (&replace, Type::BOOL),
-                        (&skip, Type::BOOL),
-                        (&&*nonce, Type::TEXT),
-                        (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
-                        (&&*instance, Type::TEXT),
-                        (&history, Type::BOOL),
-                    ],
-                )
+            let reply = db
+                .batched(batch::Op::Claim(batch::ClaimOp {
+                    job: Arc::clone(&job),
+                    fire: fire_time,
+                    token: token.clone(),
+                    lease_ms: ms,
+                    replace,
+                    skip,
+                    nonce,
+                    instance,
+                    history,
+                }))
                 .await?;
-            let row = first(&rows)?;
-            let (answer, value, ignored): (i32, i64, bool) = (
-                row.try_get(0).map_err(|e| pg_err(&e))?,
-                row.try_get(1).map_err(|e| pg_err(&e))?,
-                row.try_get(2).map_err(|e| pg_err(&e))?,
-            );
+            let batch::Reply::Claim(answer, value, ignored) = reply else {
+                return Err(GuardError::Postgres(
+                    "the batch answered a claim with another kind of answer".to_owned(),
+                ));
+            };
             if ignored {
                 tracing::error!(
                     job = %job,
@@ -709,25 +729,21 @@ impl Lease for PostgresLease {
         let lease = self.lease;
         Box::pin(async move {
             let ms = lease_ms(lease)?;
-            let rows = db
-                .query(
-                    &db.sql.renew,
-                    &[
-                        (&&*job, Type::TEXT),
-                        (&token, Type::TEXT),
-                        (&ms, Type::INT8),
-                    ],
-                )
+            let reply = db
+                .batched(batch::Op::Renew {
+                    job,
+                    token,
+                    lease_ms: ms,
+                })
                 .await?;
-            Ok(match rows.first() {
-                None => Renewal::Lost,
-                Some(row) => {
-                    let cancel: bool = row.try_get(0).map_err(|e| pg_err(&e))?;
-                    if cancel {
-                        Renewal::CancelRequested
-                    } else {
-                        Renewal::Renewed
-                    }
+            Ok(match reply {
+                batch::Reply::Renew(0) => Renewal::Lost,
+                batch::Reply::Renew(2) => Renewal::CancelRequested,
+                batch::Reply::Renew(_) => Renewal::Renewed,
+                _ => {
+                    return Err(GuardError::Postgres(
+                        "the batch answered a renewal with another kind of answer".to_owned(),
+                    ))
                 }
             })
         })
@@ -735,12 +751,16 @@ impl Lease for PostgresLease {
 
     fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
         Box::pin(async move {
-            self.db
-                .query(
-                    &self.db.sql.release,
-                    &[(&&*self.job, Type::TEXT), (&self.token, Type::TEXT)],
-                )
+            let reply = self
+                .db
+                .batched(batch::Op::Release {
+                    job: Arc::clone(&self.job),
+                    token: self.token.clone(),
+                })
                 .await?;
+            if let batch::Reply::Release(false) = reply {
+                tracing::debug!(job = %self.job, "released a lease that had already run out");
+            }
             Ok(())
         })
     }
