@@ -2,10 +2,11 @@
 //! returns.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::events::{Event, EventKind, Occurrence};
+use crate::events::{CancelReason, Event, EventKind, Occurrence};
 use crate::options::Lock;
 
 /// A snapshot of one job.
@@ -81,21 +82,89 @@ pub struct Counts {
 }
 
 /// What the scheduler keeps of one job for its status and health, built into a [`JobStatus`]
-/// only when someone asks.
+/// only when someone asks. Kept small, as there is one per job: the last run holds what its start
+/// and end events carry, so that the last event is kept apart only when it is something else (a
+/// drop, a lost lease, the end of an older run).
 #[derive(Debug, Default)]
 pub(crate) struct StatusRecord {
     last_run: Option<LastRun>,
-    last_event: Option<Occurrence>,
+    last_event: LastEvent,
     counts: Counts,
+}
+
+#[derive(Debug, Default)]
+enum LastEvent {
+    #[default]
+    None,
+    /// The start of the last run.
+    RunStarted,
+    /// The end of the last run.
+    RunEnded,
+    Other(Box<Occurrence>),
 }
 
 #[derive(Debug)]
 struct LastRun {
     fire_time: DateTime<Utc>,
     started_at: DateTime<Utc>,
-    finished_at: Option<DateTime<Utc>>,
-    outcome: Option<EventKind>,
     fencing_token: u64,
+    lateness: Duration,
+    end: Option<RunEnd>,
+}
+
+#[derive(Debug)]
+struct RunEnd {
+    at: DateTime<Utc>,
+    duration: Duration,
+    outcome: RunOutcome,
+}
+
+/// The end of a run, in fewer bytes than an [`EventKind`].
+#[derive(Debug)]
+enum RunOutcome {
+    Succeeded,
+    Failed(Box<str>),
+    Cancelled(CancelReason),
+}
+
+impl RunOutcome {
+    fn of(kind: &EventKind) -> Option<RunOutcome> {
+        match kind {
+            EventKind::Succeeded => Some(RunOutcome::Succeeded),
+            EventKind::Failed { error } => Some(RunOutcome::Failed(error.as_str().into())),
+            EventKind::Cancelled { reason } => Some(RunOutcome::Cancelled(*reason)),
+            _ => None,
+        }
+    }
+
+    fn kind(&self) -> EventKind {
+        match self {
+            RunOutcome::Succeeded => EventKind::Succeeded,
+            RunOutcome::Failed(error) => EventKind::Failed {
+                error: error.to_string(),
+            },
+            RunOutcome::Cancelled(reason) => EventKind::Cancelled { reason: *reason },
+        }
+    }
+}
+
+impl LastRun {
+    /// The run's start or end event, as it was emitted.
+    fn event(&self, end: bool) -> Occurrence {
+        let (at, duration, kind) = match (&self.end, end) {
+            (Some(e), true) => (e.at, Some(e.duration), e.outcome.kind()),
+            _ => (self.started_at, None, EventKind::Started),
+        };
+        Occurrence {
+            fire_time: self.fire_time,
+            fencing_token: Some(self.fencing_token),
+            at,
+            first_report: true,
+            lateness: Some(self.lateness),
+            duration,
+            kind,
+        }
+    }
 }
 
 impl StatusRecord {
@@ -103,16 +172,7 @@ impl StatusRecord {
     pub(crate) fn record(&mut self, event: Occurrence) {
         let c = &mut self.counts;
         match &event.kind {
-            EventKind::Started => {
-                c.started += 1;
-                self.last_run = Some(LastRun {
-                    fire_time: event.fire_time,
-                    started_at: event.at,
-                    finished_at: None,
-                    outcome: None,
-                    fencing_token: event.fencing_token.unwrap_or_default(),
-                });
-            }
+            EventKind::Started => c.started += 1,
             EventKind::Succeeded => c.succeeded += 1,
             EventKind::Failed { .. } => c.failed += 1,
             EventKind::Cancelled { .. } => c.cancelled += 1,
@@ -122,20 +182,44 @@ impl StatusRecord {
             EventKind::ClaimedElsewhere => c.claimed_elsewhere += 1,
             EventKind::LeaseLost { .. } => c.lease_lost += 1,
         }
-        if matches!(
-            event.kind,
-            EventKind::Succeeded | EventKind::Failed { .. } | EventKind::Cancelled { .. }
+        // A run's events carry its token, its lateness, and `first_report`; only those can be
+        // told by the last run.
+        let run_event = event.first_report && event.fencing_token.is_some();
+        if let (EventKind::Started, true, Some(token), Some(lateness), None) = (
+            &event.kind,
+            run_event,
+            event.fencing_token,
+            event.lateness,
+            event.duration,
         ) {
-            if let Some(run) = self
-                .last_run
-                .as_mut()
-                .filter(|r| r.fire_time == event.fire_time)
-            {
-                run.finished_at = Some(event.at);
-                run.outcome = Some(event.kind.clone());
+            self.last_run = Some(LastRun {
+                fire_time: event.fire_time,
+                started_at: event.at,
+                fencing_token: token,
+                lateness,
+                end: None,
+            });
+            self.last_event = LastEvent::RunStarted;
+            return;
+        }
+        if let (Some(outcome), true, Some(duration)) =
+            (RunOutcome::of(&event.kind), run_event, event.duration)
+        {
+            if let Some(run) = self.last_run.as_mut().filter(|r| {
+                r.fire_time == event.fire_time
+                    && Some(r.fencing_token) == event.fencing_token
+                    && Some(r.lateness) == event.lateness
+            }) {
+                run.end = Some(RunEnd {
+                    at: event.at,
+                    duration,
+                    outcome,
+                });
+                self.last_event = LastEvent::RunEnded;
+                return;
             }
         }
-        self.last_event = Some(event);
+        self.last_event = LastEvent::Other(Box::new(event));
     }
 
     pub(crate) fn snapshot(
@@ -155,17 +239,134 @@ impl StatusRecord {
             last_run: self.last_run.as_ref().map(|r| RunRecord {
                 fire_time: r.fire_time,
                 started_at: r.started_at,
-                finished_at: r.finished_at,
-                outcome: r.outcome.clone(),
+                finished_at: r.end.as_ref().map(|e| e.at),
+                outcome: r.end.as_ref().map(|e| e.outcome.kind()),
                 fencing_token: r.fencing_token,
                 instance: Arc::clone(instance),
             }),
-            last_event: self
-                .last_event
-                .as_ref()
-                .map(|e| e.to_event(&job.name, instance)),
+            last_event: match (&self.last_event, &self.last_run) {
+                (LastEvent::Other(e), _) => Some(e.to_event(&job.name, instance)),
+                (LastEvent::RunStarted, Some(run)) => {
+                    Some(run.event(false).to_event(&job.name, instance))
+                }
+                (LastEvent::RunEnded, Some(run)) => {
+                    Some(run.event(true).to_event(&job.name, instance))
+                }
+                _ => None,
+            },
             running,
             counts: self.counts,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Spec;
+    use crate::options::Overlap;
+    use cronguard_schedule::Schedule;
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 7_000).expect("in range")
+    }
+
+    fn run_event(fire: i64, token: u64, kind: EventKind, at_s: i64, ended: bool) -> Occurrence {
+        Occurrence {
+            fire_time: at(fire),
+            fencing_token: Some(token),
+            at: at(at_s),
+            first_report: true,
+            lateness: Some(Duration::from_micros(1_234)),
+            duration: ended.then(|| Duration::from_nanos(5_000_321)),
+            kind,
+        }
+    }
+
+    /// Whatever the last event was — a run's start or end, a drop, a lost lease, the end of an
+    /// older run — the status shows it exactly as it was emitted, and the last run with it.
+    #[test]
+    fn the_status_shows_every_last_event_as_emitted() {
+        let spec = Spec {
+            name: Arc::from("job"),
+            schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
+            misfire_grace: Duration::from_secs(5),
+            max_instances: 2,
+            lock: Lock::Local,
+            overlap: Overlap::Skip,
+            coalesce: false,
+            enabled: true,
+        };
+        let instance: Arc<str> = Arc::from("here");
+        let mut record = StatusRecord::default();
+        let events = [
+            run_event(0, 1, EventKind::Started, 0, false),
+            run_event(0, 1, EventKind::Succeeded, 1, true),
+            run_event(10, 2, EventKind::Started, 10, false),
+            run_event(20, 3, EventKind::Started, 20, false),
+            // The end of the older run of fire 10, while fire 20 runs.
+            run_event(
+                10,
+                2,
+                EventKind::Failed {
+                    error: "boom: cause".to_owned(),
+                },
+                21,
+                true,
+            ),
+            run_event(
+                20,
+                3,
+                EventKind::LeaseLost {
+                    reason: "gone".to_owned(),
+                },
+                22,
+                false,
+            ),
+            run_event(
+                20,
+                3,
+                EventKind::Cancelled {
+                    reason: CancelReason::LeaseLost,
+                },
+                23,
+                true,
+            ),
+            Occurrence::drop(
+                at(30),
+                at(31),
+                EventKind::Skipped {
+                    reason: "busy".to_owned(),
+                },
+                false,
+            ),
+        ];
+        for event in events {
+            let expected = event.to_event(&spec.name, &instance);
+            let fire = event.fire_time;
+            record.record(event);
+            let status = record.snapshot(&spec, None, &instance, 0);
+            // `Event` has no `PartialEq`; its `Debug` shows every field.
+            assert_eq!(
+                format!("{:?}", status.last_event),
+                format!("{:?}", Some(expected))
+            );
+            let run = status.last_run.expect("a run happened");
+            assert!(run.fire_time == fire || fire == at(10) || fire == at(30));
+            assert_eq!(run.instance, instance);
+        }
+        let status = record.snapshot(&spec, None, &instance, 0);
+        let run = status.last_run.expect("a run happened");
+        assert_eq!(run.fire_time, at(20));
+        assert_eq!(run.finished_at, Some(at(23)));
+        assert_eq!(
+            run.outcome,
+            Some(EventKind::Cancelled {
+                reason: CancelReason::LeaseLost
+            })
+        );
+        assert_eq!(status.counts.started, 3);
+        assert_eq!(status.counts.failed, 1);
+        assert_eq!(status.counts.skipped, 1);
     }
 }

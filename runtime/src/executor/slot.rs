@@ -257,6 +257,9 @@ impl JobSlot {
     fn forget_run(&mut self, id: RunId) -> Option<Instant> {
         let pos = self.cancels.iter().position(|(run, ..)| *run == id)?;
         let (_, _, started) = self.cancels.swap_remove(pos);
+        if self.cancels.is_empty() {
+            self.cancels = Vec::new(); // an idle job holds no room for runs
+        }
         self.metrics.running.set(self.cancels.len() as f64);
         Some(started)
     }

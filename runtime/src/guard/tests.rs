@@ -800,8 +800,11 @@ mod redis {
             "{} claims and {JOBS} releases in {calls} script calls",
             2 * JOBS
         );
+        // Alone on the machine it takes about ten; the bound leaves room for a loaded machine
+        // (batches gather what is queued when a call goes out) and still fails one call per
+        // operation by far.
         assert!(
-            calls <= 20,
+            calls <= 60,
             "{calls} script calls for {} operations of two replicas",
             3 * JOBS
         );

@@ -169,13 +169,8 @@ pub(crate) struct JobModel {
     claiming: Option<Fire>,
     running: Vec<Run>,
     next_run_id: RunId,
-    retry_at: Option<DateTime<Utc>>,
-    retries: u32,
-    last_guard_error: Option<Box<str>>,
-    /// A fire whose claim failed without an answer: the claim may have taken effect.
-    uncertain: Option<DateTime<Utc>>,
-    /// The last answer for the fire at the front was `TooEarly`: this host's clock is ahead.
-    too_early: bool,
+    /// Retries and errors of claims; `None` while the guard answers (most jobs, most of the time).
+    trouble: Option<Box<Trouble>>,
     /// Dropped fires waiting for the shared guard's word on who reports them.
     pending_reports: u32,
     /// The latest fire this process started, and its fencing token.
@@ -186,7 +181,46 @@ pub(crate) struct JobModel {
     stopping: bool,
 }
 
+/// What a job carries only while its claims are retried or their answers are in doubt, kept out
+/// of line so that a job whose guard answers carries one pointer.
+#[derive(Debug, Default, PartialEq)]
+struct Trouble {
+    retry_at: Option<DateTime<Utc>>,
+    retries: u32,
+    last_guard_error: Option<Box<str>>,
+    /// A fire whose claim failed without an answer: the claim may have taken effect.
+    uncertain: Option<DateTime<Utc>>,
+    /// The last answer for the fire at the front was `TooEarly`: this host's clock is ahead.
+    too_early: bool,
+}
+
 impl JobModel {
+    fn retry_at(&self) -> Option<DateTime<Utc>> {
+        self.trouble.as_ref().and_then(|t| t.retry_at)
+    }
+
+    fn uncertain(&self) -> Option<DateTime<Utc>> {
+        self.trouble.as_ref().and_then(|t| t.uncertain)
+    }
+
+    fn trouble_mut(&mut self) -> &mut Trouble {
+        self.trouble.get_or_insert_with(Box::default)
+    }
+
+    /// Changes the trouble, if there is any.
+    fn if_trouble(&mut self, change: impl FnOnce(&mut Trouble)) {
+        if let Some(t) = self.trouble.as_deref_mut() {
+            change(t);
+        }
+    }
+
+    /// Forgets a trouble that is over.
+    fn tidy(&mut self) {
+        if self.trouble.as_deref() == Some(&Trouble::default()) {
+            self.trouble = None;
+        }
+    }
+
     /// A job whose retry jitter comes from `seed`.
     pub(crate) fn new(spec: Spec, seed: u64) -> Self {
         JobModel {
@@ -196,11 +230,7 @@ impl JobModel {
             claiming: None,
             running: Vec::new(),
             next_run_id: 0,
-            retry_at: None,
-            retries: 0,
-            last_guard_error: None,
-            uncertain: None,
-            too_early: false,
+            trouble: None,
             pending_reports: 0,
             last_started: None,
             last_token: 0,
@@ -268,7 +298,7 @@ impl JobModel {
     /// oldest waiting fire, or its claim retry.
     pub(crate) fn next_wake(&self) -> Option<DateTime<Utc>> {
         let misfire = self.due.iter().map(|f| f.deadline).min();
-        match (misfire, self.retry_at) {
+        match (misfire, self.retry_at()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -372,11 +402,12 @@ impl JobModel {
 
     /// A wake-up from [`next_wake`](JobModel::next_wake) came due.
     pub(crate) fn on_wake(&mut self, now: Now, out: &mut Vec<Action>) {
-        if self.retry_at.is_some_and(|at| at <= now.wall) {
-            self.retry_at = None;
+        if self.retry_at().is_some_and(|at| at <= now.wall) {
+            self.if_trouble(|t| t.retry_at = None);
         }
         self.drop_misfires(now, out);
         self.try_start(now, out);
+        self.tidy();
     }
 
     /// With `coalesce`, only the latest waiting fire is kept.
@@ -405,7 +436,7 @@ impl JobModel {
                 self.due.push_back(fire);
                 continue;
             }
-            let reason = match &self.last_guard_error {
+            let reason = match self.trouble.as_ref().and_then(|t| t.last_guard_error.as_ref()) {
                 Some(e) => format!(
                     "not started within the misfire grace of {grace}: the guard could not be asked ({e})"
                 ),
@@ -413,10 +444,14 @@ impl JobModel {
                     "not started within the misfire grace of {grace}: no instance slot became free"
                 ),
             };
-            let ours = self.uncertain == Some(fire.t);
+            let ours = self.uncertain() == Some(fire.t);
             self.give_up(fire.t, out);
             let kind = EventKind::misfired(reason, fire.t);
-            if std::mem::take(&mut self.too_early) || ours {
+            let too_early = self
+                .trouble
+                .as_deref_mut()
+                .is_some_and(|t| std::mem::take(&mut t.too_early));
+            if too_early || ours {
                 // Only this process's clock is wrong: the other processes may still run the
                 // fire, and must be free to report it if they cannot. Or this process's claim
                 // may have taken effect unseen: then only it knows that the fire may be lost.
@@ -465,7 +500,7 @@ impl JobModel {
                     }
                 }
             }
-            if self.retry_at.is_some_and(|at| at > now.wall) {
+            if self.retry_at().is_some_and(|at| at > now.wall) {
                 return;
             }
             self.due.pop_front();
@@ -507,27 +542,34 @@ impl JobModel {
         };
         self.apply_claim(fire, answer, now, out);
         self.try_start(now, out);
+        self.tidy();
     }
 
     fn apply_claim(&mut self, fire: Fire, answer: Answer, now: Now, out: &mut Vec<Action>) {
         if self.stopping {
             if matches!(answer, Answer::Acquired { .. } | Answer::Failed(_)) {
-                self.uncertain = None;
+                self.if_trouble(|t| t.uncertain = None);
                 out.push(Action::Abandon(fire.t));
             }
             let reason = "the scheduler shut down before the fire could start".to_owned();
             self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }
-        let was_uncertain = self.uncertain == Some(fire.t);
+        let was_uncertain = self.uncertain() == Some(fire.t);
         if !matches!(answer, Answer::Failed(_)) && was_uncertain {
-            self.uncertain = None;
+            self.if_trouble(|t| t.uncertain = None);
         }
-        self.too_early = matches!(answer, Answer::TooEarly(_));
+        if matches!(answer, Answer::TooEarly(_)) {
+            self.trouble_mut().too_early = true;
+        } else {
+            self.if_trouble(|t| t.too_early = false);
+        }
         match answer {
             Answer::Acquired { token, deadline } => {
-                self.retries = 0;
-                self.last_guard_error = None;
+                self.if_trouble(|t| {
+                    t.retries = 0;
+                    t.last_guard_error = None;
+                });
                 // A claim granted too late: other processes saw the fire as claimed, so the
                 // report goes through the guard (one of them may have reported it already).
                 let late = if deadline.is_some_and(|d| now.mono >= d) {
@@ -576,16 +618,16 @@ impl JobModel {
                 // A claim of this fire may have taken effect without its reply, so long ago that
                 // the guard no longer knows who made it (this process was frozen, or its clock
                 // jumped back): whether the fire ran cannot be told, so it is reported.
-                self.retries = 0;
+                self.if_trouble(|t| t.retries = 0);
                 let reason = "an earlier claim of this fire by this process got no answer, and the guard no longer knows whose claim it took (this process was paused or its clock jumped back): the fire ran elsewhere or did not run at all".to_owned();
                 self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             }
             Answer::AlreadyRan => {
-                self.retries = 0;
+                self.if_trouble(|t| t.retries = 0);
                 self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
             }
             Answer::Superseded => {
-                self.retries = 0;
+                self.if_trouble(|t| t.retries = 0);
                 let reason = "no process claimed this fire before a later fire was claimed (every process was late or busy)".to_owned();
                 self.report_drop(fire.t, EventKind::Skipped { reason }, now, out);
             }
@@ -613,7 +655,7 @@ impl JobModel {
                 self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             }
             Answer::TooEarly(ahead) => {
-                self.last_guard_error = Some(
+                self.trouble_mut().last_guard_error = Some(
                     format!(
                         "the guard refused the claim: the fire lies {} ahead of the guard's clock, so this host's clock is ahead",
                         human(ahead)
@@ -623,8 +665,9 @@ impl JobModel {
                 self.wait_and_retry(fire, now, out);
             }
             Answer::Failed(e) => {
-                self.uncertain = Some(fire.t);
-                self.last_guard_error = Some(e.into());
+                let t = self.trouble_mut();
+                t.uncertain = Some(fire.t);
+                t.last_guard_error = Some(e.into());
                 self.wait_and_retry(fire, now, out);
             }
         }
@@ -633,8 +676,8 @@ impl JobModel {
     /// A fire leaves this process without a run: a claim of it that may have taken effect
     /// unseen is given up, so that the guard does not count it as started.
     fn give_up(&mut self, fire: DateTime<Utc>, out: &mut Vec<Action>) {
-        if self.uncertain == Some(fire) {
-            self.uncertain = None;
+        if self.uncertain() == Some(fire) {
+            self.if_trouble(|t| t.uncertain = None);
             out.push(Action::Abandon(fire));
         }
     }
@@ -644,12 +687,13 @@ impl JobModel {
         self.due.push_front(fire);
         self.coalesce(now, out);
         let base = Duration::from_millis(50)
-            .saturating_mul(1 << self.retries.min(5))
+            .saturating_mul(1 << self.trouble.as_ref().map_or(0, |t| t.retries).min(5))
             .min(Duration::from_secs(1));
         let quarter = u64::try_from(base.as_millis() / 4).unwrap_or(0);
         let jitter = Duration::from_millis(self.rng.u64(0..=quarter));
-        self.retry_at = Some(after(now.wall, base + jitter));
-        self.retries = self.retries.saturating_add(1);
+        let t = self.trouble_mut();
+        t.retry_at = Some(after(now.wall, base + jitter));
+        t.retries = t.retries.saturating_add(1);
         self.drop_misfires(now, out);
     }
 
@@ -669,6 +713,7 @@ impl JobModel {
         };
         out.push(Action::Emit(run.event(EventKind::Started, now.wall, None)));
         self.running.reserve_exact(1); // most jobs never run twice at once
+        self.running.reserve_exact(1);
         self.running.push(run);
         out.push(Action::Start {
             run: id,
@@ -720,6 +765,11 @@ impl JobModel {
             return;
         };
         let run = self.running.swap_remove(pos);
+        if self.running.is_empty() {
+            // Most jobs run one at a time, and a million of them idle between runs: an idle job
+            // holds no room for runs.
+            self.running = Vec::new();
+        }
         if end == RunEnd::LeaseExpired && !run.lease_lost {
             let reason = "the lease's local deadline passed before the run's next step (the process was paused, or renewals failed); the run was stopped there".to_owned();
             out.push(Action::Emit(run.event(
@@ -760,7 +810,7 @@ impl JobModel {
         self.take_fires(now, out);
         self.stopping = true;
         self.next_fire = None;
-        self.retry_at = None;
+        self.if_trouble(|t| t.retry_at = None);
         for fire in self.due.take_all() {
             self.give_up(fire.t, out);
             let reason = "the scheduler shut down before the fire could start".to_owned();

