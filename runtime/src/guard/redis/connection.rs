@@ -15,6 +15,8 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
 use tokio::time::Instant;
 
+use super::tls::{self, TlsFiles};
+
 /// How long a connection attempt may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -192,32 +194,46 @@ async fn open_link(target: &Target) -> Result<Link, RedisError> {
     }
 }
 
-fn target(url: &str) -> Result<Target, RedisError> {
-    Ok(Target::Single(redis::Client::open(url)?))
+fn target(url: &str, tls_files: &TlsFiles) -> Result<Target, String> {
+    if tls::is_tls_url(url) {
+        return tls::client(url, tls_files).map(Target::Single);
+    }
+    tls::check_unused(tls_files)?;
+    redis::Client::open(url)
+        .map(Target::Single)
+        .map_err(|e| format!("the URL is not valid: {e}"))
 }
 
-/// Opens the connection to the server(s) of `url`.
-pub(crate) async fn open(url: &str) -> Open {
-    let target = match target(url) {
+/// Opens the connection to the server(s) of `url`, with the TLS files of a `rediss://` URL.
+pub(crate) async fn open_with(url: &str, tls_files: &TlsFiles) -> Open {
+    let target = match target(url, tls_files) {
         Ok(target) => target,
-        Err(e) => return Open::Misconfigured(format!("the URL is not valid: {e}")),
+        Err(why) => return Open::Misconfigured(why),
     };
     match open_link(&target).await {
         Ok(link) => Open::Ready(RedisConn::new(target, State::Connected(link))),
-        Err(e) if is_unreachable(&e) => {
-            let why = e.to_string();
-            Open::Unreachable(
-                RedisConn::new(target, State::Down(Some((Instant::now(), e)))),
-                why,
-            )
-        }
-        Err(e) => Open::Misconfigured(e.to_string()),
+        Err(e) => match tls::refused_certificate(&e) {
+            Some(why) => Open::Misconfigured(why),
+            None if is_unreachable(&e) => {
+                let why = e.to_string();
+                Open::Unreachable(
+                    RedisConn::new(target, State::Down(Some((Instant::now(), e)))),
+                    why,
+                )
+            }
+            None => Open::Misconfigured(e.to_string()),
+        },
     }
 }
 
 /// Connects to the server(s) of `url`, failing when they do not answer now.
 pub(crate) async fn connect(url: &str) -> Result<RedisConn, String> {
-    match open(url).await {
+    connect_with(url, &TlsFiles::default()).await
+}
+
+/// [`connect`], with the TLS files of a `rediss://` URL.
+pub(crate) async fn connect_with(url: &str, tls_files: &TlsFiles) -> Result<RedisConn, String> {
+    match open_with(url, tls_files).await {
         Open::Ready(conn) => Ok(conn),
         Open::Unreachable(_, why) => Err(why),
         Open::Misconfigured(why) => Err(why),

@@ -49,8 +49,14 @@ use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
 mod connection;
+mod tls;
+#[cfg(all(test, not(feature = "redis-tls")))]
+mod tls_absent_tests;
+#[cfg(all(test, feature = "redis-tls"))]
+mod tls_tests;
 
-pub(crate) use connection::{connect, open, Open, RedisConn};
+pub(crate) use connection::{connect, connect_with, open_with, Open, RedisConn};
+pub(crate) use tls::TlsFiles;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
 ///
