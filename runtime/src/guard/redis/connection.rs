@@ -15,6 +15,7 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
 use tokio::time::Instant;
 
+use super::sentinel::{self, SentinelLink, SentinelTarget};
 use super::tls::{self, TlsFiles};
 
 /// How long a connection attempt may take before the server counts as unreachable.
@@ -41,18 +42,21 @@ pub(crate) enum Open {
 #[derive(Clone)]
 enum Target {
     Single(redis::Client),
+    Sentinel(SentinelTarget),
 }
 
 /// A connected link to the server(s).
 #[derive(Clone)]
 enum Link {
     Single(ConnectionManager),
+    Sentinel(SentinelLink),
 }
 
 impl Link {
     fn as_conn(&mut self) -> &mut (dyn ConnectionLike + Send) {
         match self {
             Link::Single(conn) => conn,
+            Link::Sentinel(conn) => conn,
         }
     }
 }
@@ -125,7 +129,7 @@ impl RedisConn {
 }
 
 /// A copy of `e` to hand to every request that fails on it: its kind and its text.
-fn clone_error(e: &RedisError) -> RedisError {
+pub(super) fn clone_error(e: &RedisError) -> RedisError {
     let kind = if e.is_timeout() || e.is_io_error() {
         ErrorKind::Io
     } else {
@@ -159,12 +163,13 @@ impl ConnectionLike for RedisConn {
     fn get_db(&self) -> i64 {
         match &self.0.target {
             Target::Single(client) => client.get_connection_info().redis_settings().db(),
+            Target::Sentinel(target) => target.db(),
         }
     }
 }
 
 /// Whether `e` says the server could not be reached (as opposed to refusing us).
-fn is_unreachable(e: &RedisError) -> bool {
+pub(super) fn is_unreachable(e: &RedisError) -> bool {
     e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
 }
 
@@ -191,10 +196,15 @@ async fn open_link(target: &Target) -> Result<Link, RedisError> {
             let _: String = redis::cmd("PING").query_async(&mut conn).await?;
             Ok(Link::Single(conn))
         }
+        Target::Sentinel(target) => Ok(Link::Sentinel(sentinel::connect(target).await?)),
     }
 }
 
 fn target(url: &str, tls_files: &TlsFiles) -> Result<Target, String> {
+    if sentinel::is_sentinel_url(url) {
+        tls::check_unused(tls_files)?;
+        return sentinel::target(url).map(Target::Sentinel);
+    }
     if tls::is_tls_url(url) {
         return tls::client(url, tls_files).map(Target::Single);
     }

@@ -49,13 +49,18 @@ use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
 mod connection;
+mod sentinel;
+#[cfg(test)]
+mod sentinel_tests;
 mod tls;
 #[cfg(all(test, not(feature = "redis-tls")))]
 mod tls_absent_tests;
 #[cfg(all(test, feature = "redis-tls"))]
 mod tls_tests;
 
-pub(crate) use connection::{connect, connect_with, open_with, Open, RedisConn};
+#[cfg(test)]
+pub(crate) use connection::connect_with;
+pub(crate) use connection::{connect, open_with, Open, RedisConn};
 pub(crate) use tls::TlsFiles;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
