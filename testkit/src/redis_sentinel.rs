@@ -292,6 +292,18 @@ impl RedisSentinel {
         }
     }
 
+    /// Waits until the node on `port` says it is a replica (`ROLE`); `false` at `deadline`.
+    pub fn wait_for_replica(&self, port: u16, deadline: Instant) -> bool {
+        while Instant::now() < deadline {
+            if matches!(command(port, &["ROLE"]), Some(Reply::Array(items)) if items.first().and_then(Reply::text) == Some("slave"))
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// The primary the sentinels name now, when one of them answers.
     pub fn named_primary(&self) -> Option<u16> {
         self.sentinels.iter().find_map(|(port, _)| {

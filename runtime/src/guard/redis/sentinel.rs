@@ -75,7 +75,9 @@ fn percent_decode(s: &str) -> Result<String, String> {
             let hex = s
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| "a `%` escape in the URL is not followed by two hex digits".to_owned())?;
+                .ok_or_else(|| {
+                    "a `%` escape in the URL is not followed by two hex digits".to_owned()
+                })?;
             out.push(hex);
             i += 3;
         } else {
@@ -138,7 +140,9 @@ pub(crate) fn target(url: &str) -> Result<SentinelTarget, String> {
     };
     let db = parts.next().unwrap_or("0");
     if parts.next().is_some() {
-        return Err(format!("the URL's path has more than a master name and a database; {FORM}"));
+        return Err(format!(
+            "the URL's path has more than a master name and a database; {FORM}"
+        ));
     }
     let mut sentinel = RedisConnectionInfo::default();
     let mut rest_query = Vec::new();
@@ -204,7 +208,9 @@ async fn connection(
 }
 
 /// The primary that the sentinels name, connected, and checked to be a master.
-async fn resolve(target: &SentinelTarget) -> Result<(MultiplexedConnection, String, u16), RedisError> {
+async fn resolve(
+    target: &SentinelTarget,
+) -> Result<(MultiplexedConnection, String, u16), RedisError> {
     let mut last_error = None;
     let mut unknown_master = 0;
     for (host, port) in &target.sentinels {
@@ -262,7 +268,9 @@ async fn resolve(target: &SentinelTarget) -> Result<(MultiplexedConnection, Stri
                 error(
                     ErrorKind::Io,
                     "no answer to ROLE",
-                    format!("from {primary_host}:{primary_port} within {PRIMARY_CONNECT_TIMEOUT:?}"),
+                    format!(
+                        "from {primary_host}:{primary_port} within {PRIMARY_CONNECT_TIMEOUT:?}"
+                    ),
                 )
             })??;
             Ok::<_, RedisError>((conn, is_master(&role)))
@@ -319,6 +327,10 @@ fn is_master(role: &Value) -> bool {
 /// Whether `e` says that the connected node is no longer the primary, or cannot be reached.
 fn needs_new_primary(e: &RedisError) -> bool {
     is_readonly(e) || super::connection::is_unreachable(e)
+}
+
+fn is_readonly_reply(e: &redis::ServerError) -> bool {
+    e.code() == "READONLY" || e.details().is_some_and(|d| d.contains("READONLY"))
 }
 
 fn is_readonly(e: &RedisError) -> bool {
@@ -419,16 +431,46 @@ impl SentinelLink {
 
     /// Drops the connection of `generation` after `e`, when `e` says it no longer reaches the
     /// primary.
-    fn failed(&self, generation: u64, e: &RedisError) -> bool {
-        if !needs_new_primary(e) {
-            return false;
+    fn failed(&self, generation: u64, e: &RedisError) {
+        if needs_new_primary(e) {
+            tracing::warn!(error = %e, master = %self.0.target.master, "the Redis primary failed; asking the sentinels for the primary again");
+            self.drop_primary(generation);
         }
+    }
+
+    /// Drops the connection of `generation`, unless another request replaced it already.
+    fn drop_primary(&self, generation: u64) {
         let mut primary = lock(&self.0.primary);
         if primary.as_ref().is_some_and(|p| p.generation == generation) {
-            tracing::warn!(error = %e, master = %self.0.target.master, "the Redis primary failed; asking the sentinels for the primary again");
             *primary = None;
         }
-        true
+    }
+}
+
+#[cfg(test)]
+impl SentinelLink {
+    /// Points the link at the node on 127.0.0.1:`port` as if the sentinels had named it, and
+    /// lets the next failure ask the sentinels at once.
+    pub(super) async fn point_at(&self, port: u16) -> Result<(), RedisError> {
+        let conn = connection(
+            "127.0.0.1",
+            port,
+            &self.0.target.redis,
+            PRIMARY_CONNECT_TIMEOUT,
+            RESPONSE_TIMEOUT,
+        )
+        .await?;
+        *lock(&self.0.primary) = Some(Primary {
+            conn,
+            generation: u64::MAX,
+        });
+        *lock(&self.0.last_resolve) = None;
+        Ok(())
+    }
+
+    /// How many times the primary was resolved since the link was made.
+    pub(super) fn resolutions(&self) -> u64 {
+        *lock(&self.0.generation)
     }
 }
 
@@ -437,18 +479,33 @@ impl ConnectionLike for SentinelLink {
         Box::pin(async move {
             let mut primary = self.primary().await?;
             let result = primary.conn.req_packed_command(cmd).await;
-            let Err(e) = &result else { return result };
-            if !self.failed(primary.generation, e) || !is_readonly(e) {
+            let readonly = match &result {
+                // A server's error reply comes back as a value; the caller turns it into an error.
+                Ok(Value::ServerError(e)) => is_readonly_reply(e),
+                Ok(_) => return result,
+                Err(e) => {
+                    self.failed(primary.generation, e);
+                    is_readonly(e)
+                }
+            };
+            if !readonly {
                 return result;
             }
+            self.drop_primary(primary.generation);
             // Refused with `READONLY`, the request was not carried out: it goes to the new
             // primary at once, when the sentinels may be asked again.
             let Ok(mut next) = self.primary().await else {
                 return result;
             };
             let retried = next.conn.req_packed_command(cmd).await;
-            if let Err(e) = &retried {
-                self.failed(next.generation, e);
+            match &retried {
+                Ok(Value::ServerError(e)) if is_readonly_reply(e) => {
+                    self.drop_primary(next.generation);
+                }
+                Err(e) => {
+                    self.failed(next.generation, e);
+                }
+                Ok(_) => {}
             }
             retried
         })
@@ -466,8 +523,16 @@ impl ConnectionLike for SentinelLink {
                 .conn
                 .req_packed_commands(pipeline, offset, count)
                 .await;
-            if let Err(e) = &result {
-                self.failed(primary.generation, e);
+            match &result {
+                Ok(values)
+                    if values
+                        .iter()
+                        .any(|v| matches!(v, Value::ServerError(e) if is_readonly_reply(e))) =>
+                {
+                    self.drop_primary(primary.generation);
+                }
+                Ok(_) => {}
+                Err(e) => self.failed(primary.generation, e),
             }
             result
         })
@@ -502,7 +567,8 @@ mod tests {
         assert_eq!(t.sentinel.password(), Some("s/p"));
         assert_eq!(t.sentinel.username(), None);
 
-        let t = target("redis+sentinel://127.0.0.1:26379/mymaster").unwrap_or_else(|e| panic!("{e}"));
+        let t =
+            target("redis+sentinel://127.0.0.1:26379/mymaster").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.db(), 0);
         assert_eq!(t.redis.password(), None);
         assert_eq!(t.sentinel.password(), None);
@@ -518,9 +584,14 @@ mod tests {
             "redis+sentinel://127.0.0.1/mymaster/0/extra",
         ] {
             let err = target(url).err().unwrap_or_else(|| panic!("{url} parsed"));
-            assert!(err.contains("redis+sentinel://[user:password@]"), "{url}: {err}");
+            assert!(
+                err.contains("redis+sentinel://[user:password@]"),
+                "{url}: {err}"
+            );
         }
-        let err = target("rediss+sentinel://127.0.0.1/mymaster").err().unwrap_or_default();
+        let err = target("rediss+sentinel://127.0.0.1/mymaster")
+            .err()
+            .unwrap_or_default();
         assert!(err.contains("not supported"), "{err}");
     }
 }

@@ -75,8 +75,14 @@ async fn claims_through(
     fault: impl FnOnce(&mut RedisSentinel),
     after_fault: impl FnOnce(&mut RedisSentinel),
 ) -> Outcome {
-    let a = guard(connect(&sentinel.url()).await.expect("connects"), "failover");
-    let b = guard(connect(&sentinel.url()).await.expect("connects"), "failover");
+    let a = guard(
+        connect(&sentinel.url()).await.expect("connects"),
+        "failover",
+    );
+    let b = guard(
+        connect(&sentinel.url()).await.expect("connects"),
+        "failover",
+    );
     let base = Utc::now() - TimeDelta::hours(1);
     let mut out = Outcome::default();
     let mut last_token = 0;
@@ -120,10 +126,8 @@ async fn claims_through(
             }
         }
         if winners > 1 {
-            out.twice.push((
-                fire,
-                faulted_at.map(|at| at.elapsed()).unwrap_or_default(),
-            ));
+            out.twice
+                .push((fire, faulted_at.map(|at| at.elapsed()).unwrap_or_default()));
         }
         if out.resumed_after.is_some() {
             if let Some(after) = after_fault.take() {
@@ -143,8 +147,8 @@ fn check(what: &str, out: &Outcome) {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "\n{what}: claims resumed {resumed:.1?} after the fault ({} acquired, {} failed requests)\n",
-            out.acquired, out.errors
+            "\n{what}: claims resumed {resumed:.1?} after the fault ({} acquired, {} failed requests, {} fires acquired twice)\n",
+            out.acquired, out.errors, out.twice.len()
         )
         .as_bytes(),
     );
@@ -175,30 +179,52 @@ async fn claims_continue_on_the_new_primary_after_the_primary_is_frozen() {
     // A connection that sends nothing during the freeze: after the failover it still points at
     // the old primary, which the sentinels make a replica when it thaws.
     let idle = guard(connect(&sentinel.url()).await.expect("connects"), "idle");
-    let out = claims_through(
-        &mut sentinel,
-        |s| s.pause_primary(),
-        move |s| s.resume(old),
-    )
-    .await;
+    let out = claims_through(&mut sentinel, |s| s.pause_primary(), move |s| s.resume(old)).await;
     check("primary frozen", &out);
 
-    // The thawed old primary answers `READONLY` once it is a replica: the idle connection moves
-    // to the new primary and the claim goes through.
-    let until = Instant::now() + Duration::from_secs(15);
-    let fire = Utc::now() - TimeDelta::minutes(1);
+    // The sentinels disconnect the clients of the old primary when they make it a replica: the
+    // idle connection's next request fails, and the one after goes to the new primary.
+    assert!(
+        sentinel.wait_for_replica(old, Instant::now() + Duration::from_secs(15)),
+        "the old primary never became a replica"
+    );
+    let until = Instant::now() + Duration::from_secs(5);
     loop {
-        match idle.claim(fire).await {
+        match idle.claim(Utc::now() - TimeDelta::minutes(1)).await {
             Ok(Claim::Acquired(lease)) => {
                 lease.release().await.expect("releases");
                 break;
             }
-            Ok(other) => panic!("{other:?}"),
-            Err(e) if Instant::now() < until => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("the idle connection never reached the new primary: {e}"),
+            Ok(other) => panic!("{other:?}, expected Acquired through the new primary"),
+            Err(e) => assert!(
+                Instant::now() < until,
+                "the idle connection never reached the new primary: {e}"
+            ),
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A link still connected to a node that has become a replica (`READONLY`, also from inside
+    // a script) asks the sentinels again and sends the request to the primary at once.
+    let target = super::sentinel::target(&sentinel.url()).expect("parses");
+    let mut link = super::sentinel::connect(&target).await.expect("connects");
+    for script in [false, true] {
+        link.point_at(old).await.expect("connects to the replica");
+        let before = link.resolutions();
+        let mut cmd = if script {
+            redis::cmd("EVAL")
+        } else {
+            redis::cmd("SET")
+        };
+        if script {
+            cmd.arg("return redis.call('SET', KEYS[1], ARGV[1])").arg(1);
+        }
+        let reply: redis::RedisResult<redis::Value> = cmd
+            .arg("readonly-test")
+            .arg("1")
+            .query_async(&mut link)
+            .await;
+        assert!(reply.is_ok(), "script {script}: {reply:?}");
+        assert_eq!(link.resolutions(), before + 1, "script {script}");
     }
 }
