@@ -28,7 +28,10 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default a folder private to
 /// this user: `$XDG_RUNTIME_DIR/cronguard`, else `/run/cronguard` for root, else
-/// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards),
+/// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards:
+/// `redis://`, `rediss://` with the `redis-tls` feature, `redis+sentinel://`),
+/// `CRONGUARD_REDIS_CA_FILE`, `CRONGUARD_REDIS_CLIENT_CERT_FILE` and
+/// `CRONGUARD_REDIS_CLIENT_KEY_FILE` (PEM files for `rediss://`, see [`Builder::redis_tls_ca`]),
 /// `CRONGUARD_POSTGRES_URL` or `DATABASE_URL` (`postgres` guards), `CRONGUARD_POSTGRES_SCHEMA`
 /// (default `cronguard`), `CRONGUARD_INSTANCE` (this process's name in events; default
 /// `hostname:pid`).
@@ -140,7 +143,11 @@ impl Builder {
         self
     }
 
-    /// The Redis URL of the `redis` guards.
+    /// The Redis URL of the `redis` guards: `redis://[user:password@]host:port[/db]`,
+    /// `rediss://...` (TLS, feature `redis-tls`), or
+    /// `redis+sentinel://[user:password@]host1:port1,host2:port2/<master name>[/db]` (the
+    /// primary that Redis Sentinel names; the password is the Redis servers', the sentinels'
+    /// own goes in the parameter `?sentinel_password=`).
     pub fn redis_url(mut self, url: impl Into<String>) -> Self {
         self.redis_url = Some(url.into());
         self
@@ -772,8 +779,9 @@ async fn connect_redis(
 }
 
 /// A Redis URL without its passwords, for messages: the password of `user:password@host` (also
-/// one with `@`, `/` or `?` in it that was not percent-encoded) and the values of the `pass` and
-/// `password` query parameters (`redis+unix:///run/redis.sock?pass=...`) become `***`.
+/// one with `@`, `/` or `?` in it that was not percent-encoded) and the values of the `pass`,
+/// `password` and `sentinel_password` query parameters (`redis+unix:///run/redis.sock?pass=...`,
+/// `redis+sentinel://...?sentinel_password=...`) become `***`.
 #[cfg(feature = "redis")]
 fn redact(url: &str) -> String {
     // Query parameters first, so that an `@` in a masked value is gone before the userinfo is
@@ -785,7 +793,8 @@ fn redact(url: &str) -> String {
                 .map(|param| match param.split_once('=') {
                     Some((key, _))
                         if key.eq_ignore_ascii_case("pass")
-                            || key.eq_ignore_ascii_case("password") =>
+                            || key.eq_ignore_ascii_case("password")
+                            || key.eq_ignore_ascii_case("sentinel_password") =>
                     {
                         format!("{key}=***")
                     }
@@ -850,6 +859,14 @@ mod tests {
             (
                 "redis://app:s3cret@127.0.0.1/0?protocol=resp3&password=s3cret",
                 "redis://app:***@127.0.0.1/0?protocol=resp3&password=***",
+            ),
+            (
+                "redis+sentinel://app:s3cret@10.0.0.1:26379,10.0.0.2:26379/mymaster/0?sentinel_password=s3cret",
+                "redis+sentinel://app:***@10.0.0.1:26379,10.0.0.2:26379/mymaster/0?sentinel_password=***",
+            ),
+            (
+                "redis+sentinel://127.0.0.1:26379/mymaster?sentinel_password=s3@c",
+                "redis+sentinel://127.0.0.1:26379/mymaster?sentinel_password=***",
             ),
             // Only whole parameter names: `bypass=` is not a password.
             (
