@@ -58,7 +58,7 @@ mod tls_absent_tests;
 #[cfg(all(test, feature = "redis-tls"))]
 mod tls_tests;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "redis-tls"))]
 pub(crate) use connection::connect_with;
 pub(crate) use connection::{connect, open_with, Open, RedisConn};
 pub(crate) use tls::TlsFiles;
