@@ -41,6 +41,9 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The primary is resolved again at most this often.
 const RESOLVE_EVERY: Duration = Duration::from_secs(1);
 
+/// How long resolving the primary may take in all, whatever the number of sentinels.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Whether `url` names its servers through sentinels.
 pub(crate) fn is_sentinel_url(url: &str) -> bool {
     let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
@@ -207,12 +210,33 @@ async fn connection(
     })?
 }
 
-/// The primary that the sentinels name, connected, and checked to be a master.
+/// [`resolve_once`] within [`RESOLVE_TIMEOUT`].
 async fn resolve(
+    target: &SentinelTarget,
+) -> Result<(MultiplexedConnection, String, u16), RedisError> {
+    tokio::time::timeout(RESOLVE_TIMEOUT, resolve_once(target))
+        .await
+        .map_err(|_| {
+            error(
+                ErrorKind::Io,
+                "no primary found",
+                format!(
+                    "the sentinels and the primary of `{}` did not answer within {RESOLVE_TIMEOUT:?}",
+                    target.master
+                ),
+            )
+        })?
+}
+
+/// The primary that the sentinels name, connected, and checked to be a master.
+async fn resolve_once(
     target: &SentinelTarget,
 ) -> Result<(MultiplexedConnection, String, u16), RedisError> {
     let mut last_error = None;
     let mut unknown_master = 0;
+    // Primaries named by one sentinel and found unusable: usually every sentinel names the same
+    // one, which is not worth another connection timeout.
+    let mut tried: Vec<(String, u16)> = Vec::new();
     for (host, port) in &target.sentinels {
         let answer: Result<Option<(String, u16)>, RedisError> = async {
             let mut sentinel = connection(
@@ -236,7 +260,10 @@ async fn resolve(
                 unknown_master += 1;
                 continue;
             }
-            Err(e) if e.kind() == ErrorKind::AuthenticationFailed => {
+            Err(e)
+                if e.kind() == ErrorKind::AuthenticationFailed
+                    || matches!(e.code(), Some("NOAUTH" | "WRONGPASS")) =>
+            {
                 return Err(error(
                     ErrorKind::AuthenticationFailed,
                     "the sentinel refused the password",
@@ -250,6 +277,10 @@ async fn resolve(
                 continue;
             }
         };
+        if tried.contains(&(primary_host.clone(), primary_port)) {
+            continue;
+        }
+        tried.push((primary_host.clone(), primary_port));
         let checked = async {
             let mut conn = connection(
                 &primary_host,
