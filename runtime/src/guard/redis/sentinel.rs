@@ -10,11 +10,12 @@
 //! in the URL's order, `SENTINEL get-master-addr-by-name`, and the node named is asked `ROLE`
 //! before it is used, as a sentinel's answer can be stale. A request that fails because the
 //! primary cannot be reached (a dropped connection, a timeout: a frozen primary) or because the
-//! node has become a replica (`READONLY`: the old primary, demoted after a failover) drops the
-//! connection, and the primary is resolved again — at most once per [`RESOLVE_EVERY`], for every
+//! node refuses writes as no primary would (`READONLY`: the old primary, demoted after a
+//! failover; `NOREPLICAS`: an old primary back from a freeze, cut off from its replicas, where
+//! `min-replicas-to-write` is set) drops the connection, and the primary is resolved again — at most once per [`RESOLVE_EVERY`], for every
 //! job at once; in between, requests fail at once with the last error, and the jobs' models retry
-//! them. A request refused with `READONLY` was not carried out, so it is sent once more to the
-//! new primary right away. Every request times out after [`RESPONSE_TIMEOUT`].
+//! them. A request refused with `READONLY` or `NOREPLICAS` was not carried out, so it is sent once
+//! more to the new primary right away. Every request times out after [`RESPONSE_TIMEOUT`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -360,14 +361,25 @@ fn needs_new_primary(e: &RedisError) -> bool {
     is_readonly(e) || super::connection::is_unreachable(e)
 }
 
+/// The error codes of a node that refuses writes because it is not (or no longer safely) the
+/// primary: `READONLY` from a replica (an old primary demoted after a failover), `NOREPLICAS`
+/// from a primary cut off from its replicas with `min-replicas-to-write` set (an old primary
+/// that comes back before the sentinels demote it). Neither carried out the request.
+const NOT_PRIMARY: [&str; 2] = ["READONLY", "NOREPLICAS"];
+
 fn is_readonly_reply(e: &redis::ServerError) -> bool {
-    e.code() == "READONLY" || e.details().is_some_and(|d| d.contains("READONLY"))
+    NOT_PRIMARY.contains(&e.code())
+        || e.details()
+            .is_some_and(|d| NOT_PRIMARY.iter().any(|code| d.contains(code)))
 }
 
 fn is_readonly(e: &RedisError) -> bool {
-    // A write inside a script on a replica fails with `READONLY` too, but the error reaches
-    // here as the script's, with the code in its text.
-    e.code() == Some("READONLY") || e.to_string().contains("READONLY")
+    // A write inside a script fails with the same codes, but the error reaches here as the
+    // script's, with the code in its text.
+    e.code().is_some_and(|code| NOT_PRIMARY.contains(&code)) || {
+        let text = e.to_string();
+        NOT_PRIMARY.iter().any(|code| text.contains(code))
+    }
 }
 
 #[derive(Clone)]
@@ -523,7 +535,7 @@ impl ConnectionLike for SentinelLink {
                 return result;
             }
             self.drop_primary(primary.generation);
-            // Refused with `READONLY`, the request was not carried out: it goes to the new
+            // Refused as by no primary, the request was not carried out: it goes to the new
             // primary at once, when the sentinels may be asked again.
             let Ok(mut next) = self.primary().await else {
                 return result;

@@ -227,4 +227,36 @@ async fn claims_continue_on_the_new_primary_after_the_primary_is_frozen() {
         assert!(reply.is_ok(), "script {script}: {reply:?}");
         assert_eq!(link.resolutions(), before + 1, "script {script}");
     }
+
+    // A primary that refuses writes without enough replicas (`NOREPLICAS`) makes the link ask
+    // the sentinels again too; here they name the same primary, which refuses again.
+    let primary = sentinel
+        .wait_for_new_primary(Instant::now() + Duration::from_secs(5))
+        .expect("the sentinels name the new primary");
+    let set_min_replicas = |n: &str| {
+        let mut conn = redis::Client::open(format!("redis://127.0.0.1:{primary}/"))
+            .expect("a client")
+            .get_connection()
+            .expect("connects");
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("min-replicas-to-write")
+            .arg(n)
+            .exec(&mut conn)
+            .expect("CONFIG SET");
+    };
+    set_min_replicas("5");
+    link.point_at(primary)
+        .await
+        .expect("connects to the primary");
+    let before = link.resolutions();
+    let reply: redis::RedisResult<()> = redis::cmd("SET")
+        .arg("noreplicas-test")
+        .arg("1")
+        .query_async(&mut link)
+        .await;
+    set_min_replicas("0");
+    let err = reply.expect_err("no primary has 5 replicas");
+    assert_eq!(err.code(), Some("NOREPLICAS"), "{err}");
+    assert_eq!(link.resolutions(), before + 1);
 }
