@@ -475,17 +475,20 @@ impl SentinelLink {
     /// Drops the connection of `generation` after `e`, when `e` says it no longer reaches the
     /// primary.
     fn failed(&self, generation: u64, e: &RedisError) {
-        if needs_new_primary(e) {
+        if needs_new_primary(e) && self.drop_primary(generation) {
             tracing::warn!(error = %e, master = %self.0.target.master, "the Redis primary failed; asking the sentinels for the primary again");
-            self.drop_primary(generation);
         }
     }
 
-    /// Drops the connection of `generation`, unless another request replaced it already.
-    fn drop_primary(&self, generation: u64) {
+    /// Drops the connection of `generation`, unless another request replaced it already;
+    /// `true` when it was dropped here.
+    fn drop_primary(&self, generation: u64) -> bool {
         let mut primary = lock(&self.0.primary);
         if primary.as_ref().is_some_and(|p| p.generation == generation) {
             *primary = None;
+            true
+        } else {
+            false
         }
     }
 }
@@ -534,7 +537,9 @@ impl ConnectionLike for SentinelLink {
             if !readonly {
                 return result;
             }
-            self.drop_primary(primary.generation);
+            if self.drop_primary(primary.generation) {
+                tracing::warn!(master = %self.0.target.master, "the Redis node named as the primary refuses writes (`READONLY` or `NOREPLICAS`); asking the sentinels for the primary again");
+            }
             // Refused as by no primary, the request was not carried out: it goes to the new
             // primary at once, when the sentinels may be asked again.
             let Ok(mut next) = self.primary().await else {
