@@ -28,7 +28,10 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default a folder private to
 /// this user: `$XDG_RUNTIME_DIR/cronguard`, else `/run/cronguard` for root, else
-/// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards),
+/// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards:
+/// `redis://`, `rediss://` with the `redis-tls` feature, `redis+sentinel://`),
+/// `CRONGUARD_REDIS_CA_FILE`, `CRONGUARD_REDIS_CLIENT_CERT_FILE` and
+/// `CRONGUARD_REDIS_CLIENT_KEY_FILE` (PEM files for `rediss://`, see [`Builder::redis_tls_ca`]),
 /// `CRONGUARD_POSTGRES_URL` or `DATABASE_URL` (`postgres` guards), `CRONGUARD_POSTGRES_SCHEMA`
 /// (default `cronguard`), `CRONGUARD_INSTANCE` (this process's name in events; default
 /// `hostname:pid`).
@@ -70,6 +73,9 @@ pub struct Builder {
     lock_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: String,
+    redis_tls_ca: Option<PathBuf>,
+    redis_tls_client_cert: Option<PathBuf>,
+    redis_tls_client_key: Option<PathBuf>,
     postgres_url: Option<String>,
     postgres_schema: String,
     history: bool,
@@ -96,6 +102,9 @@ impl Builder {
             lock_dir: env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
             redis_url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
             redis_prefix: "cronguard".to_owned(),
+            redis_tls_ca: env("CRONGUARD_REDIS_CA_FILE").map(PathBuf::from),
+            redis_tls_client_cert: env("CRONGUARD_REDIS_CLIENT_CERT_FILE").map(PathBuf::from),
+            redis_tls_client_key: env("CRONGUARD_REDIS_CLIENT_KEY_FILE").map(PathBuf::from),
             postgres_url: env("CRONGUARD_POSTGRES_URL").or_else(|| env("DATABASE_URL")),
             postgres_schema: env("CRONGUARD_POSTGRES_SCHEMA")
                 .unwrap_or_else(|| DEFAULT_POSTGRES_SCHEMA.to_owned()),
@@ -135,9 +144,35 @@ impl Builder {
         self
     }
 
-    /// The Redis URL of the `redis` guards.
+    /// The Redis URL of the `redis` guards: `redis://[user:password@]host:port[/db]`,
+    /// `rediss://...` (TLS, feature `redis-tls`), or
+    /// `redis+sentinel://[user:password@]host1:port1,host2:port2/<master name>[/db]` (the
+    /// primary that Redis Sentinel names; the password is the Redis servers', the sentinels'
+    /// own goes in the parameter `?sentinel_password=`).
     pub fn redis_url(mut self, url: impl Into<String>) -> Self {
         self.redis_url = Some(url.into());
+        self
+    }
+
+    /// For a `rediss://` URL (feature `redis-tls`): a PEM file of the CA certificate(s) that
+    /// signed the server's certificate, trusted instead of the operating system's store (for a
+    /// server with a certificate of a private CA). Also `CRONGUARD_REDIS_CA_FILE`. Set with a URL
+    /// that does not use TLS, it is a start error.
+    pub fn redis_tls_ca(mut self, ca_file: impl Into<PathBuf>) -> Self {
+        self.redis_tls_ca = Some(ca_file.into());
+        self
+    }
+
+    /// For a `rediss://` URL (feature `redis-tls`) to a server with `tls-auth-clients yes`: PEM
+    /// files of the client certificate (chain) and of its private key. Also
+    /// `CRONGUARD_REDIS_CLIENT_CERT_FILE` and `CRONGUARD_REDIS_CLIENT_KEY_FILE`.
+    pub fn redis_tls_client_cert(
+        mut self,
+        cert_file: impl Into<PathBuf>,
+        key_file: impl Into<PathBuf>,
+    ) -> Self {
+        self.redis_tls_client_cert = Some(cert_file.into());
+        self.redis_tls_client_key = Some(key_file.into());
         self
     }
 
@@ -343,6 +378,11 @@ impl Builder {
         } else {
             connect_redis(
                 self.redis_url.as_deref(),
+                RedisTlsSettings {
+                    ca: self.redis_tls_ca,
+                    client_cert: self.redis_tls_client_cert,
+                    client_key: self.redis_tls_client_key,
+                },
                 self.require_guards_at_start,
                 &redis_jobs,
                 &mut problems,
@@ -679,9 +719,34 @@ fn job_list(jobs: &[&Job]) -> String {
     quoted(&jobs.iter().map(|j| j.name()).collect::<Vec<_>>())
 }
 
+/// The TLS files of the `redis` guards' connection, as given.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+struct RedisTlsSettings {
+    ca: Option<PathBuf>,
+    client_cert: Option<PathBuf>,
+    client_key: Option<PathBuf>,
+}
+
+#[cfg(feature = "redis")]
+impl RedisTlsSettings {
+    fn files(self) -> Result<crate::guard::redis::TlsFiles, String> {
+        let client = match (self.client_cert, self.client_key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => return Err("`CRONGUARD_REDIS_CLIENT_CERT_FILE` is set but `CRONGUARD_REDIS_CLIENT_KEY_FILE` is not; set both (the client certificate and its key), or neither".to_owned()),
+            (None, Some(_)) => return Err("`CRONGUARD_REDIS_CLIENT_KEY_FILE` is set but `CRONGUARD_REDIS_CLIENT_CERT_FILE` is not; set both (the client certificate and its key), or neither".to_owned()),
+        };
+        Ok(crate::guard::redis::TlsFiles {
+            ca: self.ca,
+            client,
+        })
+    }
+}
+
 #[cfg(feature = "redis")]
 async fn connect_redis(
     url: Option<&str>,
+    tls: RedisTlsSettings,
     required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,
@@ -696,7 +761,14 @@ async fn connect_redis(
         )));
         return None;
     };
-    let conn = match crate::guard::redis::open(url).await {
+    let tls = match tls.files() {
+        Ok(files) => files,
+        Err(why) => {
+            problems.push(Problem::new(ProblemKind::GuardRefused, None, why));
+            return None;
+        }
+    };
+    let conn = match crate::guard::redis::open_with(url, &tls).await {
         Open::Ready(conn) => conn,
         Open::Unreachable(_, why) if required => {
             problems.push(Problem::new(ProblemKind::Unreachable, None, format!(
@@ -716,7 +788,7 @@ async fn connect_redis(
         }
         Open::Misconfigured(why) => {
             problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
-                "Redis at `{}` refused the connection ({why}); check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
+                "Redis at `{}` cannot be used: {why}; check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
                 redact(url)
             )));
             return None;
@@ -731,6 +803,7 @@ async fn connect_redis(
 #[cfg(not(feature = "redis"))]
 async fn connect_redis(
     _url: Option<&str>,
+    _tls: RedisTlsSettings,
     _required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,
@@ -743,8 +816,9 @@ async fn connect_redis(
 }
 
 /// A Redis URL without its passwords, for messages: the password of `user:password@host` (also
-/// one with `@`, `/` or `?` in it that was not percent-encoded) and the values of the `pass` and
-/// `password` query parameters (`redis+unix:///run/redis.sock?pass=...`) become `***`.
+/// one with `@`, `/` or `?` in it that was not percent-encoded) and the values of the `pass`,
+/// `password` and `sentinel_password` query parameters (`redis+unix:///run/redis.sock?pass=...`,
+/// `redis+sentinel://...?sentinel_password=...`) become `***`.
 #[cfg(feature = "redis")]
 fn redact(url: &str) -> String {
     // Query parameters first, so that an `@` in a masked value is gone before the userinfo is
@@ -756,7 +830,8 @@ fn redact(url: &str) -> String {
                 .map(|param| match param.split_once('=') {
                     Some((key, _))
                         if key.eq_ignore_ascii_case("pass")
-                            || key.eq_ignore_ascii_case("password") =>
+                            || key.eq_ignore_ascii_case("password")
+                            || key.eq_ignore_ascii_case("sentinel_password") =>
                     {
                         format!("{key}=***")
                     }
@@ -821,6 +896,14 @@ mod tests {
             (
                 "redis://app:s3cret@127.0.0.1/0?protocol=resp3&password=s3cret",
                 "redis://app:***@127.0.0.1/0?protocol=resp3&password=***",
+            ),
+            (
+                "redis+sentinel://app:s3cret@10.0.0.1:26379,10.0.0.2:26379/mymaster/0?sentinel_password=s3cret",
+                "redis+sentinel://app:***@10.0.0.1:26379,10.0.0.2:26379/mymaster/0?sentinel_password=***",
+            ),
+            (
+                "redis+sentinel://127.0.0.1:26379/mymaster?sentinel_password=s3@c",
+                "redis+sentinel://127.0.0.1:26379/mymaster?sentinel_password=***",
             ),
             // Only whole parameter names: `bypass=` is not a password.
             (

@@ -36,3 +36,19 @@ async fn a_unix_socket_url_is_reported_without_its_password() {
         assert!(!text.contains("s3cret"), "{url}: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_sentinel_url_is_reported_without_its_passwords() {
+    let port = cronguard_testkit::free_port();
+    let url =
+        format!("redis+sentinel://app:s3cret@127.0.0.1:{port}/mymaster/0?sentinel_password=s3cret");
+    let text = start_error(&url).await;
+    assert!(text.contains("cannot be reached"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "redis+sentinel://app:***@127.0.0.1:{port}/mymaster/0?sentinel_password=***"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret"), "{text}");
+}

@@ -16,8 +16,12 @@ use std::time::{Duration, Instant};
 
 #[cfg(unix)]
 mod postgres;
+mod redis_sentinel;
+mod redis_tls;
 #[cfg(unix)]
 pub use postgres::{PgBouncer, PostgresServer};
+pub use redis_sentinel::RedisSentinel;
+pub use redis_tls::{ClientAuth, RedisTls};
 
 /// A `redis-server` process of one test.
 #[derive(Debug)]
@@ -27,7 +31,7 @@ pub struct RedisServer {
     child: Option<Child>,
 }
 
-fn required() -> bool {
+pub(crate) fn required() -> bool {
     std::env::var_os("CRONGUARD_TESTS_REQUIRE_REDIS").is_some() || in_ci()
 }
 

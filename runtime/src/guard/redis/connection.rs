@@ -15,6 +15,9 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
 use tokio::time::Instant;
 
+use super::sentinel::{self, SentinelLink, SentinelTarget};
+use super::tls::{self, TlsFiles};
+
 /// How long a connection attempt may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -39,18 +42,21 @@ pub(crate) enum Open {
 #[derive(Clone)]
 enum Target {
     Single(redis::Client),
+    Sentinel(SentinelTarget),
 }
 
 /// A connected link to the server(s).
 #[derive(Clone)]
 enum Link {
     Single(ConnectionManager),
+    Sentinel(SentinelLink),
 }
 
 impl Link {
     fn as_conn(&mut self) -> &mut (dyn ConnectionLike + Send) {
         match self {
             Link::Single(conn) => conn,
+            Link::Sentinel(conn) => conn,
         }
     }
 }
@@ -91,7 +97,7 @@ impl RedisConn {
     /// on a single server.
     pub(crate) fn group_by_node<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &str) -> Vec<Vec<T>> {
         match &self.0.target {
-            Target::Single(_) => {
+            Target::Single(_) | Target::Sentinel(_) => {
                 let _ = key;
                 vec![items]
             }
@@ -134,7 +140,7 @@ impl RedisConn {
 }
 
 /// A copy of `e` to hand to every request that fails on it: its kind and its text.
-fn clone_error(e: &RedisError) -> RedisError {
+pub(super) fn clone_error(e: &RedisError) -> RedisError {
     let kind = if e.is_timeout() || e.is_io_error() {
         ErrorKind::Io
     } else {
@@ -168,12 +174,13 @@ impl ConnectionLike for RedisConn {
     fn get_db(&self) -> i64 {
         match &self.0.target {
             Target::Single(client) => client.get_connection_info().redis_settings().db(),
+            Target::Sentinel(target) => target.db(),
         }
     }
 }
 
 /// Whether `e` says the server could not be reached (as opposed to refusing us).
-fn is_unreachable(e: &RedisError) -> bool {
+pub(super) fn is_unreachable(e: &RedisError) -> bool {
     e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
 }
 
@@ -200,35 +207,54 @@ async fn open_link(target: &Target) -> Result<Link, RedisError> {
             let _: String = redis::cmd("PING").query_async(&mut conn).await?;
             Ok(Link::Single(conn))
         }
+        Target::Sentinel(target) => Ok(Link::Sentinel(sentinel::connect(target).await?)),
     }
 }
 
-fn target(url: &str) -> Result<Target, RedisError> {
-    Ok(Target::Single(redis::Client::open(url)?))
+fn target(url: &str, tls_files: &TlsFiles) -> Result<Target, String> {
+    if sentinel::is_sentinel_url(url) {
+        tls::check_unused(tls_files)?;
+        return sentinel::target(url).map(Target::Sentinel);
+    }
+    if tls::is_tls_url(url) {
+        return tls::client(url, tls_files).map(Target::Single);
+    }
+    tls::check_unused(tls_files)?;
+    redis::Client::open(url)
+        .map(Target::Single)
+        .map_err(|e| format!("the URL is not valid: {e}"))
 }
 
-/// Opens the connection to the server(s) of `url`.
-pub(crate) async fn open(url: &str) -> Open {
-    let target = match target(url) {
+/// Opens the connection to the server(s) of `url`, with the TLS files of a `rediss://` URL.
+pub(crate) async fn open_with(url: &str, tls_files: &TlsFiles) -> Open {
+    let target = match target(url, tls_files) {
         Ok(target) => target,
-        Err(e) => return Open::Misconfigured(format!("the URL is not valid: {e}")),
+        Err(why) => return Open::Misconfigured(why),
     };
     match open_link(&target).await {
         Ok(link) => Open::Ready(RedisConn::new(target, State::Connected(link))),
-        Err(e) if is_unreachable(&e) => {
-            let why = e.to_string();
-            Open::Unreachable(
-                RedisConn::new(target, State::Down(Some((Instant::now(), e)))),
-                why,
-            )
-        }
-        Err(e) => Open::Misconfigured(e.to_string()),
+        Err(e) => match tls::refused_certificate(&e) {
+            Some(why) => Open::Misconfigured(why),
+            None if is_unreachable(&e) => {
+                let why = e.to_string();
+                Open::Unreachable(
+                    RedisConn::new(target, State::Down(Some((Instant::now(), e)))),
+                    why,
+                )
+            }
+            None => Open::Misconfigured(e.to_string()),
+        },
     }
 }
 
 /// Connects to the server(s) of `url`, failing when they do not answer now.
 pub(crate) async fn connect(url: &str) -> Result<RedisConn, String> {
-    match open(url).await {
+    connect_with(url, &TlsFiles::default()).await
+}
+
+/// [`connect`], with the TLS files of a `rediss://` URL.
+pub(crate) async fn connect_with(url: &str, tls_files: &TlsFiles) -> Result<RedisConn, String> {
+    match open_with(url, tls_files).await {
         Open::Ready(conn) => Ok(conn),
         Open::Unreachable(_, why) => Err(why),
         Open::Misconfigured(why) => Err(why),

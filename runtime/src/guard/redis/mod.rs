@@ -52,10 +52,21 @@ use crate::registry::BoxFuture;
 mod batch;
 mod connection;
 mod scripts;
+mod sentinel;
+#[cfg(test)]
+mod sentinel_tests;
+mod tls;
+#[cfg(all(test, not(feature = "redis-tls")))]
+mod tls_absent_tests;
+#[cfg(all(test, feature = "redis-tls"))]
+mod tls_tests;
 
 pub(crate) use batch::Batcher;
-pub(crate) use connection::{connect, open, Open, RedisConn};
+#[cfg(all(test, feature = "redis-tls"))]
+pub(crate) use connection::connect_with;
+pub(crate) use connection::{connect, open_with, Open, RedisConn};
 use scripts::op;
+pub(crate) use tls::TlsFiles;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
 ///

@@ -31,7 +31,8 @@ pub(super) mod op {
 /// lapsed, `4` too early (value: ms ahead of the server's clock), `5` superseded; `ignored` is `1`
 /// when a recorded `last` far ahead of the server's clock was ignored); any other operation
 /// `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
-/// operation, never the batch.
+/// operation, never the batch. A node that takes no writes (`READONLY`, `NOREPLICAS`) fails the
+/// whole call with that error.
 const BATCH_LUA: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -188,7 +189,13 @@ while a <= #ARGV do
   end
   if not ok then
     if type(res) == 'table' and res.err then res = res.err end
-    res = {-1, tostring(res)}
+    res = tostring(res)
+    -- A node that takes no writes (a demoted primary, too few replicas) refuses every operation:
+    -- the whole call fails with its error, so that the connection can find the new primary.
+    if string.find(res, '^READONLY') or string.find(res, '^NOREPLICAS') then
+      return redis.error_reply(res)
+    end
+    res = {-1, res}
   end
   out[#out + 1] = res
 end
