@@ -70,6 +70,7 @@ pub struct Builder {
     lock_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: String,
+    redis_wait: Option<(u32, Duration)>,
     postgres_url: Option<String>,
     postgres_schema: String,
     history: bool,
@@ -96,6 +97,7 @@ impl Builder {
             lock_dir: env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
             redis_url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
             redis_prefix: "cronguard".to_owned(),
+            redis_wait: None,
             postgres_url: env("CRONGUARD_POSTGRES_URL").or_else(|| env("DATABASE_URL")),
             postgres_schema: env("CRONGUARD_POSTGRES_SCHEMA")
                 .unwrap_or_else(|| DEFAULT_POSTGRES_SCHEMA.to_owned()),
@@ -145,6 +147,23 @@ impl Builder {
     /// `<prefix>:{<job>}:reported:<fire ms>`.
     pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.redis_prefix = prefix.into();
+        self
+    }
+
+    /// Makes every claim of a `redis` job wait until `replicas` replicas of the Redis primary have
+    /// it (Redis `WAIT replicas timeout`, sent with the claim in the same round trip) before its
+    /// run starts. A claim that fewer replicas acknowledged within `timeout` does not start the
+    /// run: it fails with [`GuardError::NotReplicated`](crate::guard::GuardError::NotReplicated)
+    /// and is retried (as the same claimant) until the fire's grace runs out, and then reported as
+    /// a misfire. `replicas` is at least 1 and `timeout` from 1 ms to 1 s; anything else is a start
+    /// error.
+    ///
+    /// Redis replicates asynchronously: without this, a failover can lose the last claim and hand
+    /// the same fire to a second replica. With it, a claim whose run started is on `replicas`
+    /// replicas, which narrows that window but is no consensus: a failover can still promote a
+    /// replica that had not received it. See "Durability: waiting for replicas" in the README.
+    pub fn redis_wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.redis_wait = Some((replicas, timeout));
         self
     }
 
@@ -349,6 +368,7 @@ impl Builder {
         } else {
             connect_redis(
                 self.redis_url.as_deref(),
+                self.redis_wait,
                 self.require_guards_at_start,
                 &redis_jobs,
                 &mut problems,
@@ -385,14 +405,17 @@ impl Builder {
         for job in &jobs {
             let guard: Option<Arc<dyn Guard>> = match (&job.lock, &redis) {
                 #[cfg(feature = "redis")]
-                (Lock::Redis, Some(redis)) => Some(Arc::new(crate::guard::redis::RedisGuard::new(
-                    redis.conn.clone(),
-                    Arc::clone(&redis.scripts),
-                    &self.redis_prefix,
-                    &job.name,
-                    job.lease_or_default(),
-                    job.overlap,
-                ))),
+                (Lock::Redis, Some(redis)) => Some(Arc::new(
+                    crate::guard::redis::RedisGuard::new(
+                        redis.conn.clone(),
+                        Arc::clone(&redis.scripts),
+                        &self.redis_prefix,
+                        &job.name,
+                        job.lease_or_default(),
+                        job.overlap,
+                    )
+                    .waiting_for_replicas(redis.wait),
+                )),
                 _ => stores.guard(job, &lock_dir, &shared.instance),
             };
             built.push((job, guard));
@@ -599,6 +622,7 @@ fn check_private(dir: &Path) -> Result<(), String> {
 struct RedisLink {
     conn: crate::guard::redis::RedisConn,
     scripts: Arc<crate::guard::redis::Scripts>,
+    wait: Option<crate::guard::redis::ReplicaWait>,
 }
 
 #[cfg(not(feature = "redis"))]
@@ -645,11 +669,22 @@ fn job_list(jobs: &[&Job]) -> String {
 #[cfg(feature = "redis")]
 async fn connect_redis(
     url: Option<&str>,
+    wait: Option<(u32, Duration)>,
     required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,
 ) -> Option<RedisLink> {
     use crate::guard::redis::Open;
+    let wait = match wait
+        .map(|(replicas, timeout)| crate::guard::redis::ReplicaWait::check(replicas, timeout))
+    {
+        None => None,
+        Some(Ok(wait)) => Some(wait),
+        Some(Err(why)) => {
+            problems.push(Problem::new(ProblemKind::Other, None, why));
+            return None;
+        }
+    };
     let Some(url) = url else {
         problems.push(Problem::new(ProblemKind::MissingUrl, one_job(jobs), format!(
             "{} {} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
@@ -688,12 +723,14 @@ async fn connect_redis(
     Some(RedisLink {
         conn,
         scripts: Arc::new(crate::guard::redis::Scripts::new()),
+        wait,
     })
 }
 
 #[cfg(not(feature = "redis"))]
 async fn connect_redis(
     _url: Option<&str>,
+    _wait: Option<(u32, Duration)>,
     _required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,

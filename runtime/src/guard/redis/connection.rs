@@ -16,10 +16,10 @@ use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
 use tokio::time::Instant;
 
 /// How long a connection attempt may take before the server counts as unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long a request may wait for its reply before it fails (and is retried by the job's model).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// After a failed connection attempt, requests fail at once for this long before the next
 /// attempt.
@@ -39,18 +39,21 @@ pub(crate) enum Open {
 #[derive(Clone)]
 enum Target {
     Single(redis::Client),
+    Cluster(redis::cluster::ClusterClient),
 }
 
 /// A connected link to the server(s).
 #[derive(Clone)]
 enum Link {
     Single(ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
 }
 
 impl Link {
     fn as_conn(&mut self) -> &mut (dyn ConnectionLike + Send) {
         match self {
             Link::Single(conn) => conn,
+            Link::Cluster(conn) => conn,
         }
     }
 }
@@ -111,6 +114,16 @@ impl RedisConn {
         }
     }
 
+    /// The cluster connection, connecting first if need be; `None` when the URL names no cluster.
+    pub(crate) async fn cluster(
+        &self,
+    ) -> Result<Option<redis::cluster_async::ClusterConnection>, RedisError> {
+        Ok(match self.link().await? {
+            Link::Cluster(conn) => Some(conn),
+            _ => None,
+        })
+    }
+
     fn ready_or_recent_failure(&self) -> Option<Result<Link, RedisError>> {
         match &*self.state() {
             State::Connected(link) => Some(Ok(link.clone())),
@@ -157,6 +170,7 @@ impl ConnectionLike for RedisConn {
     fn get_db(&self) -> i64 {
         match &self.0.target {
             Target::Single(client) => client.get_connection_info().redis_settings().db(),
+            Target::Cluster(_) => 0,
         }
     }
 }
@@ -189,18 +203,24 @@ async fn open_link(target: &Target) -> Result<Link, RedisError> {
             let _: String = redis::cmd("PING").query_async(&mut conn).await?;
             Ok(Link::Single(conn))
         }
+        Target::Cluster(client) => Ok(Link::Cluster(super::cluster::connect(client).await?)),
     }
 }
 
-fn target(url: &str) -> Result<Target, RedisError> {
-    Ok(Target::Single(redis::Client::open(url)?))
+fn target(url: &str) -> Result<Target, String> {
+    if url.starts_with(super::cluster::SCHEME) {
+        return super::cluster::client(url).map(Target::Cluster);
+    }
+    redis::Client::open(url)
+        .map(Target::Single)
+        .map_err(|e| format!("the URL is not valid: {e}"))
 }
 
 /// Opens the connection to the server(s) of `url`.
 pub(crate) async fn open(url: &str) -> Open {
     let target = match target(url) {
         Ok(target) => target,
-        Err(e) => return Open::Misconfigured(format!("the URL is not valid: {e}")),
+        Err(why) => return Open::Misconfigured(why),
     };
     match open_link(&target).await {
         Ok(link) => Open::Ready(RedisConn::new(target, State::Connected(link))),

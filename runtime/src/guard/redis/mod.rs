@@ -40,7 +40,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::Script;
+use redis::aio::ConnectionLike;
+use redis::cluster_routing::SingleNodeRoutingInfo;
+use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
 use tokio::time::Instant;
 
 use super::{Claim, Guard, GuardError, Lease, Renewal};
@@ -48,6 +50,9 @@ use crate::clock::epoch_millis;
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
+mod cluster;
+#[cfg(test)]
+mod cluster_tests;
 mod connection;
 
 pub(crate) use connection::{connect, open, Open, RedisConn};
@@ -232,8 +237,38 @@ impl Scripts {
     }
 }
 
+/// How many replicas must acknowledge an acquired claim, and how long the primary waits for
+/// them (`WAIT replicas timeout`): [`Builder::redis_wait_for_replicas`](crate::Builder::redis_wait_for_replicas).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReplicaWait {
+    pub(crate) replicas: u32,
+    pub(crate) timeout: Duration,
+}
+
+/// The longest `WAIT` timeout: the claim and its `WAIT` share one request, which must be answered
+/// within the connection's response timeout (2 s).
+pub(crate) const MAX_WAIT_TIMEOUT: Duration = Duration::from_secs(1);
+
+impl ReplicaWait {
+    /// Checks the setting: at least one replica, and a timeout from 1 ms to [`MAX_WAIT_TIMEOUT`]
+    /// (`WAIT` with 0 would block forever).
+    pub(crate) fn check(replicas: u32, timeout: Duration) -> Result<Self, String> {
+        if replicas == 0 {
+            return Err("`Builder::redis_wait_for_replicas` waits for at least 1 replica; to not wait, do not call it".to_owned());
+        }
+        if timeout < Duration::from_millis(1) || timeout > MAX_WAIT_TIMEOUT {
+            return Err(format!(
+                "the timeout of `Builder::redis_wait_for_replicas` is {timeout:?}; it must be from 1ms to {MAX_WAIT_TIMEOUT:?}, so that the claim and its WAIT are answered within the 2 s response timeout"
+            ));
+        }
+        Ok(ReplicaWait { replicas, timeout })
+    }
+}
+
 pub(crate) struct RedisGuard {
     conn: RedisConn,
+    /// Replicas an acquired claim must reach before the run may start.
+    wait: Option<ReplicaWait>,
     /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
     /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
     nonce: Arc<str>,
@@ -260,6 +295,7 @@ impl RedisGuard {
     ) -> Self {
         RedisGuard {
             conn,
+            wait: None,
             nonce: Arc::from(format!(
                 "{:016x}{:016x}",
                 fastrand::u64(..),
@@ -275,10 +311,109 @@ impl RedisGuard {
             skip: overlap == Overlap::Skip,
         }
     }
+
+    /// Acquired claims must reach `wait.replicas` replicas before their run starts.
+    pub(crate) fn waiting_for_replicas(mut self, wait: Option<ReplicaWait>) -> Self {
+        self.wait = wait;
+        self
+    }
 }
 
 fn redis_err(e: redis::RedisError) -> GuardError {
     GuardError::Redis(e)
+}
+
+/// How many redirections (`MOVED`, `ASK`) or script loads a claim with `WAIT` follows before it
+/// fails (and is retried by the job's model).
+const MAX_REDIRECTS: usize = 4;
+
+/// Sends `evalsha` and `WAIT` in one pipeline to the primary of `key` and answers the script's
+/// reply and the number of replicas that acknowledged. A pipeline's errors come back as values,
+/// so the cluster client does not follow a redirection inside one: `MOVED` and `ASK` are
+/// followed here, and `NOSCRIPT` loads the script and sends the pipeline again.
+async fn claim_and_wait(
+    conn: &mut RedisConn,
+    script: &Script,
+    evalsha: Cmd,
+    key: &str,
+    wait: ReplicaWait,
+) -> Result<(Value, u64), RedisError> {
+    let timeout_ms = u64::try_from(wait.timeout.as_millis()).unwrap_or(u64::MAX);
+    let mut pipe = redis::pipe();
+    pipe.add_command(evalsha).add_command(
+        redis::cmd("WAIT")
+            .arg(wait.replicas)
+            .arg(timeout_ms)
+            .clone(),
+    );
+    let mut redirect: Option<(SingleNodeRoutingInfo, bool)> = None;
+    for _ in 0..MAX_REDIRECTS {
+        let values = match conn.cluster().await? {
+            None => conn.req_packed_commands(&pipe, 0, 2).await?,
+            Some(mut cluster) => match &redirect {
+                None => cluster::pipeline_to(&mut cluster, &pipe, cluster::primary_of(key)).await?,
+                Some((node, asking)) => {
+                    let mut sent = redis::pipe();
+                    if *asking {
+                        sent.add_command(redis::cmd("ASKING").clone());
+                    }
+                    for cmd in pipe.cmd_iter() {
+                        sent.add_command(cmd.clone());
+                    }
+                    let mut values =
+                        cluster::pipeline_to(&mut cluster, &sent, node.clone()).await?;
+                    if *asking && !values.is_empty() {
+                        values.remove(0);
+                    }
+                    values
+                }
+            },
+        };
+        let mut values = values.into_iter();
+        let (Some(claim), Some(acked)) = (values.next(), values.next()) else {
+            return Err(RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "the claim and its WAIT did not both answer",
+            )));
+        };
+        let claim = match claim {
+            Value::ServerError(e) => RedisError::from(e),
+            claim => {
+                let acked: u64 = redis::from_redis_value(acked)?;
+                return Ok((claim, acked));
+            }
+        };
+        match claim.kind() {
+            redis::ErrorKind::Server(ServerErrorKind::NoScript) => {
+                script.load_async(conn).await?;
+            }
+            redis::ErrorKind::Server(kind @ (ServerErrorKind::Moved | ServerErrorKind::Ask)) => {
+                let Some(node) = claim.redirect_node().and_then(|(node, _)| {
+                    let (host, port) = node.rsplit_once(':')?;
+                    Some(SingleNodeRoutingInfo::ByAddress {
+                        host: host.to_owned(),
+                        port: port.parse().ok()?,
+                    })
+                }) else {
+                    return Err(claim);
+                };
+                if kind == ServerErrorKind::Moved {
+                    // A keyed request through the client's own routing follows the same MOVED and
+                    // updates its map of slots, so that the next claims go to the new owner.
+                    let _ = conn.req_packed_command(redis::cmd("EXISTS").arg(key)).await;
+                }
+                redirect = Some((node, kind == ServerErrorKind::Ask));
+            }
+            _ => return Err(claim),
+        }
+    }
+    Err(RedisError::from((
+        redis::ErrorKind::Io,
+        "the claim was redirected too often",
+        format!(
+            "{MAX_REDIRECTS} times (a slot migration or a failover in progress); it is retried"
+        ),
+    )))
 }
 
 /// The lease as Redis `PX` milliseconds. `Job::problems` and the macro keep leases within
@@ -305,17 +440,20 @@ impl Guard for RedisGuard {
         let reported_key = format!("{}{fire}", self.reported_prefix);
         // The same for every claim of this fire by this guard value.
         let token = format!("{}:{fire}", self.nonce);
+        let wait = self.wait;
         Box::pin(async move {
             let px = lease_px(lease)?;
             // The lock's expiry on the server is at least a lease after this instant, also when
             // this claim repeats one that took effect (the script extends the lock then).
             let sent_at = Instant::now();
-            let (answer, value, ignored): (i64, u64, i64) = scripts
-                .claim
-                .key(&*lock_key)
-                .key(&*state_key)
-                .key(&*cancel_key)
-                .key(&reported_key)
+            let mut evalsha = redis::cmd("EVALSHA");
+            evalsha
+                .arg(scripts.claim.get_hash())
+                .arg(4)
+                .arg(&*lock_key)
+                .arg(&*state_key)
+                .arg(&*cancel_key)
+                .arg(&reported_key)
                 .arg(fire)
                 .arg(&token)
                 .arg(px)
@@ -323,16 +461,51 @@ impl Guard for RedisGuard {
                 .arg(CLAIM_AHEAD_TOLERANCE_MS)
                 .arg(if skip { "1" } else { "0" })
                 .arg(&*nonce)
-                .arg(REPORT_TTL_MS)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(redis_err)?;
+                .arg(REPORT_TTL_MS);
+            let (answer, value, ignored, acked): (i64, u64, i64, Option<u64>) = match wait {
+                None => {
+                    let (answer, value, ignored) = match evalsha.query_async(&mut conn).await {
+                        Err(e)
+                            if e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript) =>
+                        {
+                            scripts
+                                .claim
+                                .load_async(&mut conn)
+                                .await
+                                .map_err(redis_err)?;
+                            evalsha.query_async(&mut conn).await
+                        }
+                        reply => reply,
+                    }
+                    .map_err(redis_err)?;
+                    (answer, value, ignored, None)
+                }
+                Some(wait) => {
+                    let (reply, acked) =
+                        claim_and_wait(&mut conn, &scripts.claim, evalsha, &state_key, wait)
+                            .await
+                            .map_err(redis_err)?;
+                    let (answer, value, ignored) =
+                        redis::from_redis_value(reply).map_err(|e| redis_err(e.into()))?;
+                    (answer, value, ignored, Some(acked))
+                }
+            };
             if ignored == 1 {
                 tracing::error!(
                     key = %state_key,
                     fire_time = %fire_time,
                     "the last claimed fire recorded in Redis lies more than {CLAIM_AHEAD_TOLERANCE:?} ahead of the Redis server's clock (a replica's clock was ahead, or the server's clock was set back); it was ignored so that it does not silence the job. Run NTP on every host and on the Redis server"
                 );
+            }
+            if let (2, Some(wait), Some(acked)) = (answer, wait, acked) {
+                if acked < u64::from(wait.replicas) {
+                    // The lock stays with this claimant: the job's model retries the claim, which
+                    // is recognised as the same claimant and waits again, or abandons it.
+                    return Err(GuardError::NotReplicated {
+                        acked,
+                        wanted: wait.replicas,
+                    });
+                }
             }
             Ok(match answer {
                 0 => Claim::AlreadyRan,
@@ -423,11 +596,17 @@ impl Guard for RedisGuard {
 
     fn server_time(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
         let mut conn = self.conn.clone();
+        let state_key = Arc::clone(&self.state_key);
         Box::pin(async move {
-            let (secs, micros): (i64, i64) = redis::cmd("TIME")
-                .query_async(&mut conn)
-                .await
-                .map_err(redis_err)?;
+            let time = redis::cmd("TIME");
+            // The clock that judges this job's claims is that of the node owning its keys.
+            let reply = match conn.cluster().await.map_err(redis_err)? {
+                Some(mut cluster) => cluster::on_primary_of(&mut cluster, &state_key, &time).await,
+                None => conn.req_packed_command(&time).await,
+            }
+            .map_err(redis_err)?;
+            let (secs, micros): (i64, i64) =
+                redis::from_redis_value(reply).map_err(|e| redis_err(e.into()))?;
             Ok(DateTime::<Utc>::from_timestamp(secs, 0)
                 .map(|t| t + chrono::TimeDelta::microseconds(micros)))
         })
