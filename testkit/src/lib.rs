@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 
 #[cfg(unix)]
 mod postgres;
+mod redis_cluster;
 #[cfg(unix)]
 pub use postgres::{PgBouncer, PostgresServer};
+pub use redis_cluster::RedisCluster;
 
 /// A `redis-server` process of one test.
 #[derive(Debug)]
@@ -25,9 +27,11 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// The port of the primary this server replicates.
+    replica_of: Option<u16>,
 }
 
-fn required() -> bool {
+pub(crate) fn required() -> bool {
     std::env::var_os("CRONGUARD_TESTS_REQUIRE_REDIS").is_some() || in_ci()
 }
 
@@ -82,6 +86,35 @@ impl RedisServer {
     /// Starts `redis-server` on a free loopback port with no persistence, and waits until it
     /// answers `PING`. `None` when `redis-server` is not installed (outside CI).
     pub fn start() -> Option<RedisServer> {
+        Self::start_with(None)
+    }
+
+    /// Starts a `redis-server` that replicates `primary` (`--replicaof`), and waits until it is in
+    /// sync. `None` when `redis-server` is not installed (outside CI).
+    pub fn start_replica_of(primary: &RedisServer) -> Option<RedisServer> {
+        let replica = Self::start_with(Some(primary.port))?;
+        let until = Instant::now() + Duration::from_secs(10);
+        while !replica.in_sync() {
+            assert!(
+                Instant::now() < until,
+                "the replica on port {} did not sync with its primary within 10 s",
+                replica.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(replica)
+    }
+
+    /// Whether this replica's link to its primary is up (`master_link_status:up`).
+    pub fn in_sync(&self) -> bool {
+        Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["INFO", "replication"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("master_link_status:up"))
+    }
+
+    fn start_with(replica_of: Option<u16>) -> Option<RedisServer> {
         if !require_program(
             "redis-server",
             "the tests of the Redis guard",
@@ -98,13 +131,25 @@ impl RedisServer {
             port,
             dir,
             child: None,
+            replica_of,
         };
         server.spawn();
         Some(server)
     }
 
     fn spawn(&mut self) {
+        let replica_of = self
+            .replica_of
+            .map(|port| {
+                vec![
+                    "--replicaof".to_owned(),
+                    "127.0.0.1".to_owned(),
+                    port.to_string(),
+                ]
+            })
+            .unwrap_or_default();
         let child = Command::new("redis-server")
+            .args(&replica_of)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args([
                 "--save",

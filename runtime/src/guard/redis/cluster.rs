@@ -3,7 +3,8 @@
 //! Any one node is enough as a seed; the client learns the others from it. Every key of a job
 //! carries the hash tag `{<job>}`, so a job's keys live in one slot and its scripts run on the
 //! primary that owns that slot (the cluster client routes `EVALSHA` by its first key, loads a
-//! script on every primary after `NOSCRIPT`, and follows `MOVED`/`ASK` and failovers).
+//! script on every primary after `NOSCRIPT`, and follows `MOVED`, `ASK` and `TRYAGAIN` — in a
+//! pipeline too — and failovers).
 
 use std::time::Duration;
 

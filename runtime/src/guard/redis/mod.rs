@@ -41,7 +41,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use redis::aio::ConnectionLike;
-use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
 use tokio::time::Instant;
 
@@ -323,14 +322,11 @@ fn redis_err(e: redis::RedisError) -> GuardError {
     GuardError::Redis(e)
 }
 
-/// How many redirections (`MOVED`, `ASK`) or script loads a claim with `WAIT` follows before it
-/// fails (and is retried by the job's model).
-const MAX_REDIRECTS: usize = 4;
-
 /// Sends `evalsha` and `WAIT` in one pipeline to the primary of `key` and answers the script's
-/// reply and the number of replicas that acknowledged. A pipeline's errors come back as values,
-/// so the cluster client does not follow a redirection inside one: `MOVED` and `ASK` are
-/// followed here, and `NOSCRIPT` loads the script and sends the pipeline again.
+/// reply and the number of replicas that acknowledged. On a cluster, `WAIT` alone would go to
+/// every primary, so the pipeline is routed by `key`; the cluster client follows `MOVED` and
+/// `ASK` inside a pipeline too. A pipeline's errors come back as values: `NOSCRIPT` loads the
+/// script and sends the pipeline once more.
 async fn claim_and_wait(
     conn: &mut RedisConn,
     script: &Script,
@@ -346,74 +342,33 @@ async fn claim_and_wait(
             .arg(timeout_ms)
             .clone(),
     );
-    let mut redirect: Option<(SingleNodeRoutingInfo, bool)> = None;
-    for _ in 0..MAX_REDIRECTS {
+    let mut loaded = false;
+    loop {
         let values = match conn.cluster().await? {
             None => conn.req_packed_commands(&pipe, 0, 2).await?,
-            Some(mut cluster) => match &redirect {
-                None => cluster::pipeline_to(&mut cluster, &pipe, cluster::primary_of(key)).await?,
-                Some((node, asking)) => {
-                    let mut sent = redis::pipe();
-                    if *asking {
-                        sent.add_command(redis::cmd("ASKING").clone());
-                    }
-                    for cmd in pipe.cmd_iter() {
-                        sent.add_command(cmd.clone());
-                    }
-                    let mut values =
-                        cluster::pipeline_to(&mut cluster, &sent, node.clone()).await?;
-                    if *asking && !values.is_empty() {
-                        values.remove(0);
-                    }
-                    values
-                }
-            },
+            Some(mut cluster) => {
+                cluster::pipeline_to(&mut cluster, &pipe, cluster::primary_of(key)).await?
+            }
         };
         let mut values = values.into_iter();
-        let (Some(claim), Some(acked)) = (values.next(), values.next()) else {
+        let (Some(reply), Some(acked)) = (values.next(), values.next()) else {
             return Err(RedisError::from((
                 redis::ErrorKind::UnexpectedReturnType,
                 "the claim and its WAIT did not both answer",
             )));
         };
-        let claim = match claim {
-            Value::ServerError(e) => RedisError::from(e),
-            claim => {
-                let acked: u64 = redis::from_redis_value(acked)?;
-                return Ok((claim, acked));
-            }
-        };
-        match claim.kind() {
-            redis::ErrorKind::Server(ServerErrorKind::NoScript) => {
-                script.load_async(conn).await?;
-            }
-            redis::ErrorKind::Server(kind @ (ServerErrorKind::Moved | ServerErrorKind::Ask)) => {
-                let Some(node) = claim.redirect_node().and_then(|(node, _)| {
-                    let (host, port) = node.rsplit_once(':')?;
-                    Some(SingleNodeRoutingInfo::ByAddress {
-                        host: host.to_owned(),
-                        port: port.parse().ok()?,
-                    })
-                }) else {
-                    return Err(claim);
-                };
-                if kind == ServerErrorKind::Moved {
-                    // A keyed request through the client's own routing follows the same MOVED and
-                    // updates its map of slots, so that the next claims go to the new owner.
-                    let _ = conn.req_packed_command(redis::cmd("EXISTS").arg(key)).await;
+        match reply {
+            Value::ServerError(e) => {
+                let e = RedisError::from(e);
+                if loaded || e.kind() != redis::ErrorKind::Server(ServerErrorKind::NoScript) {
+                    return Err(e);
                 }
-                redirect = Some((node, kind == ServerErrorKind::Ask));
+                script.load_async(conn).await?;
+                loaded = true;
             }
-            _ => return Err(claim),
+            reply => return Ok((reply, redis::from_redis_value(acked)?)),
         }
     }
-    Err(RedisError::from((
-        redis::ErrorKind::Io,
-        "the claim was redirected too often",
-        format!(
-            "{MAX_REDIRECTS} times (a slot migration or a failover in progress); it is retried"
-        ),
-    )))
 }
 
 /// The lease as Redis `PX` milliseconds. `Job::problems` and the macro keep leases within
