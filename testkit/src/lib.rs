@@ -94,7 +94,7 @@ impl RedisServer {
     pub fn start_replica_of(primary: &RedisServer) -> Option<RedisServer> {
         let replica = Self::start_with(Some(primary.port))?;
         let until = Instant::now() + Duration::from_secs(10);
-        while !replica.in_sync() {
+        while !replica.in_sync() || !primary.replicated_a_write() {
             assert!(
                 Instant::now() < until,
                 "the replica on port {} did not sync with its primary within 10 s",
@@ -107,11 +107,37 @@ impl RedisServer {
 
     /// Whether this replica's link to its primary is up (`master_link_status:up`).
     pub fn in_sync(&self) -> bool {
+        self.info_replication().contains("master_link_status:up")
+    }
+
+    /// Whether a write to this server reaches a replica within 100 ms (`SET`, then `WAIT 1 100`
+    /// on the same connection).
+    fn replicated_a_write(&self) -> bool {
+        let Ok(mut child) = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        else {
+            return false;
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(b"SET cronguard-testkit:replicated 1\nWAIT 1 100\n");
+        }
+        child
+            .wait_with_output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().nth(1) == Some("1"))
+    }
+
+    /// `INFO replication`, empty when the server does not answer.
+    pub fn info_replication(&self) -> String {
         Command::new("redis-cli")
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
             .args(["INFO", "replication"])
             .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("master_link_status:up"))
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
     }
 
     fn start_with(replica_of: Option<u16>) -> Option<RedisServer> {
@@ -158,6 +184,9 @@ impl RedisServer {
                 "no",
                 "--protected-mode",
                 "yes",
+                // A replica syncs at once instead of after the default 5 s.
+                "--repl-diskless-sync-delay",
+                "0",
             ])
             .arg("--dir")
             .arg(&self.dir)

@@ -67,6 +67,8 @@ impl RedisCluster {
                 .arg(cluster.dir.join(format!("nodes-{port}.conf")))
                 .args(["--cluster-node-timeout", "1000"])
                 .args(["--save", "", "--appendonly", "no"])
+                // A replica syncs at once instead of after the default 5 s.
+                .args(["--repl-diskless-sync-delay", "0"])
                 .arg("--dir")
                 .arg(&cluster.dir)
                 .stdout(Stdio::null())
