@@ -261,6 +261,17 @@ pub mod __bench {
         pub async fn claim_release(&self, fire_ms: i64) -> Result<bool, String> {
             claim_release(&self.0, fire_ms).await
         }
+
+        /// Acquired claims wait until `replicas` replicas have them (`WAIT`), as with
+        /// `Builder::redis_wait_for_replicas`.
+        pub fn waiting_for_replicas(
+            self,
+            replicas: u32,
+            timeout: Duration,
+        ) -> Result<Self, String> {
+            let wait = crate::guard::redis::ReplicaWait::check(replicas, timeout)?;
+            Ok(RedisClaimer(self.0.waiting_for_replicas(Some(wait))))
+        }
     }
 }
 
