@@ -136,7 +136,9 @@ impl Builder {
         self
     }
 
-    /// The Redis URL of the `redis` guards.
+    /// The Redis URL of the `redis` guards: `redis://[user:password@]host:port[/db]` for one
+    /// server, or `redis+cluster://[user:password@]host1:port1,host2:port2,...` for a Redis
+    /// Cluster (any one reachable node is enough as a seed; a cluster has no database number).
     pub fn redis_url(mut self, url: impl Into<String>) -> Self {
         self.redis_url = Some(url.into());
         self
@@ -153,8 +155,7 @@ impl Builder {
     /// Makes every claim of a `redis` job wait until `replicas` replicas of the Redis primary have
     /// it (Redis `WAIT replicas timeout`, sent with the claim in the same round trip) before its
     /// run starts. A claim that fewer replicas acknowledged within `timeout` does not start the
-    /// run: it fails with [`GuardError::NotReplicated`](crate::guard::GuardError::NotReplicated)
-    /// and is retried (as the same claimant) until the fire's grace runs out, and then reported as
+    /// run: it fails with `GuardError::NotReplicated` and is retried (as the same claimant) until the fire's grace runs out, and then reported as
     /// a misfire. `replicas` is at least 1 and `timeout` from 1 ms to 1 s; anything else is a start
     /// error.
     ///

@@ -39,7 +39,7 @@ pub(crate) enum Open {
 #[derive(Clone)]
 enum Target {
     Single(redis::Client),
-    Cluster(redis::cluster::ClusterClient),
+    Cluster(Box<redis::cluster::ClusterClient>),
 }
 
 /// A connected link to the server(s).
@@ -209,7 +209,7 @@ async fn open_link(target: &Target) -> Result<Link, RedisError> {
 
 fn target(url: &str) -> Result<Target, String> {
     if url.starts_with(super::cluster::SCHEME) {
-        return super::cluster::client(url).map(Target::Cluster);
+        return super::cluster::client(url).map(|client| Target::Cluster(Box::new(client)));
     }
     redis::Client::open(url)
         .map(Target::Single)
