@@ -247,3 +247,37 @@ async fn cluster_claims_continue_after_a_primary_failover() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn cluster_a_frozen_primary_is_an_error_within_the_timeout_not_a_hang() {
+    let Some(mut cluster) = RedisCluster::start(3, 0) else {
+        return;
+    };
+    let job = "frozen";
+    let frozen = cluster.primary_of(&state_key(job));
+    let conn = connect(&cluster.url()).await.expect("connects");
+    let scripts = Arc::new(Scripts::new());
+    let g = guard(&conn, &scripts, job);
+    assert_eq!(acquisitions(&[&g], t(1)).await, 1);
+    cluster.pause(frozen);
+    let sent = Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(5), g.claim(t(2)))
+        .await
+        .expect("the claim ends instead of hanging");
+    assert!(answer.is_err(), "{answer:?}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        sent.elapsed()
+    );
+    cluster.resume(frozen);
+    let _cluster = tokio::task::spawn_blocking(move || {
+        cluster.wait_until_ok();
+        cluster
+    })
+    .await
+    .expect("waits");
+    // The frozen node applied the claim when it thawed; given up, it frees the lock.
+    g.abandon(t(2)).await.expect("abandons");
+    assert_eq!(acquisitions(&[&g], t(3)).await, 1);
+}
