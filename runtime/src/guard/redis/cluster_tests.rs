@@ -281,3 +281,26 @@ async fn cluster_a_frozen_primary_is_an_error_within_the_timeout_not_a_hang() {
     g.abandon(t(2)).await.expect("abandons");
     assert_eq!(acquisitions(&[&g], t(3)).await, 1);
 }
+
+#[tokio::test]
+async fn cluster_a_bad_url_is_misconfigured_and_a_cluster_that_is_down_is_unreachable() {
+    use super::{open, Open};
+    match open("redis+cluster://127.0.0.1").await {
+        Open::Misconfigured(why) => assert!(why.contains("host:port"), "{why}"),
+        _ => panic!("a node without a port is a misconfiguration"),
+    }
+    let port = cronguard_testkit::free_port();
+    match open(&format!("redis+cluster://127.0.0.1:{port}/")).await {
+        Open::Unreachable(conn, _) => {
+            // Requests fail at once until the cluster answers; they do not wait.
+            let g = guard(&conn, &Arc::new(Scripts::new()), "down");
+            let sent = Instant::now();
+            assert!(g.claim(t(1)).await.is_err());
+            assert!(sent.elapsed() < Duration::from_secs(4));
+        }
+        Open::Ready(_) => panic!("nothing listens on {port}"),
+        Open::Misconfigured(why) => {
+            panic!("a cluster that is down is not a misconfiguration: {why}")
+        }
+    }
+}
