@@ -122,11 +122,12 @@ impl Builder {
         self
     }
 
-    /// Whether `start()` fails when a guard's server (Redis) cannot be reached (default `false`).
+    /// Whether `start()` fails when a guard's server (Redis, PostgreSQL) cannot be reached
+    /// (default `false`).
     ///
     /// By default an unreachable server is not a start error: a deploy that starts while Redis is
     /// briefly down must not crash-loop. The jobs start, their fires are reported as misfires
-    /// (`guard_unavailable`) and their health is `unknown` while the server is away, and
+    /// ("the guard could not be asked") and their health is `unknown` while the server is away, and
     /// everything resumes without a restart when it answers. A URL that does not parse, a wrong
     /// password or an unknown user is always a start error ([`ProblemKind::GuardRefused`]). With
     /// `true`, an unreachable server is a start error too ([`ProblemKind::Unreachable`]). See
@@ -382,6 +383,7 @@ impl Builder {
                 postgres_schema: self.postgres_schema,
                 history_retention_days: self.history_retention_days,
                 custom: self.custom_guards,
+                required_at_start: self.require_guards_at_start,
             },
             &jobs,
             &mut problems,
@@ -409,7 +411,7 @@ impl Builder {
                 (Lock::Redis, Some(redis)) => Some(Arc::new(
                     crate::guard::redis::RedisGuard::new(
                         redis.conn.clone(),
-                        Arc::clone(&redis.scripts),
+                        Arc::clone(&redis.batcher),
                         &self.redis_prefix,
                         &job.name,
                         job.lease_or_default(),
@@ -622,7 +624,7 @@ fn check_private(dir: &Path) -> Result<(), String> {
 #[cfg(feature = "redis")]
 struct RedisLink {
     conn: crate::guard::redis::RedisConn,
-    scripts: Arc<crate::guard::redis::Scripts>,
+    batcher: Arc<crate::guard::redis::Batcher>,
     wait: Option<crate::guard::redis::ReplicaWait>,
 }
 
@@ -722,8 +724,8 @@ async fn connect_redis(
         }
     };
     Some(RedisLink {
+        batcher: crate::guard::redis::Batcher::new(conn.clone()),
         conn,
-        scripts: Arc::new(crate::guard::redis::Scripts::new()),
         wait,
     })
 }

@@ -29,6 +29,8 @@ pub(crate) struct GuardSettings {
     pub(crate) postgres_schema: String,
     pub(crate) history_retention_days: u32,
     pub(crate) custom: BTreeMap<String, GuardFactory>,
+    /// An unreachable server is a start error.
+    pub(crate) required_at_start: bool,
 }
 
 /// The stores connected for a job set.
@@ -189,33 +191,35 @@ async fn connect_postgres(
         ));
         return None;
     };
-    match crate::guard::postgres::Database::connect(url, &settings.postgres_schema).await {
-        Ok(db) => Some(Arc::new(db)),
-        Err(e) => {
-            let kind = if e.contains("exists but is not the one") {
-                ProblemKind::ForeignTable
-            } else if e.starts_with("PostgreSQL cannot be reached") {
-                ProblemKind::Unreachable
-            } else {
-                ProblemKind::Other
-            };
-            let fix = match kind {
-                ProblemKind::Unreachable => {
-                    "; check `CRONGUARD_POSTGRES_URL` and that the server is up"
-                }
-                _ => "",
-            };
-            problems.push(Problem::new(
-                kind,
-                None,
-                format!(
-                    "PostgreSQL at `{}`: {e}{fix}",
-                    crate::guard::postgres::redact(url)
-                ),
-            ));
-            None
+    use crate::guard::postgres::{redact, Database, Open};
+    let (kind, message) = match Database::open(url, &settings.postgres_schema).await {
+        Open::Ready(db) => return Some(Arc::new(db)),
+        Open::Unreachable(db, why) if !settings.required_at_start => {
+            tracing::warn!(
+                postgres = %redact(url),
+                error = %why,
+                jobs = jobs.len(),
+                "PostgreSQL cannot be reached at start; the jobs that use it report their fires as misfires until it answers, and resume then without a restart (the schema is checked at the first statement that reaches it)"
+            );
+            return Some(Arc::new(db));
         }
-    }
+        Open::Unreachable(_, why) => (
+            ProblemKind::Unreachable,
+            format!("cannot be reached ({why}); check `CRONGUARD_POSTGRES_URL` and that the server is up, or let the scheduler start without it (`Builder::require_guards_at_start(false)`, the default)"),
+        ),
+        Open::Failed(e) if e.contains("exists but is not the one") => (ProblemKind::ForeignTable, e),
+        Open::Failed(e) if e.starts_with("PostgreSQL refused") || e.contains("URL is not valid") => (
+            ProblemKind::GuardRefused,
+            format!("{e}; check the URL, the user, the password and the database in `CRONGUARD_POSTGRES_URL`"),
+        ),
+        Open::Failed(e) => (ProblemKind::Other, e),
+    };
+    problems.push(Problem::new(
+        kind,
+        None,
+        format!("PostgreSQL at `{}`: {message}", redact(url)),
+    ));
+    None
 }
 
 /// Starts one clock-skew monitor per kind of shared guard with a clock of its own, each

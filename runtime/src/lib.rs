@@ -175,7 +175,7 @@ pub mod __bench {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use crate::guard::redis::{connect, RedisGuard, Scripts};
+    use crate::guard::redis::{connect, Batcher, RedisGuard};
     use crate::guard::{Claim, Guard};
 
     /// Claims fire `fire_ms` through `guard` and releases it at once; `true` when acquired.
@@ -201,6 +201,11 @@ pub mod __bench {
         pub async fn connect(url: &str, job: &str) -> Result<Self, String> {
             let db = crate::guard::postgres::Database::connect(url, "cronguard").await?;
             Ok(Self::on(Arc::new(db), job))
+        }
+
+        /// Statements sent so far on these connections (each one round trip).
+        pub fn statements(&self) -> u64 {
+            self.0.database().statements()
         }
 
         /// Another job's guard on the same connections.
@@ -245,11 +250,10 @@ pub mod __bench {
 
         /// The guard of `job` on a given connection.
         pub fn with_connection(conn: RedisConnection, job: &str) -> Self {
-            let scripts = Arc::new(Scripts::new());
             let lease = Duration::from_secs(30);
             RedisClaimer(RedisGuard::new(
-                conn.0,
-                scripts,
+                conn.0.clone(),
+                Batcher::new(conn.0),
                 "cronguard",
                 job,
                 lease,

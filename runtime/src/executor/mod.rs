@@ -7,6 +7,7 @@
 //! shard never waits for a job or a guard. Nothing here decides what happens to a fire.
 
 mod msg;
+mod outage;
 mod run;
 mod shard;
 mod slot;

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::msg::{Msg, Report};
+use super::outage::{self, Outage, Say, SUMMARY_EVERY};
 use super::run::{self, panic_message, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
 use crate::cancel::RunCancel;
@@ -79,6 +80,8 @@ pub(crate) struct JobSlot {
     own_task: bool,
     /// The guard records run ends and reported drops in its history.
     history: bool,
+    /// The outage of the guard this job is in, if its last claim failed.
+    outage: Option<Box<Outage>>,
 }
 
 impl JobSlot {
@@ -106,6 +109,7 @@ impl JobSlot {
             armed: None,
             own_task: false,
             history,
+            outage: None,
         }
     }
 
@@ -175,7 +179,7 @@ impl JobSlot {
         match report {
             Report::Claimed { result, latency } => {
                 self.metrics.claim_latency.record(latency.as_secs_f64());
-                let answer = self.answer(cx, result);
+                let answer = self.answer(cx, cx.shared.instant(now.mono), result);
                 self.model.on_claimed(answer, now, out);
             }
             Report::Reported {
@@ -200,8 +204,13 @@ impl JobSlot {
     }
 
     /// A guard's answer for the model; an acquired lease waits in the slot for the model's word.
-    fn answer(&mut self, cx: &Cx<'_>, result: Result<Claim, GuardError>) -> Answer {
+    fn answer(&mut self, cx: &Cx<'_>, now: Instant, result: Result<Claim, GuardError>) -> Answer {
         let job = &self.model.spec().name;
+        if result.is_ok() {
+            if let Some((failures, lasted)) = outage::answered(&mut self.outage, now) {
+                tracing::info!(job = %job, failed_requests = failures, outage_ms = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX), "guard available again");
+            }
+        }
         match result {
             Ok(Claim::Acquired(lease)) => {
                 let token = lease.fencing_token();
@@ -222,8 +231,22 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
-                tracing::warn!(job = %job, error = %crate::error::Chain(&e), "guard unavailable; retrying until the misfire grace runs out");
-                Answer::Failed(crate::error::Chain(&e).to_string())
+                let error = crate::error::Chain(&e).to_string();
+                match outage::failed(&mut self.outage, now) {
+                    Say::First => {
+                        tracing::warn!(job = %job, error = %error, "guard unavailable; retrying until the misfire grace runs out (said again once per {SUMMARY_EVERY:?} while it lasts)")
+                    }
+                    Say::StillFailing {
+                        failures,
+                        for_how_long,
+                    } => {
+                        tracing::warn!(job = %job, error = %error, failed_requests = failures, outage_s = for_how_long.as_secs(), "guard still unavailable; retrying")
+                    }
+                    Say::Nothing => {
+                        tracing::debug!(job = %job, error = %error, "guard unavailable; retrying")
+                    }
+                }
+                Answer::Failed(error)
             }
         }
     }

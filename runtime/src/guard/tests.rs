@@ -172,7 +172,7 @@ async fn file_guard_conforms() {
 #[cfg(feature = "redis")]
 mod redis {
     use super::*;
-    use crate::guard::redis::{connect, RedisGuard, Scripts};
+    use crate::guard::redis::{connect, Batcher, RedisGuard};
     use crate::options::Overlap;
     use cronguard_testkit::RedisServer;
     use std::sync::Arc;
@@ -190,8 +190,8 @@ mod redis {
     ) -> RedisGuard {
         let conn = connect(&server.url()).await.expect("connects");
         RedisGuard::new(
-            conn,
-            Arc::new(Scripts::new()),
+            conn.clone(),
+            Batcher::new(conn),
             "cronguard",
             job,
             Duration::from_millis(lease_ms),
@@ -216,11 +216,11 @@ mod redis {
             return;
         };
         let conn = connect(&server.url()).await.expect("connects");
-        let scripts = Arc::new(Scripts::new());
+        let batcher = Batcher::new(conn.clone());
         let report = passes_the_suite(|spec| {
             Arc::new(RedisGuard::new(
                 conn.clone(),
-                Arc::clone(&scripts),
+                Arc::clone(&batcher),
                 "cronguard",
                 &spec.job,
                 spec.lease,
@@ -632,10 +632,10 @@ mod redis {
             return;
         };
         let conn = connect(&server.url()).await.expect("connects");
-        let scripts = Arc::new(Scripts::new());
+        let batcher = Batcher::new(conn.clone());
         let holder_view = RedisGuard::new(
             conn.clone(),
-            Arc::clone(&scripts),
+            Arc::clone(&batcher),
             "cronguard",
             "r",
             Duration::from_secs(30),
@@ -740,5 +740,113 @@ mod redis {
         let lease = acquire_at(&b, next).await;
         assert_eq!(b.last_claimed().await.expect("answers"), Some(next));
         lease.release().await.expect("release");
+    }
+
+    /// The script calls the server counted since the last `CONFIG RESETSTAT`.
+    async fn script_calls(conn: &mut crate::guard::redis::RedisConn) -> u64 {
+        let info: String = ::redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(conn)
+            .await
+            .expect("INFO");
+        info.lines()
+            .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+            .filter_map(|l| {
+                l.split("calls=")
+                    .nth(1)?
+                    .split(',')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum()
+    }
+
+    /// Two replicas claim the same fire of the same 1,000 jobs at once and release what they
+    /// acquired: each job is acquired exactly once with a fencing token above its last one, the
+    /// other replica is told `Busy` or `AlreadyRan` as a single claim would be, and the 3,000
+    /// operations take a few script calls, not 3,000.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redis_a_thousand_claims_due_at_once_share_a_few_calls_with_single_answers() {
+        const JOBS: usize = 1000;
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut raw = raw(&server).await;
+        let replica = |conn: crate::guard::redis::RedisConn| {
+            let batcher = Batcher::new(conn.clone());
+            (0..JOBS)
+                .map(|j| {
+                    RedisGuard::new(
+                        conn.clone(),
+                        Arc::clone(&batcher),
+                        "cronguard",
+                        &format!("batch-{j}"),
+                        Duration::from_secs(30),
+                        Overlap::Skip,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let a = replica(connect(&server.url()).await.expect("connects"));
+        let b = replica(connect(&server.url()).await.expect("connects"));
+        // One claim of each job first, so that every job has an earlier fencing token.
+        let earlier = now() - chrono::TimeDelta::seconds(10);
+        let mut tokens = Vec::new();
+        for lease in futures_util::future::join_all(a.iter().map(|g| acquire_at(g, earlier))).await
+        {
+            tokens.push(lease.fencing_token());
+            lease.release().await.expect("release");
+        }
+        let _: () = ::redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut raw)
+            .await
+            .expect("RESETSTAT");
+
+        let fire = now();
+        let claims = a.iter().chain(b.iter()).map(|g| g.claim(fire));
+        let answers = futures_util::future::join_all(claims).await;
+        let mut leases = Vec::new();
+        for j in 0..JOBS {
+            let mut acquired = 0;
+            for answer in [&answers[j], &answers[JOBS + j]] {
+                match answer.as_ref().expect("the guard answers") {
+                    Claim::Acquired(lease) => {
+                        acquired += 1;
+                        assert!(lease.fencing_token() > tokens[j], "job {j}: fencing rises");
+                    }
+                    Claim::Busy { first_report } => assert!(first_report, "job {j}"),
+                    Claim::AlreadyRan => {}
+                    other => panic!("job {j}: {other:?}"),
+                }
+            }
+            assert_eq!(acquired, 1, "job {j} is acquired exactly once");
+        }
+        for answer in answers {
+            if let Ok(Claim::Acquired(lease)) = answer {
+                leases.push(lease);
+            }
+        }
+        let released =
+            futures_util::future::join_all(leases.into_iter().map(|lease| lease.release())).await;
+        assert!(released.iter().all(Result::is_ok));
+        let calls = script_calls(&mut raw).await;
+        println!(
+            "{} claims and {JOBS} releases in {calls} script calls",
+            2 * JOBS
+        );
+        assert!(
+            calls <= 20,
+            "{calls} script calls for {} operations of two replicas",
+            3 * JOBS
+        );
+        // Every lock is free again.
+        let locks: Vec<String> = ::redis::cmd("KEYS")
+            .arg("cronguard:{batch-*}:lock")
+            .query_async(&mut raw)
+            .await
+            .expect("KEYS");
+        assert!(locks.is_empty(), "{locks:?}");
     }
 }

@@ -15,6 +15,7 @@
 //!
 //! [`query_typed`]: tokio_postgres::Client::query_typed
 
+mod batch;
 pub(crate) mod schema;
 #[cfg(test)]
 mod server_tests;
@@ -53,12 +54,30 @@ pub(crate) struct Database {
     /// Held while the schema is created again (see [`Database::query`]), so that the jobs of a
     /// process do not all try at once.
     recreating: tokio::sync::Mutex<()>,
+    /// The schema was found or made. `false` only when the database could not be reached at
+    /// start: the first statement that reaches it makes the schema first.
+    schema_ready: std::sync::atomic::AtomicBool,
+    /// The task that sends claims, renewals and releases in batches, started at the first.
+    batches: std::sync::OnceLock<batch::Batches>,
+    /// Statements sent so far (round trips), for the tests and the benchmarks.
+    statements: std::sync::atomic::AtomicU64,
+}
+
+/// What opening the database found.
+pub(crate) enum Open {
+    /// Connected, the schema in place.
+    Ready(Database),
+    /// The server did not answer; the connections and the schema are made when it does. The text
+    /// says why.
+    Unreachable(Database, String),
+    /// The URL, the credentials or the schema are wrong: a start problem, ready to show.
+    Failed(String),
 }
 
 struct Statements {
-    claim: String,
-    renew: String,
-    release: String,
+    claim_batch: String,
+    renew_batch: String,
+    release_batch: String,
     abandon: String,
     first_report: String,
     last_claimed: String,
@@ -71,17 +90,26 @@ struct Statements {
 impl Statements {
     fn new(s: &str) -> Self {
         Statements {
-            claim: format!(
-                "SELECT answer, val, ignored FROM {s}.claim_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            // Each row of the batch is a call of the function a single claim would make, in the
+            // order of the arrays (sorted by job, so that replicas lock rows in one order).
+            claim_batch: format!(
+                "SELECT c.answer, c.val, c.ignored FROM unnest($1::text[], $2::timestamptz[], \
+                 $3::text[], $4::bigint[], $5::boolean[], $6::boolean[], $7::text[], $8::text[], \
+                 $9::boolean[]) WITH ORDINALITY \
+                 AS b(job, fire, token, lease_ms, replace, skip, nonce, instance, history, ord) \
+                 CROSS JOIN LATERAL {s}.claim_v1(b.job, b.fire, b.token, b.lease_ms, b.replace, \
+                 b.skip, b.nonce, $10, b.instance, b.history) AS c ORDER BY b.ord"
             ),
-            renew: format!(
-                "UPDATE {s}.jobs SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' \
-                 WHERE job = $1 AND lease_holder = $2 AND lease_until > clock_timestamp() \
-                 RETURNING coalesce(cancel_holder = $2, false)"
+            renew_batch: format!(
+                "SELECT r.answer FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY \
+                 AS b(job, token, lease_ms, ord) \
+                 CROSS JOIN LATERAL {s}.renew_v1(b.job, b.token, b.lease_ms) AS r(answer) \
+                 ORDER BY b.ord"
             ),
-            release: format!(
-                "UPDATE {s}.jobs SET lease_holder = NULL, lease_until = NULL, cancel_holder = NULL \
-                 WHERE job = $1 AND lease_holder = $2"
+            release_batch: format!(
+                "SELECT r.released FROM unnest($1::text[], $2::text[]) WITH ORDINALITY \
+                 AS b(job, token, ord) \
+                 CROSS JOIN LATERAL {s}.release_v1(b.job, b.token) AS r(released) ORDER BY b.ord"
             ),
             abandon: format!("SELECT {s}.abandon_v1($1, $2, $3)"),
             first_report: format!(
@@ -147,8 +175,46 @@ type Params<'a> = [(&'a (dyn ToSql + Sync), Type)];
 
 impl Database {
     /// Connects to `url` and makes sure schema `schema` holds cronguard's tables (see
-    /// [`schema::ensure`]). Errors are start problems, ready to show.
+    /// [`schema::ensure`]); a server that does not answer is [`Open::Unreachable`], not an error.
+    pub(crate) async fn open(url: &str, schema: &str) -> Open {
+        let db = match Database::new(url, schema) {
+            Ok(db) => db,
+            Err(e) => return Open::Failed(e),
+        };
+        let mut client = match db.pool.get().await {
+            Ok(client) => client,
+            Err(e) if unreachable(&e) => {
+                let why = pool_error(&e);
+                return Open::Unreachable(db, why);
+            }
+            Err(e) => {
+                return Open::Failed(format!(
+                    "PostgreSQL refused the connection ({})",
+                    pool_error(&e)
+                ))
+            }
+        };
+        let client: &mut tokio_postgres::Client = &mut client;
+        if let Err(e) = schema::ensure(client, schema).await {
+            return Open::Failed(e);
+        }
+        db.schema_ready
+            .store(true, std::sync::atomic::Ordering::Release);
+        Open::Ready(db)
+    }
+
+    /// Connects to `url` and makes sure the schema is there; an unreachable server is an error.
+    #[cfg_attr(not(any(test, feature = "redis")), allow(dead_code))]
     pub(crate) async fn connect(url: &str, schema: &str) -> Result<Database, String> {
+        match Database::open(url, schema).await {
+            Open::Ready(db) => Ok(db),
+            Open::Unreachable(_, why) => Err(format!("PostgreSQL cannot be reached ({why})")),
+            Open::Failed(e) => Err(e),
+        }
+    }
+
+    /// The pool of connections to `url`, none made yet.
+    fn new(url: &str, schema: &str) -> Result<Database, String> {
         schema::check_name(schema)?;
         let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|e| format!("the PostgreSQL URL is not valid: {e}"))?;
@@ -172,18 +238,43 @@ impl Database {
             .recycle_timeout(Some(STATEMENT_TIMEOUT))
             .build()
             .map_err(|e| format!("cannot set up the PostgreSQL connection pool: {e}"))?;
-        let mut client = pool
-            .get()
-            .await
-            .map_err(|e| format!("PostgreSQL cannot be reached ({})", pool_error(&e)))?;
-        let client: &mut tokio_postgres::Client = &mut client;
-        schema::ensure(client, schema).await?;
         Ok(Database {
             pool,
             sql: Statements::new(schema),
             schema: schema.to_owned(),
             recreating: tokio::sync::Mutex::new(()),
+            schema_ready: std::sync::atomic::AtomicBool::new(false),
+            batches: std::sync::OnceLock::new(),
+            statements: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// Makes the schema on `client` if it was not checked yet (the database was unreachable at
+    /// start). A schema holding a table that is not cronguard's fails every statement, each time
+    /// with the reason.
+    async fn ensure_schema(&self, client: &mut Object) -> Result<(), GuardError> {
+        use std::sync::atomic::Ordering;
+        if self.schema_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _one = self.recreating.lock().await;
+        if self.schema_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let client: &mut tokio_postgres::Client = client;
+        match tokio::time::timeout(STATEMENT_TIMEOUT * 5, schema::ensure(client, &self.schema))
+            .await
+        {
+            Ok(Ok(())) => {
+                self.schema_ready.store(true, Ordering::Release);
+                tracing::info!(schema = %self.schema, "connected to PostgreSQL; cronguard's tables are in place");
+                Ok(())
+            }
+            Ok(Err(e)) => Err(GuardError::Postgres(e)),
+            Err(_) => Err(GuardError::Postgres(
+                "checking cronguard's tables took too long".to_owned(),
+            )),
+        }
     }
 
     /// Runs one statement with a deadline. A connection whose statement failed for any reason
@@ -194,6 +285,10 @@ impl Database {
             .await
             .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
             .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+        let mut client = client;
+        self.ensure_schema(&mut client).await?;
+        self.statements
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match tokio::time::timeout(STATEMENT_TIMEOUT, client.query_typed(sql, params)).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => {
@@ -248,6 +343,12 @@ impl Database {
         }
     }
 
+    /// Statements sent so far: each is one round trip.
+    #[cfg_attr(not(any(test, feature = "redis")), allow(dead_code))]
+    pub(crate) fn statements(&self) -> u64 {
+        self.statements.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The database clock.
     pub(crate) async fn now(&self) -> Result<DateTime<Utc>, GuardError> {
         let rows = self.query("SELECT clock_timestamp()", &[]).await?;
@@ -263,6 +364,8 @@ impl Database {
                 .await
                 .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
                 .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+            let mut client = client;
+            self.ensure_schema(&mut client).await?;
             let n = client
                 .execute_typed(
                     &self.sql.prune,
@@ -304,6 +407,15 @@ pub(crate) fn redact(url: &str) -> String {
             None => url,
         },
         _ => url,
+    }
+}
+
+/// Whether `e` says the server did not answer, as opposed to refusing us.
+fn unreachable(e: &deadpool_postgres::PoolError) -> bool {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => e.as_db_error().is_none(),
+        deadpool_postgres::PoolError::Timeout(_) => true,
+        _ => false,
     }
 }
 
@@ -386,29 +498,24 @@ impl Guard for PostgresGuard {
         Box::pin(async move {
             let ms = lease_ms(lease)?;
             let sent_at = Instant::now();
-            let rows = db
-                .query(
-                    &db.sql.claim,
-                    &[
-                        (&&*job, Type::TEXT),
-                        (&fire_time, Type::TIMESTAMPTZ),
-                        (&token, Type::TEXT),
-                        (&ms, Type::INT8),
-                        (&replace, Type::BOOL),
-                        (&skip, Type::BOOL),
-                        (&&*nonce, Type::TEXT),
-                        (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
-                        (&&*instance, Type::TEXT),
-                        (&history, Type::BOOL),
-                    ],
-                )
+            let reply = db
+                .batched(batch::Op::Claim(batch::ClaimOp {
+                    job: Arc::clone(&job),
+                    fire: fire_time,
+                    token: token.clone(),
+                    lease_ms: ms,
+                    replace,
+                    skip,
+                    nonce,
+                    instance,
+                    history,
+                }))
                 .await?;
-            let row = first(&rows)?;
-            let (answer, value, ignored): (i32, i64, bool) = (
-                row.try_get(0).map_err(|e| pg_err(&e))?,
-                row.try_get(1).map_err(|e| pg_err(&e))?,
-                row.try_get(2).map_err(|e| pg_err(&e))?,
-            );
+            let batch::Reply::Claim(answer, value, ignored) = reply else {
+                return Err(GuardError::Postgres(
+                    "the batch answered a claim with another kind of answer".to_owned(),
+                ));
+            };
             if ignored {
                 tracing::error!(
                     job = %job,
@@ -622,25 +729,21 @@ impl Lease for PostgresLease {
         let lease = self.lease;
         Box::pin(async move {
             let ms = lease_ms(lease)?;
-            let rows = db
-                .query(
-                    &db.sql.renew,
-                    &[
-                        (&&*job, Type::TEXT),
-                        (&token, Type::TEXT),
-                        (&ms, Type::INT8),
-                    ],
-                )
+            let reply = db
+                .batched(batch::Op::Renew {
+                    job,
+                    token,
+                    lease_ms: ms,
+                })
                 .await?;
-            Ok(match rows.first() {
-                None => Renewal::Lost,
-                Some(row) => {
-                    let cancel: bool = row.try_get(0).map_err(|e| pg_err(&e))?;
-                    if cancel {
-                        Renewal::CancelRequested
-                    } else {
-                        Renewal::Renewed
-                    }
+            Ok(match reply {
+                batch::Reply::Renew(0) => Renewal::Lost,
+                batch::Reply::Renew(2) => Renewal::CancelRequested,
+                batch::Reply::Renew(_) => Renewal::Renewed,
+                _ => {
+                    return Err(GuardError::Postgres(
+                        "the batch answered a renewal with another kind of answer".to_owned(),
+                    ))
                 }
             })
         })
@@ -648,12 +751,16 @@ impl Lease for PostgresLease {
 
     fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
         Box::pin(async move {
-            self.db
-                .query(
-                    &self.db.sql.release,
-                    &[(&&*self.job, Type::TEXT), (&self.token, Type::TEXT)],
-                )
+            let reply = self
+                .db
+                .batched(batch::Op::Release {
+                    job: Arc::clone(&self.job),
+                    token: self.token.clone(),
+                })
                 .await?;
+            if let batch::Reply::Release(false) = reply {
+                tracing::debug!(job = %self.job, "released a lease that had already run out");
+            }
             Ok(())
         })
     }

@@ -169,6 +169,30 @@ BEGIN
   RETURN true;
 END
 $abandon$;
+
+CREATE OR REPLACE FUNCTION {schema}.renew_v1(p_job text, p_token text, p_lease_ms bigint)
+RETURNS integer LANGUAGE plpgsql AS $renew$
+DECLARE
+  v_cancel boolean;
+BEGIN
+  UPDATE {schema}.jobs SET lease_until = clock_timestamp() + p_lease_ms * interval '1 millisecond'
+    WHERE job = p_job AND lease_holder = p_token AND lease_until > clock_timestamp()
+    RETURNING coalesce(cancel_holder = p_token, false) INTO v_cancel;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  RETURN CASE WHEN v_cancel THEN 2 ELSE 1 END;
+END
+$renew$;
+
+CREATE OR REPLACE FUNCTION {schema}.release_v1(p_job text, p_token text)
+RETURNS boolean LANGUAGE plpgsql AS $release$
+BEGIN
+  UPDATE {schema}.jobs SET lease_holder = NULL, lease_until = NULL, cancel_holder = NULL
+    WHERE job = p_job AND lease_holder = p_token;
+  RETURN FOUND;
+END
+$release$;
 "#;
 
 /// Every column of the three tables with its type as `information_schema.columns` names it.
@@ -200,7 +224,7 @@ const COLUMNS: &[(&str, &str, &str)] = &[
 ];
 
 const TABLES: &[&str] = &["jobs", "reports", "runs"];
-const FUNCTIONS: &[&str] = &["claim_v1", "abandon_v1"];
+const FUNCTIONS: &[&str] = &["claim_v1", "abandon_v1", "renew_v1", "release_v1"];
 
 /// The SQL that creates the schema `schema` (what [`ensure`] runs when something is missing).
 pub(crate) fn create_sql(schema: &str) -> String {
@@ -361,6 +385,23 @@ mod tests {
         for (table, column, _) in COLUMNS {
             assert!(sql.contains(&format!("CREATE TABLE IF NOT EXISTS s.{table}")));
             assert!(sql.contains(&format!("  {column} ")), "{column}");
+        }
+    }
+
+    #[test]
+    fn the_readme_prints_the_sql_that_start_runs() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+            .expect("the repository's README");
+        let sql = create_sql("cronguard");
+        assert!(
+            readme.contains(&format!("```sql\n{}\n```", sql.trim_matches('\n'))),
+            "the SQL in the README (\"The PostgreSQL guard\") differs from what `start()` runs; print `create_sql(\"cronguard\")` there"
+        );
+        for function in FUNCTIONS {
+            assert!(
+                sql.contains(&format!("FUNCTION cronguard.{function}(")),
+                "{function}"
+            );
         }
     }
 }

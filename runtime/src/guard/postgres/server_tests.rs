@@ -392,3 +392,84 @@ async fn tables_dropped_under_a_running_guard_are_created_again() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Two replicas claim the same fire of the same 1,000 jobs at once and release what they
+/// acquired: each job is acquired exactly once with a fencing token above its last one, the
+/// other replica is told `Busy` or `AlreadyRan` as a single claim would be, and the 3,000
+/// operations take a few statements, not 3,000 — without a deadlock between the replicas'
+/// batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_claims_due_at_once_share_a_few_statements_with_single_answers() {
+    const JOBS: usize = 1000;
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let replica = |db: Arc<Database>| {
+        (0..JOBS)
+            .map(|j| guard(&db, &format!("batch-{j:04}"), 30_000, false))
+            .collect::<Vec<_>>()
+    };
+    let (db_a, db_b) = (database(&server).await, database(&server).await);
+    let a = replica(Arc::clone(&db_a));
+    let b = replica(Arc::clone(&db_b));
+    let earlier = now() - TimeDelta::seconds(10);
+    let mut tokens = Vec::new();
+    for answer in futures_util::future::join_all(a.iter().map(|g| g.claim(earlier))).await {
+        match answer.expect("answers") {
+            Claim::Acquired(lease) => {
+                tokens.push(lease.fencing_token());
+                lease.release().await.expect("release");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let before = db_a.statements() + db_b.statements();
+
+    let fire = now();
+    let claims = a.iter().chain(b.iter()).map(|g| g.claim(fire));
+    let answers = futures_util::future::join_all(claims).await;
+    let mut leases = Vec::new();
+    for j in 0..JOBS {
+        let mut acquired = 0;
+        for answer in [&answers[j], &answers[JOBS + j]] {
+            match answer.as_ref().expect("the guard answers") {
+                Claim::Acquired(lease) => {
+                    acquired += 1;
+                    assert!(lease.fencing_token() > tokens[j], "job {j}: fencing rises");
+                }
+                Claim::Busy { first_report } => assert!(first_report, "job {j}"),
+                Claim::AlreadyRan => {}
+                other => panic!("job {j}: {other:?}"),
+            }
+        }
+        assert_eq!(acquired, 1, "job {j} is acquired exactly once");
+    }
+    for answer in answers {
+        if let Ok(Claim::Acquired(lease)) = answer {
+            leases.push(lease);
+        }
+    }
+    let released =
+        futures_util::future::join_all(leases.into_iter().map(|lease| lease.release())).await;
+    assert!(released.iter().all(Result::is_ok));
+    let statements = db_a.statements() + db_b.statements() - before;
+    println!(
+        "{} claims and {JOBS} releases in {statements} statements",
+        2 * JOBS
+    );
+    assert!(
+        statements <= 20,
+        "{statements} statements for {} operations of two replicas",
+        3 * JOBS
+    );
+    let held: i64 = client(&server)
+        .await
+        .query_one(
+            "SELECT count(*) FROM cronguard.jobs WHERE lease_holder IS NOT NULL",
+            &[],
+        )
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(held, 0, "every lease is released");
+}

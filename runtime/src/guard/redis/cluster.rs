@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, Value};
 
 use super::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
@@ -85,6 +85,20 @@ pub(crate) async fn connect(
     })??;
     let _: String = redis::cmd("PING").query_async(&mut conn).await?;
     Ok(conn)
+}
+
+/// `items` in groups whose keys (`key` of each) share one slot, in their order: a script's keys
+/// must all hash to one slot on a cluster (on one node is not enough).
+pub(crate) fn group_by_slot<T>(items: Vec<T>, key: impl Fn(&T) -> &str) -> Vec<Vec<T>> {
+    let mut groups: Vec<(Slot, Vec<T>)> = Vec::new();
+    for item in items {
+        let slot = Slot::for_key(key(&item));
+        match groups.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, group)) => group.push(item),
+            None => groups.push((slot, vec![item])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
 }
 
 /// The primary that owns `key`'s slot.

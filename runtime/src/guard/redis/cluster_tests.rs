@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cronguard_testkit::RedisCluster;
 use tokio::time::Instant;
 
-use super::{connect, RedisConn, RedisGuard, ReplicaWait, Scripts};
+use super::{connect, Batcher, RedisConn, RedisGuard, ReplicaWait};
 use crate::guard::{Claim, Guard, GuardError};
 use crate::options::Overlap;
 
@@ -20,7 +20,7 @@ fn t(s: i64) -> DateTime<Utc> {
     base + TimeDelta::seconds(s)
 }
 
-fn guard(conn: &RedisConn, scripts: &Arc<Scripts>, job: &str) -> RedisGuard {
+fn guard(conn: &RedisConn, scripts: &Arc<Batcher>, job: &str) -> RedisGuard {
     RedisGuard::new(
         conn.clone(),
         Arc::clone(scripts),
@@ -88,7 +88,7 @@ async fn cluster_guard_passes_the_conformance_suite() {
         return;
     };
     let conn = connect(&cluster.url()).await.expect("connects");
-    let scripts = Arc::new(Scripts::new());
+    let scripts = Batcher::new(conn.clone());
     let report = crate::guard::conformance::check(|spec| {
         Arc::new(RedisGuard::new(
             conn.clone(),
@@ -123,16 +123,22 @@ async fn cluster_jobs_on_every_primary_claim_through_one_connection() {
         }
     }
     let conn = connect(&cluster.url()).await.expect("connects");
-    let scripts = Arc::new(Scripts::new());
-    for job in &jobs {
-        let (a, b) = (guard(&conn, &scripts, job), guard(&conn, &scripts, job));
-        for fire in 1..=3 {
-            assert_eq!(
-                acquisitions(&[&a, &b], t(fire)).await,
-                1,
-                "{job} fire {fire}"
-            );
-        }
+    let scripts = Batcher::new(conn.clone());
+    let guards: Vec<(RedisGuard, RedisGuard)> = jobs
+        .iter()
+        .map(|job| (guard(&conn, &scripts, job), guard(&conn, &scripts, job)))
+        .collect();
+    // The claims of every job at once: one batch of the process holds keys of several slots.
+    for fire in 1..=3 {
+        let counts = futures_util::future::join_all(
+            guards
+                .iter()
+                .map(|(a, b)| async move { acquisitions(&[a as &dyn Guard, b], t(fire)).await }),
+        )
+        .await;
+        assert!(counts.iter().all(|n| *n == 1), "fire {fire}: {counts:?}");
+    }
+    for (a, _) in &guards {
         assert_eq!(a.last_claimed().await.expect("answers"), Some(t(3)));
         let server = a.server_time().await.expect("answers").expect("a clock");
         assert!((server - Utc::now()).num_seconds().abs() < 5, "{server}");
@@ -153,7 +159,7 @@ async fn cluster_claims_survive_a_slot_migration() {
         .find(|p| *p != from)
         .expect("another primary");
     let conn = connect(&cluster.url()).await.expect("connects");
-    let scripts = Arc::new(Scripts::new());
+    let scripts = Batcher::new(conn.clone());
     let plain = guard(&conn, &scripts, job);
     // A claim with WAIT goes as a pipeline, whose redirections the guard follows itself.
     let waiting = guard(&conn, &scripts, job).waiting_for_replicas(Some(
@@ -207,7 +213,7 @@ async fn cluster_claims_continue_after_a_primary_failover() {
     let slot = cluster.slot_of(&state_key(job));
     let primary = cluster.primary_of(&state_key(job));
     let conn = connect(&cluster.url()).await.expect("connects");
-    let scripts = Arc::new(Scripts::new());
+    let scripts = Batcher::new(conn.clone());
     let wait = ReplicaWait::check(1, Duration::from_millis(500)).expect("valid");
     let a = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait));
     let b = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait));
@@ -256,7 +262,7 @@ async fn cluster_a_frozen_primary_is_an_error_within_the_timeout_not_a_hang() {
     let job = "frozen";
     let frozen = cluster.primary_of(&state_key(job));
     let conn = connect(&cluster.url()).await.expect("connects");
-    let scripts = Arc::new(Scripts::new());
+    let scripts = Batcher::new(conn.clone());
     let g = guard(&conn, &scripts, job);
     assert_eq!(acquisitions(&[&g], t(1)).await, 1);
     cluster.pause(frozen);
@@ -293,7 +299,7 @@ async fn cluster_a_bad_url_is_misconfigured_and_a_cluster_that_is_down_is_unreac
     match open(&format!("redis+cluster://127.0.0.1:{port}/")).await {
         Open::Unreachable(conn, _) => {
             // Requests fail at once until the cluster answers; they do not wait.
-            let g = guard(&conn, &Arc::new(Scripts::new()), "down");
+            let g = guard(&conn, &Batcher::new(conn.clone()), "down");
             let sent = Instant::now();
             assert!(g.claim(t(1)).await.is_err());
             assert!(sent.elapsed() < Duration::from_secs(4));

@@ -90,6 +90,18 @@ impl RedisConn {
         self.0.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// `items` in groups whose keys (`key` of each) live on one node, in their order: one group
+    /// on a single server.
+    pub(crate) fn group_by_node<T>(&self, items: Vec<T>, key: impl Fn(&T) -> &str) -> Vec<Vec<T>> {
+        match &self.0.target {
+            Target::Single(_) => {
+                let _ = key;
+                vec![items]
+            }
+            Target::Cluster(_) => super::cluster::group_by_slot(items, key),
+        }
+    }
+
     /// The link, connecting first if need be.
     async fn link(&self) -> Result<Link, RedisError> {
         if let Some(result) = self.ready_or_recent_failure() {

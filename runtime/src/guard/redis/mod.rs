@@ -21,7 +21,8 @@
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //!
-//! A claim is one script, one round trip. It reads the server's `TIME` and refuses a fire further
+//! A claim is one script, one round trip; the operations of many jobs due at the same instant
+//! share one call of the script (see [`batch`]), each answered as if it had run alone. It reads the server's `TIME` and refuses a fire further
 //! ahead of it than [`CLAIM_AHEAD_TOLERANCE`] (`TooEarly`, nothing written), so that one replica
 //! with a clock far ahead cannot record a future fire that would make every replica's claims
 //! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A release
@@ -49,12 +50,16 @@ use crate::clock::epoch_millis;
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
+mod batch;
 mod cluster;
 #[cfg(test)]
 mod cluster_tests;
 mod connection;
+mod scripts;
 
+pub(crate) use batch::Batcher;
 pub(crate) use connection::{connect, open, Open, RedisConn};
+use scripts::op;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
 ///
@@ -72,169 +77,6 @@ const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
 /// report it within about one misfire grace of each other, so they all find the record; after
 /// that the key would only be garbage, one per dropped fire.
 const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
-
-/// Lua helper of the claim and abandon scripts: who claimed `fire` among the recent claims, and
-/// the oldest fire they hold. The state hash keeps the last eight claims in a ring of fields
-/// `r0`..`r7` (`<fire> <token>`), written at `n % 8` with `n` the number of claims, so that a
-/// claim writes two short fields and parses nothing; the ring is read only when a later fire was
-/// claimed since (a retry after a lost reply, a late process).
-const RECENT: &str = r#"
-local function recent_claimant(state_key, fire)
-  local ring = redis.call('HMGET', state_key, 'r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7')
-  local who, oldest = false, nil
-  for i = 1, 8 do
-    if ring[i] then
-      local f, t = string.match(ring[i], '^(%S+) (%S+)$')
-      f = tonumber(f)
-      if f then
-        if f == fire then who = t end
-        if not oldest or f < oldest then oldest = f end
-      end
-    end
-  end
-  return who, oldest
-end
-"#;
-
-/// KEYS: lock, state, cancel, the report record of this fire. ARGV: fire (Unix ms), the
-/// claimant's token, lease (ms), `1` for `overlap = "replace"`, the ahead tolerance (ms), `1` for
-/// `overlap = "skip"` (a busy fire is dropped, so the claim records its report), the guard
-/// value's nonce, the report record's TTL (ms).
-///
-/// Answers `{answer, value, ignored}`: answer `0` already ran, `1` busy (value: first report),
-/// `2` acquired (value: the fencing token), `3` lapsed (this claimant's own claim of the fire
-/// took effect and its lease is gone), `4` too early (value: ms ahead of the server's clock),
-/// `5` superseded (nobody claimed this fire, and a later one was claimed); `ignored` is `1` when a
-/// recorded `last` far ahead of the server's clock was ignored.
-const CLAIM_BODY: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local fire = tonumber(ARGV[1])
-local tolerance = tonumber(ARGV[5])
-if fire > now + tolerance then
-  return {4, fire - now, 0}
-end
-local state = redis.call('HMGET', KEYS[2], 'last', 'fence', 'holder', 'n')
-local last = tonumber(state[1])
-local ignored = 0
-if last and last > now + tolerance then
-  last = nil
-  ignored = 1
-end
--- Who claimed this fire: the hash names the last claim's holder; an older fire's claimant is
--- looked up in the recent claims only when a later fire was claimed since (a retry, a late process).
-local claimed_by, oldest = false, nil
-if last == fire then
-  claimed_by = state[3]
-elseif last and last > fire then
-  claimed_by, oldest = recent_claimant(KEYS[2], fire)
-end
-if claimed_by == ARGV[2] then
-  if redis.call('GET', KEYS[1]) ~= ARGV[2] then
-    if last == fire then
-      redis.call('HSET', KEYS[2], 'lapsed', ARGV[1])
-    end
-    return {3, 0, ignored}
-  end
-  local fence = tonumber(state[2])
-  if not fence then
-    return redis.error_reply('the hash ' .. KEYS[2] .. ' holds no valid fencing token; delete it to reset the job')
-  end
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return {2, fence, ignored}
-end
-if last and last >= fire then
-  if last > fire and not claimed_by and oldest and fire > oldest then
-    return {5, 0, ignored}
-  end
-  return {0, 0, ignored}
-end
-if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
-  if ARGV[4] == '1' then
-    redis.call('SET', KEYS[3], redis.call('GET', KEYS[1]), 'PX', ARGV[3])
-  end
-  if ARGV[6] ~= '1' then
-    return {1, 0, ignored}
-  end
-  if redis.call('SET', KEYS[4], ARGV[7], 'NX', 'PX', ARGV[8]) or redis.call('GET', KEYS[4]) == ARGV[7] then
-    return {1, 1, ignored}
-  end
-  return {1, 0, ignored}
-end
-local token = math.max((tonumber(state[2]) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-local n = tonumber(state[4]) or 0
-redis.call('HSET', KEYS[2], 'last', ARGV[1], 'fence', string.format('%.0f', token), 'holder', ARGV[2],
-  'n', n + 1, 'r' .. (n % 8), ARGV[1] .. ' ' .. ARGV[2])
-return {2, token, ignored}
-"#;
-
-/// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token. If this claimant's
-/// claim of the fire took effect, its lock is freed and, when it is the last claimed fire, it is
-/// recorded as not started (`lapsed`).
-const ABANDON_BODY: &str = r#"
-local state = redis.call('HMGET', KEYS[2], 'last', 'holder')
-local fire = tonumber(ARGV[1])
-local last = tonumber(state[1])
-local ours = (last == fire and state[2] == ARGV[2]) or recent_claimant(KEYS[2], fire) == ARGV[2]
-if not ours then
-  return 0
-end
-if last == fire then
-  redis.call('HSET', KEYS[2], 'lapsed', ARGV[1])
-end
-if redis.call('GET', KEYS[1]) == ARGV[2] then
-  redis.call('DEL', KEYS[1], KEYS[3])
-end
-return 1
-"#;
-
-const RELEASE: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1], KEYS[2])
-end
-return 0
-"#;
-
-const RENEW: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if redis.call('GET', KEYS[2]) == ARGV[1] then
-    return 2
-  end
-  return 1
-end
-return 0
-"#;
-
-/// KEYS: the report record of the fire. ARGV: the guard value's nonce, the record's TTL (ms).
-/// `1` when this guard value is the first to report the fire (also when it asks again).
-const FIRST_REPORT: &str = r#"
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('GET', KEYS[1]) == ARGV[1] then
-  return 1
-end
-return 0
-"#;
-
-/// The scripts, loaded once per process and run by SHA (reloaded after a Redis restart).
-pub(crate) struct Scripts {
-    claim: Script,
-    release: Script,
-    renew: Script,
-    first_report: Script,
-    abandon: Script,
-}
-
-impl Scripts {
-    pub(crate) fn new() -> Self {
-        Scripts {
-            claim: Script::new(&format!("{RECENT}{CLAIM_BODY}")),
-            release: Script::new(RELEASE),
-            renew: Script::new(RENEW),
-            first_report: Script::new(FIRST_REPORT),
-            abandon: Script::new(&format!("{RECENT}{ABANDON_BODY}")),
-        }
-    }
-}
 
 /// How many replicas must acknowledge an acquired claim, and how long the primary waits for
 /// them (`WAIT replicas timeout`): [`Builder::redis_wait_for_replicas`](crate::Builder::redis_wait_for_replicas).
@@ -266,12 +108,12 @@ impl ReplicaWait {
 
 pub(crate) struct RedisGuard {
     conn: RedisConn,
+    batcher: Arc<Batcher>,
     /// Replicas an acquired claim must reach before the run may start.
     wait: Option<ReplicaWait>,
     /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
     /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
     nonce: Arc<str>,
-    scripts: Arc<Scripts>,
     lock_key: Arc<str>,
     state_key: Arc<str>,
     cancel_key: Arc<str>,
@@ -284,9 +126,10 @@ pub(crate) struct RedisGuard {
 }
 
 impl RedisGuard {
+    /// The guard of `job`; its operations go through `batcher`, which must send them on `conn`.
     pub(crate) fn new(
         conn: RedisConn,
-        scripts: Arc<Scripts>,
+        batcher: Arc<Batcher>,
         prefix: &str,
         job: &str,
         lease: Duration,
@@ -294,13 +137,13 @@ impl RedisGuard {
     ) -> Self {
         RedisGuard {
             conn,
+            batcher,
             wait: None,
             nonce: Arc::from(format!(
                 "{:016x}{:016x}",
                 fastrand::u64(..),
                 fastrand::u64(..)
             )),
-            scripts,
             lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
@@ -380,69 +223,115 @@ fn lease_px(lease: Duration) -> Result<u64, GuardError> {
         .map_err(|e| GuardError::Invalid(format!("the lease of {lease:?} {e}")))
 }
 
+/// The integers of one operation's answer (`{-1, message}` is the operation's error).
+fn answer(value: Value) -> Result<Vec<i64>, GuardError> {
+    let Value::Array(items) = value else {
+        return Err(GuardError::Invalid(format!(
+            "the batch script answered {value:?} for an operation; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+        )));
+    };
+    if let [Value::Int(-1), message] = &items[..] {
+        let text = <String as redis::FromRedisValue>::from_redis_value_ref(message)
+            .unwrap_or_else(|_| format!("{message:?}"));
+        return Err(GuardError::Invalid(text));
+    }
+    items
+        .iter()
+        .map(|v| match v {
+            Value::Int(n) => Ok(*n),
+            other => Err(GuardError::Invalid(format!(
+                "the batch script answered {other:?} where a number belongs"
+            ))),
+        })
+        .collect()
+}
+
+/// The first integer of an operation's answer.
+async fn call_one(batcher: &Batcher, op: batch::Op) -> Result<i64, GuardError> {
+    let value = batcher.call(op).await.map_err(redis_err)?;
+    answer(value)?
+        .first()
+        .copied()
+        .ok_or_else(|| GuardError::Invalid("the batch script answered nothing".to_owned()))
+}
+
 impl Guard for RedisGuard {
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
-        let mut conn = self.conn.clone();
-        let scripts = Arc::clone(&self.scripts);
+        let batcher = Arc::clone(&self.batcher);
         let lock_key = Arc::clone(&self.lock_key);
         let state_key = Arc::clone(&self.state_key);
         let cancel_key = Arc::clone(&self.cancel_key);
         let lease = self.lease;
         let replace = self.replace;
         let skip = self.skip;
-        let nonce = Arc::clone(&self.nonce);
         let fire = epoch_millis(fire_time);
-        let reported_key = format!("{}{fire}", self.reported_prefix);
+        let reported_key: Arc<str> = Arc::from(format!("{}{fire}", self.reported_prefix));
         // The same for every claim of this fire by this guard value.
         let token = format!("{}:{fire}", self.nonce);
+        let nonce = Arc::clone(&self.nonce);
         let wait = self.wait;
+        let mut conn = self.conn.clone();
         Box::pin(async move {
             let px = lease_px(lease)?;
             // The lock's expiry on the server is at least a lease after this instant, also when
             // this claim repeats one that took effect (the script extends the lock then).
             let sent_at = Instant::now();
-            let mut evalsha = redis::cmd("EVALSHA");
-            evalsha
-                .arg(scripts.claim.get_hash())
-                .arg(4)
-                .arg(&*lock_key)
-                .arg(&*state_key)
-                .arg(&*cancel_key)
-                .arg(&reported_key)
-                .arg(fire)
-                .arg(&token)
-                .arg(px)
-                .arg(if replace { "1" } else { "0" })
-                .arg(CLAIM_AHEAD_TOLERANCE_MS)
-                .arg(if skip { "1" } else { "0" })
-                .arg(&*nonce)
-                .arg(REPORT_TTL_MS);
-            let (answer, value, ignored, acked): (i64, u64, i64, Option<u64>) = match wait {
-                None => {
-                    let (answer, value, ignored) = match evalsha.query_async(&mut conn).await {
-                        Err(e)
-                            if e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript) =>
-                        {
-                            scripts
-                                .claim
-                                .load_async(&mut conn)
-                                .await
-                                .map_err(redis_err)?;
-                            evalsha.query_async(&mut conn).await
-                        }
-                        reply => reply,
-                    }
-                    .map_err(redis_err)?;
-                    (answer, value, ignored, None)
-                }
+            let op = batch::Op {
+                code: op::CLAIM,
+                keys: vec![
+                    Arc::clone(&lock_key),
+                    Arc::clone(&state_key),
+                    Arc::clone(&cancel_key),
+                    reported_key,
+                ],
+                args: vec![
+                    fire.to_string(),
+                    token.clone(),
+                    px.to_string(),
+                    if replace { "1" } else { "0" }.to_owned(),
+                    CLAIM_AHEAD_TOLERANCE_MS.to_string(),
+                    if skip { "1" } else { "0" }.to_owned(),
+                    nonce.to_string(),
+                    REPORT_TTL_MS.to_string(),
+                ],
+            };
+            let (value, acked) = match wait {
+                None => (batcher.call(op).await.map_err(redis_err)?, None),
                 Some(wait) => {
+                    // Not batched: the WAIT goes with this claim, in the same round trip.
+                    let mut evalsha = redis::cmd("EVALSHA");
+                    evalsha.arg(scripts::BATCH.get_hash()).arg(op.keys.len());
+                    for key in &op.keys {
+                        evalsha.arg(&**key);
+                    }
+                    evalsha.arg(op.code);
+                    for arg in &op.args {
+                        evalsha.arg(arg);
+                    }
                     let (reply, acked) =
-                        claim_and_wait(&mut conn, &scripts.claim, evalsha, &state_key, wait)
+                        claim_and_wait(&mut conn, &scripts::BATCH, evalsha, &state_key, wait)
                             .await
                             .map_err(redis_err)?;
-                    let (answer, value, ignored) =
-                        redis::from_redis_value(reply).map_err(|e| redis_err(e.into()))?;
-                    (answer, value, ignored, Some(acked))
+                    let Value::Array(mut answers) = reply else {
+                        return Err(GuardError::Invalid(format!(
+                            "the batch script answered {reply:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                        )));
+                    };
+                    if answers.len() != 1 {
+                        return Err(GuardError::Invalid(format!(
+                            "the batch script answered {} operations to one",
+                            answers.len()
+                        )));
+                    }
+                    (answers.remove(0), Some(acked))
+                }
+            };
+            let (code, value, ignored) = match answer(value)?[..] {
+                [code, value, ignored] => (code, value, ignored),
+                ref other => {
+                    return Err(GuardError::Invalid(format!(
+                        "the claim answered {other:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                    )))
                 }
             };
             if ignored == 1 {
@@ -452,7 +341,8 @@ impl Guard for RedisGuard {
                     "the last claimed fire recorded in Redis lies more than {CLAIM_AHEAD_TOLERANCE:?} ahead of the Redis server's clock (a replica's clock was ahead, or the server's clock was set back); it was ignored so that it does not silence the job. Run NTP on every host and on the Redis server"
                 );
             }
-            if let (2, Some(wait), Some(acked)) = (answer, wait, acked) {
+            let value = u64::try_from(value).unwrap_or(0);
+            if let (2, Some(wait), Some(acked)) = (code, wait, acked) {
                 if acked < u64::from(wait.replicas) {
                     // The lock stays with this claimant: the job's model retries the claim, which
                     // is recognised as the same claimant and waits again, or abandons it.
@@ -462,7 +352,7 @@ impl Guard for RedisGuard {
                     });
                 }
             }
-            Ok(match answer {
+            Ok(match code {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy {
                     first_report: value == 1,
@@ -473,8 +363,7 @@ impl Guard for RedisGuard {
                     ahead: Duration::from_millis(value),
                 },
                 2 => Claim::Acquired(Box::new(RedisLease {
-                    conn,
-                    scripts,
+                    batcher,
                     lock_key,
                     cancel_key,
                     token,
@@ -492,42 +381,37 @@ impl Guard for RedisGuard {
     }
 
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
-        let mut conn = self.conn.clone();
-        let scripts = Arc::clone(&self.scripts);
-        let key = format!("{}{}", self.reported_prefix, epoch_millis(fire_time));
-        let nonce = Arc::clone(&self.nonce);
+        let batcher = Arc::clone(&self.batcher);
+        let key: Arc<str> = Arc::from(format!(
+            "{}{}",
+            self.reported_prefix,
+            epoch_millis(fire_time)
+        ));
+        let nonce = self.nonce.to_string();
         Box::pin(async move {
-            let first: i64 = scripts
-                .first_report
-                .key(&key)
-                .arg(&*nonce)
-                .arg(REPORT_TTL_MS)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(redis_err)?;
-            Ok(first == 1)
+            let op = batch::Op {
+                code: op::FIRST_REPORT,
+                keys: vec![key],
+                args: vec![nonce, REPORT_TTL_MS.to_string()],
+            };
+            Ok(call_one(&batcher, op).await? == 1)
         })
     }
 
     fn abandon(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<(), GuardError>> {
-        let mut conn = self.conn.clone();
-        let scripts = Arc::clone(&self.scripts);
+        let batcher = Arc::clone(&self.batcher);
         let fire = epoch_millis(fire_time);
-        let keys = [
-            self.lock_key.to_string(),
-            self.state_key.to_string(),
-            self.cancel_key.to_string(),
-        ];
-        let token = format!("{}:{fire}", self.nonce);
+        let op = batch::Op {
+            code: op::ABANDON,
+            keys: vec![
+                Arc::clone(&self.lock_key),
+                Arc::clone(&self.state_key),
+                Arc::clone(&self.cancel_key),
+            ],
+            args: vec![fire.to_string(), format!("{}:{fire}", self.nonce)],
+        };
         Box::pin(async move {
-            let _: i64 = scripts
-                .abandon
-                .key(&keys[..])
-                .arg(fire)
-                .arg(&token)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(redis_err)?;
+            call_one(&batcher, op).await?;
             Ok(())
         })
     }
@@ -569,8 +453,7 @@ impl Guard for RedisGuard {
 }
 
 struct RedisLease {
-    conn: RedisConn,
-    scripts: Arc<Scripts>,
+    batcher: Arc<Batcher>,
     lock_key: Arc<str>,
     cancel_key: Arc<str>,
     token: String,
@@ -589,24 +472,18 @@ impl Lease for RedisLease {
     }
 
     fn renew(&self) -> BoxFuture<Result<Renewal, GuardError>> {
-        let mut conn = self.conn.clone();
-        let scripts = Arc::clone(&self.scripts);
-        let lock_key = Arc::clone(&self.lock_key);
-        let cancel_key = Arc::clone(&self.cancel_key);
+        let batcher = Arc::clone(&self.batcher);
+        let keys = vec![Arc::clone(&self.lock_key), Arc::clone(&self.cancel_key)];
         let token = self.token.clone();
         let lease = self.lease;
         Box::pin(async move {
             let px = lease_px(lease)?;
-            let answer: i64 = scripts
-                .renew
-                .key(&*lock_key)
-                .key(&*cancel_key)
-                .arg(&token)
-                .arg(px)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(redis_err)?;
-            Ok(match answer {
+            let op = batch::Op {
+                code: op::RENEW,
+                keys,
+                args: vec![token, px.to_string()],
+            };
+            Ok(match call_one(&batcher, op).await? {
                 0 => Renewal::Lost,
                 2 => Renewal::CancelRequested,
                 _ => Renewal::Renewed,
@@ -616,16 +493,12 @@ impl Lease for RedisLease {
 
     fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
-            let _released: i64 = self
-                .scripts
-                .release
-                .key(&*self.lock_key)
-                .key(&*self.cancel_key)
-                .arg(&self.token)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(redis_err)?;
+            let op = batch::Op {
+                code: op::RELEASE,
+                keys: vec![Arc::clone(&self.lock_key), Arc::clone(&self.cancel_key)],
+                args: vec![self.token.clone()],
+            };
+            call_one(&self.batcher, op).await?;
             Ok(())
         })
     }

@@ -1,0 +1,127 @@
+//! Batches the Redis guards' operations: the claims, releases, renewals, abandons and drop
+//! reports that the jobs of a process send at about the same instant go to the server in one
+//! call of the batch script ([`scripts::BATCH`]), each answered as if it had run alone.
+//!
+//! Nothing waits to fill a batch: the first operation is sent as soon as a call is free, and what
+//! arrives while [`IN_FLIGHT`] calls are out is sent together in the next one, up to
+//! [`MAX_BATCH`] operations. So a single due job costs one round trip, as before, and a thousand
+//! jobs due at the same instant cost a few.
+//!
+//! On a Redis Cluster every key of one call must live on one node: operations are grouped by
+//! the hash slot of their keys (all keys of a job share one), and each group is its own call.
+
+use std::sync::Arc;
+
+use redis::{RedisError, Value};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::connection::RedisConn;
+use super::scripts;
+
+/// The most operations in one call.
+pub(crate) const MAX_BATCH: usize = 1000;
+
+/// Calls out at once: while they are, new operations gather for the next call.
+const IN_FLIGHT: usize = 2;
+
+/// One operation: its code (see [`scripts::op`]), its keys and its arguments.
+pub(super) struct Op {
+    pub(super) code: &'static str,
+    pub(super) keys: Vec<Arc<str>>,
+    pub(super) args: Vec<String>,
+}
+
+struct Queued {
+    op: Op,
+    reply: oneshot::Sender<Result<Value, RedisError>>,
+}
+
+/// Sends the operations of every guard on one connection in batches.
+pub(crate) struct Batcher {
+    tx: mpsc::UnboundedSender<Queued>,
+}
+
+impl Batcher {
+    /// Starts the task that sends the batches of `conn`; it ends when the last guard using this
+    /// batcher is dropped. Must be called inside a tokio runtime.
+    pub(crate) fn new(conn: RedisConn) -> Arc<Batcher> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(send_batches(conn, rx));
+        Arc::new(Batcher { tx })
+    }
+
+    /// Carries out `op` in the next batch; its answer, or the error of its batch's call.
+    pub(super) async fn call(&self, op: Op) -> Result<Value, RedisError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(Queued { op, reply }).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+fn stopped() -> RedisError {
+    RedisError::from((
+        redis::ErrorKind::Io,
+        "the batch task of the Redis guard has stopped",
+    ))
+}
+
+async fn send_batches(conn: RedisConn, mut rx: mpsc::UnboundedReceiver<Queued>) {
+    let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
+    while let Some(first) = rx.recv().await {
+        let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+            return;
+        };
+        // Let the claims spawned in the same instant queue up behind the first.
+        tokio::task::yield_now().await;
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(queued) => batch.push(queued),
+                Err(_) => break,
+            }
+        }
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            let groups = conn.group_by_node(batch, |q| q.op.keys.first().map_or("", |k| &**k));
+            futures_util::future::join_all(groups.into_iter().map(|g| call(conn.clone(), g))).await;
+            drop(permit);
+        });
+    }
+}
+
+/// One call of the batch script for `batch`; every operation gets its answer or the call's error.
+async fn call(mut conn: RedisConn, batch: Vec<Queued>) {
+    let mut invocation = scripts::BATCH.prepare_invoke();
+    for queued in &batch {
+        invocation.arg(queued.op.code);
+        for key in &queued.op.keys {
+            invocation.key(&**key);
+        }
+        for arg in &queued.op.args {
+            invocation.arg(arg);
+        }
+    }
+    let answers: Result<Vec<Value>, RedisError> = invocation.invoke_async(&mut conn).await;
+    match answers {
+        Ok(answers) if answers.len() == batch.len() => {
+            for (queued, answer) in batch.into_iter().zip(answers) {
+                let _ = queued.reply.send(Ok(answer));
+            }
+        }
+        Ok(answers) => {
+            let e = RedisError::from((
+                redis::ErrorKind::Parse,
+                "the batch script answered a different number of operations",
+                format!("{} answers to {} operations", answers.len(), batch.len()),
+            ));
+            for queued in batch {
+                let _ = queued.reply.send(Err(e.clone()));
+            }
+        }
+        Err(e) => {
+            for queued in batch {
+                let _ = queued.reply.send(Err(e.clone()));
+            }
+        }
+    }
+}

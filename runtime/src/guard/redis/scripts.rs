@@ -1,0 +1,196 @@
+//! The Lua of the Redis guard: one script that carries out a batch of operations — claims,
+//! releases, renewals, abandons and drop reports of any jobs — in one call, each exactly as it
+//! would run alone. The key layout and the meaning of each answer are in the documentation of
+//! the guard ([`super`]).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// The batch script, loaded once per server and run by SHA (loaded again after a restart).
+pub(super) static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(BATCH_LUA));
+
+/// The code of each operation in `ARGV`, followed by its arguments; its keys come next in `KEYS`.
+pub(super) mod op {
+    /// KEYS: lock, state, cancel, the report record of the fire. ARGV: fire (Unix ms), the
+    /// claimant's token, lease (ms), `1` for `overlap = "replace"`, the ahead tolerance (ms), `1`
+    /// for `overlap = "skip"`, the guard value's nonce, the report record's TTL (ms).
+    pub(in super::super) const CLAIM: &str = "c";
+    /// KEYS: lock, cancel. ARGV: the holder's token.
+    pub(in super::super) const RELEASE: &str = "r";
+    /// KEYS: lock, cancel. ARGV: the holder's token, lease (ms).
+    pub(in super::super) const RENEW: &str = "n";
+    /// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token.
+    pub(in super::super) const ABANDON: &str = "a";
+    /// KEYS: the report record of the fire. ARGV: the guard value's nonce, the record's TTL (ms).
+    pub(in super::super) const FIRST_REPORT: &str = "f";
+}
+
+/// Answers one table per operation, in order: a claim `{answer, value, ignored}` (answer `0`
+/// already ran, `1` busy (value: first report), `2` acquired (value: the fencing token), `3`
+/// lapsed, `4` too early (value: ms ahead of the server's clock), `5` superseded; `ignored` is `1`
+/// when a recorded `last` far ahead of the server's clock was ignored); any other operation
+/// `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
+/// operation, never the batch.
+const BATCH_LUA: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+-- Who claimed `fire` among the recent claims, and the oldest fire they hold. The state hash keeps
+-- the last eight claims in a ring of fields r0..r7 (`<fire> <token>`), written at n % 8 with n the
+-- number of claims, so that a claim writes two short fields and parses nothing; the ring is read
+-- only when a later fire was claimed since (a retry after a lost reply, a late process).
+local function recent_claimant(state_key, fire)
+  local ring = redis.call('HMGET', state_key, 'r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7')
+  local who, oldest = false, nil
+  for i = 1, 8 do
+    if ring[i] then
+      local f, tok = string.match(ring[i], '^(%S+) (%S+)$')
+      f = tonumber(f)
+      if f then
+        if f == fire then who = tok end
+        if not oldest or f < oldest then oldest = f end
+      end
+    end
+  end
+  return who, oldest
+end
+
+local function claim(lock, state_key, cancel, report, fire_arg, token, px, replace, tolerance, skip, nonce, ttl)
+  local fire = tonumber(fire_arg)
+  tolerance = tonumber(tolerance)
+  if fire > now + tolerance then
+    return {4, fire - now, 0}
+  end
+  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n')
+  local last = tonumber(state[1])
+  local ignored = 0
+  if last and last > now + tolerance then
+    last = nil
+    ignored = 1
+  end
+  -- Who claimed this fire: the hash names the last claim's holder; an older fire's claimant is
+  -- looked up in the recent claims only when a later fire was claimed since.
+  local claimed_by, oldest = false, nil
+  if last == fire then
+    claimed_by = state[3]
+  elseif last and last > fire then
+    claimed_by, oldest = recent_claimant(state_key, fire)
+  end
+  if claimed_by == token then
+    if redis.call('GET', lock) ~= token then
+      if last == fire then
+        redis.call('HSET', state_key, 'lapsed', fire_arg)
+      end
+      return {3, 0, ignored}
+    end
+    local fence = tonumber(state[2])
+    if not fence then
+      return {-1, 'the hash ' .. state_key .. ' holds no valid fencing token; delete it to reset the job'}
+    end
+    redis.call('PEXPIRE', lock, px)
+    return {2, fence, ignored}
+  end
+  if last and last >= fire then
+    if last > fire and not claimed_by and oldest and fire > oldest then
+      return {5, 0, ignored}
+    end
+    return {0, 0, ignored}
+  end
+  if not redis.call('SET', lock, token, 'NX', 'PX', px) then
+    if replace == '1' then
+      redis.call('SET', cancel, redis.call('GET', lock), 'PX', px)
+    end
+    if skip ~= '1' then
+      return {1, 0, ignored}
+    end
+    if redis.call('SET', report, nonce, 'NX', 'PX', ttl) or redis.call('GET', report) == nonce then
+      return {1, 1, ignored}
+    end
+    return {1, 0, ignored}
+  end
+  local fence = math.max((tonumber(state[2]) or 0) + 1, now_us)
+  local n = tonumber(state[4]) or 0
+  redis.call('HSET', state_key, 'last', fire_arg, 'fence', string.format('%.0f', fence), 'holder', token,
+    'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
+  return {2, fence, ignored}
+end
+
+local function release(lock, cancel, token)
+  if redis.call('GET', lock) == token then
+    return {redis.call('DEL', lock, cancel)}
+  end
+  return {0}
+end
+
+local function renew(lock, cancel, token, px)
+  if redis.call('GET', lock) == token then
+    redis.call('PEXPIRE', lock, px)
+    if redis.call('GET', cancel) == token then
+      return {2}
+    end
+    return {1}
+  end
+  return {0}
+end
+
+-- If this claimant's claim of the fire took effect, its lock is freed and, when it is the last
+-- claimed fire, it is recorded as not started (`lapsed`).
+local function abandon(lock, state_key, cancel, fire_arg, token)
+  local state = redis.call('HMGET', state_key, 'last', 'holder')
+  local fire = tonumber(fire_arg)
+  local last = tonumber(state[1])
+  local ours = (last == fire and state[2] == token) or recent_claimant(state_key, fire) == token
+  if not ours then
+    return {0}
+  end
+  if last == fire then
+    redis.call('HSET', state_key, 'lapsed', fire_arg)
+  end
+  if redis.call('GET', lock) == token then
+    redis.call('DEL', lock, cancel)
+  end
+  return {1}
+end
+
+-- `1` when this guard value is the first to report the fire (also when it asks again).
+local function first_report(report, nonce, ttl)
+  if redis.call('SET', report, nonce, 'NX', 'PX', ttl) or redis.call('GET', report) == nonce then
+    return {1}
+  end
+  return {0}
+end
+
+local out = {}
+local k, a = 1, 1
+while a <= #ARGV do
+  local code = ARGV[a]
+  local ok, res
+  if code == 'c' then
+    ok, res = pcall(claim, KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], ARGV[a + 1], ARGV[a + 2],
+      ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8])
+    k, a = k + 4, a + 9
+  elseif code == 'r' then
+    ok, res = pcall(release, KEYS[k], KEYS[k + 1], ARGV[a + 1])
+    k, a = k + 2, a + 2
+  elseif code == 'n' then
+    ok, res = pcall(renew, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2])
+    k, a = k + 2, a + 3
+  elseif code == 'a' then
+    ok, res = pcall(abandon, KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2])
+    k, a = k + 3, a + 3
+  elseif code == 'f' then
+    ok, res = pcall(first_report, KEYS[k], ARGV[a + 1], ARGV[a + 2])
+    k, a = k + 1, a + 3
+  else
+    return redis.error_reply('unknown cronguard operation ' .. tostring(code))
+  end
+  if not ok then
+    if type(res) == 'table' and res.err then res = res.err end
+    res = {-1, tostring(res)}
+  end
+  out[#out + 1] = res
+end
+return out
+"#;
