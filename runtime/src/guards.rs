@@ -145,12 +145,9 @@ impl Stores {
     }
 
     /// Deletes old run history now and every hour, when some job keeps it in PostgreSQL.
-    pub(crate) fn spawn_retention(&self, jobs: &[&Job], stop: &CancellationToken) {
+    pub(crate) fn spawn_retention(&self, stop: &CancellationToken) {
         #[cfg(feature = "postgres")]
         if let Some(db) = &self.postgres {
-            if !jobs.iter().any(|j| j.history && j.lock == Lock::Postgres) {
-                return;
-            }
             let (db, days, stop) = (Arc::clone(db), self.history_retention_days, stop.clone());
             tokio::spawn(async move {
                 loop {
@@ -169,7 +166,7 @@ impl Stores {
             });
         }
         #[cfg(not(feature = "postgres"))]
-        let _ = (jobs, stop, self.history_retention_days);
+        let _ = (stop, self.history_retention_days);
     }
 }
 
@@ -224,13 +221,13 @@ async fn connect_postgres(
 
 /// Starts one clock-skew monitor per kind of shared guard with a clock of its own, each
 /// warning above a quarter of the smallest lease or grace of its jobs.
-pub(crate) async fn spawn_skew_monitors(
-    built: &[(&Job, Option<Arc<dyn Guard>>)],
+pub(crate) async fn spawn_skew_monitors<'a>(
+    jobs: impl Iterator<Item = (&'a Job, Option<&'a Arc<dyn Guard>>)>,
     clock: &Clock,
     stop: &CancellationToken,
 ) {
     let mut kinds: BTreeMap<&'static str, (Arc<dyn Guard>, Duration)> = BTreeMap::new();
-    for (job, guard) in built {
+    for (job, guard) in jobs {
         let (Some(guard), true) = (guard, job.lock.has_lease()) else {
             continue;
         };

@@ -1,5 +1,6 @@
 //! The running scheduler: its jobs' status, and graceful shutdown.
 
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +47,17 @@ pub enum HistoryError {
     },
 }
 
+/// One page of [`Monitor::jobs_page`].
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct JobsPage {
+    /// The jobs of the page, sorted by name.
+    pub jobs: Vec<JobStatus>,
+    /// The name to pass as `after` for the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
 /// A cloneable, read-only view of a running scheduler: the jobs' status and health.
 ///
 /// Get it with [`Cronguard::monitor`] and hand clones to HTTP handlers or probes; it stays valid
@@ -59,6 +71,9 @@ pub struct Monitor {
 
 impl Monitor {
     /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
+    ///
+    /// With many jobs prefer [`jobs_page`](Monitor::jobs_page) or [`job`](Monitor::job): this
+    /// copies the status of every one.
     pub fn jobs(&self) -> Vec<JobStatus> {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
@@ -66,6 +81,61 @@ impl Monitor {
         }
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
+    }
+
+    /// How many jobs run here.
+    pub fn job_count(&self) -> usize {
+        self.shards.iter().map(|s| lock(s).len()).sum()
+    }
+
+    /// The status of job `name`, if it runs here.
+    pub fn job(&self, name: &str) -> Option<JobStatus> {
+        self.shards.iter().find_map(|shard| {
+            lock(shard)
+                .iter()
+                .find(|j| &**j.name() == name)
+                .map(|j| j.snapshot(&self.instance))
+        })
+    }
+
+    /// Up to `limit` jobs sorted by name, the first after `after` (`None`: from the first job).
+    /// Only the page's jobs are copied, so a dashboard can list a million jobs page by page: pass
+    /// the page's [`next`](JobsPage::next) as `after` to get the following page.
+    pub fn jobs_page(&self, after: Option<&str>, limit: usize) -> JobsPage {
+        // The `limit + 1` smallest names after `after` (one more tells whether a page follows).
+        let keep = limit.saturating_add(1);
+        let mut smallest: BinaryHeap<(Arc<str>, usize, usize)> = BinaryHeap::new();
+        for (s, shard) in self.shards.iter().enumerate() {
+            for (i, job) in lock(shard).iter().enumerate() {
+                let name = job.name();
+                if after.is_some_and(|after| &**name <= after) {
+                    continue;
+                }
+                if smallest.len() == keep {
+                    match smallest.peek() {
+                        Some((largest, ..)) if name < largest => {
+                            smallest.pop();
+                        }
+                        _ => continue,
+                    }
+                }
+                smallest.push((Arc::clone(name), s, i));
+            }
+        }
+        let mut page = smallest.into_sorted_vec();
+        let more = page.len() > limit;
+        page.truncate(limit);
+        let jobs: Vec<JobStatus> = page
+            .iter()
+            .filter_map(|(_, s, i)| {
+                let shard = lock(self.shards.get(*s)?);
+                shard.get(*i).map(|j| j.snapshot(&self.instance))
+            })
+            .collect();
+        JobsPage {
+            next: more.then(|| jobs.last().map(|j| j.name.clone())).flatten(),
+            jobs,
+        }
     }
 
     /// The run history of job `job` from fire `since` on, oldest first (at most
@@ -205,8 +275,24 @@ impl Cronguard {
     }
 
     /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
+    /// With many jobs prefer [`jobs_page`](Cronguard::jobs_page) or [`job`](Cronguard::job).
     pub fn jobs(&self) -> Vec<JobStatus> {
         self.monitor.jobs()
+    }
+
+    /// A page of jobs sorted by name; see [`Monitor::jobs_page`].
+    pub fn jobs_page(&self, after: Option<&str>, limit: usize) -> JobsPage {
+        self.monitor.jobs_page(after, limit)
+    }
+
+    /// The status of one job; see [`Monitor::job`].
+    pub fn job(&self, name: &str) -> Option<JobStatus> {
+        self.monitor.job(name)
+    }
+
+    /// How many jobs run here.
+    pub fn job_count(&self) -> usize {
+        self.monitor.job_count()
     }
 
     /// Whether every job is on time; see [`Monitor::health`].

@@ -155,7 +155,7 @@ pub use crate::events::{
     CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
 pub use crate::guards::{DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA};
-pub use crate::handle::{Cronguard, HistoryError, Monitor};
+pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 pub use crate::job_config::{JobConfig, JobConfigError};
@@ -172,6 +172,7 @@ pub use cronguard_schedule::{
 #[cfg(feature = "redis")]
 #[doc(hidden)]
 pub mod __bench {
+    #[cfg(feature = "postgres")]
     use std::sync::Arc;
     use std::time::Duration;
 

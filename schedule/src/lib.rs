@@ -74,6 +74,7 @@ mod cron;
 mod describe;
 mod duration;
 mod error;
+mod memo;
 mod name;
 mod schedule;
 mod zone;

@@ -154,7 +154,9 @@ impl Schedule {
                 let next = now.div_euclid(step).checked_add(1)?.checked_mul(step)?;
                 Some(DateTime::<Utc>::UNIX_EPOCH + TimeDelta::nanoseconds(next))
             }
-            Kind::Cron { expr, tz } => CronWalk { expr, tz }.next_after(after),
+            Kind::Cron { expr, tz } => crate::memo::next_after(expr, *tz, after, || {
+                CronWalk { expr, tz }.next_after(after)
+            }),
         }
     }
 

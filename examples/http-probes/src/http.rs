@@ -1,5 +1,6 @@
 //! `/metrics` (Prometheus text), `/health` (200 when every job is on time, 503 otherwise, JSON
-//! body), `/jobs` (the status of every job, JSON) and `/jobs/{name}/history?since=<RFC 3339>`
+//! body), `/jobs?after=<name>&limit=<n>` (the status of the jobs, JSON, a page of at most
+//! `limit` (default 100, at most 1,000) sorted by name with the `next` name to ask for), and `/jobs/{name}/history?since=<RFC 3339>`
 //! (the run history of a job whose guard keeps it, JSON; the last 24 hours by default) over
 //! HTTP.
 
@@ -47,8 +48,22 @@ async fn health(State(app): State<App>) -> impl IntoResponse {
     (code, Json(health))
 }
 
-async fn jobs(State(app): State<App>) -> impl IntoResponse {
-    Json(app.monitor.jobs())
+async fn jobs(
+    State(app): State<App>,
+    Query(query): Query<HashMap<String, String>>,
+) -> axum::response::Response {
+    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
+        None => 100,
+        Some(Ok(limit)) if (1..=1000).contains(&limit) => limit,
+        Some(_) => {
+            let message = "`limit` must be a number from 1 to 1000";
+            return (StatusCode::BAD_REQUEST, message).into_response();
+        }
+    };
+    let page = app
+        .monitor
+        .jobs_page(query.get("after").map(String::as_str), limit);
+    Json(page).into_response()
 }
 
 async fn history(

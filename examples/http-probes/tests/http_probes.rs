@@ -97,7 +97,14 @@ async fn metrics_move_after_runs_and_health_turns_503_when_a_job_is_overdue() {
     assert!(body.contains(r#""healthy":true"#), "{body}");
     let (code, body) = get(addr, "/jobs").await;
     assert_eq!(code, 200);
+    assert!(body.contains(r#""jobs":[{"name":"#), "a page: {body}");
+    assert!(
+        body.contains(r#""next":null"#),
+        "one page holds them all: {body}"
+    );
     assert!(body.contains(r#""name":"tick""#), "{body}");
+    let (code, _) = get(addr, "/jobs?limit=0").await;
+    assert_eq!(code, 400, "a limit out of range is refused");
     assert!(
         body.contains(r#""description":"every 300 milliseconds""#),
         "{body}"

@@ -55,7 +55,8 @@ pub(super) struct Start {
     pub(super) ctx: JobContext,
     pub(super) cancel: RunCancel,
     pub(super) hold: Hold,
-    pub(super) renewals: metrics::Counter,
+    /// The lease renewals series of the job, for a run that holds a lease.
+    pub(super) renewals: Option<metrics::Counter>,
     /// Whether the first poll may happen on the shard (see [`INLINE_POLL_LIMIT`]).
     pub(super) inline: bool,
 }
@@ -133,6 +134,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
         let Hold::Lease(lease) = hold else {
             return;
         };
+        let renewals = renewals.unwrap_or_else(metrics::Counter::noop);
         let end = {
             let watchdog = watch(&*lease, &renewals, &deadline, |w| {
                 let verdict = match w {

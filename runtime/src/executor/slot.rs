@@ -87,7 +87,7 @@ pub(crate) struct JobSlot {
 impl JobSlot {
     /// A job with a shared guard, or only the model's in-process exclusion when `guard` is `None`.
     pub(super) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>, seed: u64) -> Self {
-        let metrics = JobMetrics::new(&job.name, &job.lock);
+        let metrics = JobMetrics::new(&job.name);
         let history = job.history && guard.is_some();
         let spec = Spec {
             name: job.name,
@@ -178,7 +178,9 @@ impl JobSlot {
         let now = cx.now();
         match report {
             Report::Claimed { result, latency } => {
-                self.metrics.claim_latency.record(latency.as_secs_f64());
+                self.metrics
+                    .claim_latency(&self.model.spec().lock)
+                    .record(latency.as_secs_f64());
                 let answer = self.answer(cx, cx.shared.instant(now.mono), result);
                 self.model.on_claimed(answer, now, out);
             }
@@ -408,12 +410,13 @@ impl JobSlot {
         self.cancels.reserve_exact(1);
         self.cancels.push((id, cancel.clone(), now));
         self.metrics.running.set(self.cancels.len() as f64);
+        let renewals = matches!(hold, Hold::Lease(_)).then(|| self.metrics.renewals());
         let start = run::Start {
             body: self.body.clone(),
             ctx,
             cancel,
             hold,
-            renewals: self.metrics.renewals.clone(),
+            renewals,
             inline: !self.own_task,
         };
         cx.launches.borrow_mut().push(Launch {

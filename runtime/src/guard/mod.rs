@@ -31,6 +31,8 @@ use crate::history::HistoryEntry;
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
+#[cfg(any(feature = "redis", feature = "postgres"))]
+mod batching;
 #[cfg(any(test, feature = "conformance"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;

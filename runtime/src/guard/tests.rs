@@ -7,9 +7,43 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::file::FileGuard;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+use super::GuardError;
 use super::GuardSpec;
 #[cfg_attr(not(feature = "redis"), allow(unused_imports))]
 use super::{Claim, Guard, Lease, Renewal};
+
+/// Two replicas' answers to claims of the same fire of the same jobs (`answers[j]` and
+/// `answers[jobs + j]` for job `j`): each job acquired exactly once, with a fencing token above
+/// `earlier[j]`, the other told `Busy` (reported first, `skip`) or `AlreadyRan` — the answers of
+/// single claims. Returns the leases.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) fn acquired_once_each(
+    answers: Vec<Result<Claim, GuardError>>,
+    earlier: &[u64],
+) -> Vec<Box<dyn Lease>> {
+    let jobs = earlier.len();
+    assert_eq!(answers.len(), 2 * jobs);
+    let mut acquired = vec![0; jobs];
+    let mut leases = Vec::new();
+    for (i, answer) in answers.into_iter().enumerate() {
+        let j = i % jobs;
+        match answer.expect("the guard answers") {
+            Claim::Acquired(lease) => {
+                acquired[j] += 1;
+                assert!(lease.fencing_token() > earlier[j], "job {j}: fencing rises");
+                leases.push(lease);
+            }
+            Claim::Busy { first_report } => assert!(first_report, "job {j}"),
+            Claim::AlreadyRan => {}
+            other => panic!("job {j}: {other:?}"),
+        }
+    }
+    for (j, n) in acquired.iter().enumerate() {
+        assert_eq!(*n, 1, "job {j} is acquired exactly once");
+    }
+    leases
+}
 
 fn t(s: i64) -> DateTime<Utc> {
     DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
@@ -806,28 +840,8 @@ mod redis {
 
         let fire = now();
         let claims = a.iter().chain(b.iter()).map(|g| g.claim(fire));
-        let answers = futures_util::future::join_all(claims).await;
-        let mut leases = Vec::new();
-        for j in 0..JOBS {
-            let mut acquired = 0;
-            for answer in [&answers[j], &answers[JOBS + j]] {
-                match answer.as_ref().expect("the guard answers") {
-                    Claim::Acquired(lease) => {
-                        acquired += 1;
-                        assert!(lease.fencing_token() > tokens[j], "job {j}: fencing rises");
-                    }
-                    Claim::Busy { first_report } => assert!(first_report, "job {j}"),
-                    Claim::AlreadyRan => {}
-                    other => panic!("job {j}: {other:?}"),
-                }
-            }
-            assert_eq!(acquired, 1, "job {j} is acquired exactly once");
-        }
-        for answer in answers {
-            if let Ok(Claim::Acquired(lease)) = answer {
-                leases.push(lease);
-            }
-        }
+        let leases =
+            super::acquired_once_each(futures_util::future::join_all(claims).await, &tokens);
         let released =
             futures_util::future::join_all(leases.into_iter().map(|lease| lease.release())).await;
         assert!(released.iter().all(Result::is_ok));

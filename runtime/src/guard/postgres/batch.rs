@@ -112,15 +112,7 @@ async fn send_batches(db: Weak<Database>, mut rx: mpsc::UnboundedReceiver<Queued
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
         };
-        // Let the operations spawned in the same instant queue up behind the first.
-        tokio::task::yield_now().await;
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(queued) => batch.push(queued),
-                Err(_) => break,
-            }
-        }
+        let batch = crate::guard::batching::take_queued(first, &mut rx, MAX_BATCH).await;
         let Some(db) = db.upgrade() else {
             return;
         };

@@ -427,28 +427,10 @@ async fn a_thousand_claims_due_at_once_share_a_few_statements_with_single_answer
 
     let fire = now();
     let claims = a.iter().chain(b.iter()).map(|g| g.claim(fire));
-    let answers = futures_util::future::join_all(claims).await;
-    let mut leases = Vec::new();
-    for j in 0..JOBS {
-        let mut acquired = 0;
-        for answer in [&answers[j], &answers[JOBS + j]] {
-            match answer.as_ref().expect("the guard answers") {
-                Claim::Acquired(lease) => {
-                    acquired += 1;
-                    assert!(lease.fencing_token() > tokens[j], "job {j}: fencing rises");
-                }
-                Claim::Busy { first_report } => assert!(first_report, "job {j}"),
-                Claim::AlreadyRan => {}
-                other => panic!("job {j}: {other:?}"),
-            }
-        }
-        assert_eq!(acquired, 1, "job {j} is acquired exactly once");
-    }
-    for answer in answers {
-        if let Ok(Claim::Acquired(lease)) = answer {
-            leases.push(lease);
-        }
-    }
+    let leases = crate::guard::tests::acquired_once_each(
+        futures_util::future::join_all(claims).await,
+        &tokens,
+    );
     let released =
         futures_util::future::join_all(leases.into_iter().map(|lease| lease.release())).await;
     assert!(released.iter().all(Result::is_ok));
