@@ -379,14 +379,29 @@ impl Entry {
     }
 }
 
-/// `redis-cli -p <port> <args>`'s output; `None` when it failed or took longer than 2 s.
+/// `redis-cli -p <port> <args>`'s output; `None` when it failed or took longer than 2 s (a
+/// frozen node accepts the connection and never answers).
 fn cli(port: u16, args: &[&str]) -> Option<String> {
-    let output = Command::new("timeout")
-        .args(["2", "redis-cli", "-h", "127.0.0.1", "-p", &port.to_string()])
+    let mut child = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(args)
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let output = child.wait_with_output().ok()?;
     output
         .status
         .success()
