@@ -163,12 +163,13 @@ async fn concurrent(claimers: &[RedisClaimer], base: i64, fires: i64) -> (f64, D
 
 async fn claimers(url: &str, jobs: usize, wait: bool) -> Vec<RedisClaimer> {
     let conn = redis_connection(url).await.expect("connects");
+    let wait_conn = redis_connection(url).await.expect("connects");
     (0..jobs)
         .map(|j| {
             let job = format!("bench-{}-{j}", if wait { "wait" } else { "plain" });
             let c = RedisClaimer::with_connection(conn.clone(), &job);
             if wait {
-                c.waiting_for_replicas(1, Duration::from_millis(1000))
+                c.waiting_for_replicas(1, Duration::from_millis(1000), wait_conn.clone())
                     .expect("valid")
             } else {
                 c

@@ -411,7 +411,7 @@ impl Builder {
                         job.lease_or_default(),
                         job.overlap,
                     )
-                    .waiting_for_replicas(redis.wait),
+                    .waiting_for_replicas(redis.wait, redis.wait_conn.clone()),
                 )),
                 _ => stores.guard(&job, &lock_dir, &shared.instance),
             };
@@ -661,6 +661,8 @@ struct RedisLink {
     conn: crate::guard::redis::RedisConn,
     batcher: Arc<crate::guard::redis::Batcher>,
     wait: Option<crate::guard::redis::ReplicaWait>,
+    /// The connection of the claims that wait for replicas (the same as `conn` without waiting).
+    wait_conn: crate::guard::redis::RedisConn,
 }
 
 #[cfg(not(feature = "redis"))]
@@ -758,10 +760,24 @@ async fn connect_redis(
             return None;
         }
     };
+    let wait_conn = match wait {
+        None => conn.clone(),
+        Some(_) => match crate::guard::redis::open(url).await {
+            Open::Ready(conn) | Open::Unreachable(conn, _) => conn,
+            Open::Misconfigured(why) => {
+                problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
+                    "Redis at `{}` refused the connection of the claims that wait for replicas ({why}); check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
+                    redact(url)
+                )));
+                return None;
+            }
+        },
+    };
     Some(RedisLink {
         batcher: crate::guard::redis::Batcher::new(conn.clone()),
         conn,
         wait,
+        wait_conn,
     })
 }
 

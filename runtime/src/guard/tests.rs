@@ -348,13 +348,38 @@ mod redis {
             return;
         };
         let wait = ReplicaWait::check(1, Duration::from_millis(200)).expect("valid");
-        let g = guard(&primary, "replicated", 30_000)
-            .await
-            .waiting_for_replicas(Some(wait));
+        let conn = raw(&primary).await;
+        let batcher = Batcher::new(conn.clone());
+        let on_conn = |job: &str| {
+            RedisGuard::new(
+                conn.clone(),
+                Arc::clone(&batcher),
+                "cronguard",
+                job,
+                Duration::from_secs(30),
+                Overlap::Skip,
+            )
+        };
+        let g = on_conn("replicated").waiting_for_replicas(Some(wait), raw(&primary).await);
+        let unrelated = on_conn("unrelated");
         let other = guard(&primary, "replicated", 30_000).await;
         // With the replica up, the claim is acknowledged and acquired.
         acquire(&g, 1).await.release().await.expect("release");
+        let held = acquire(&unrelated, 1).await;
         replica.pause();
+        // WAIT blocks the connection it is sent on: the renewals of the process's other runs do
+        // not queue behind it.
+        let (claim, renewal) = tokio::join!(g.claim(t(2)), async {
+            let sent = std::time::Instant::now();
+            let renewed = held.renew().await.expect("renews");
+            (renewed, sent.elapsed())
+        });
+        assert!(
+            matches!(claim, Err(GuardError::NotReplicated { .. })),
+            "{claim:?}"
+        );
+        assert_eq!(renewal.0, Renewal::Renewed);
+        assert!(renewal.1 < Duration::from_millis(150), "{:?}", renewal.1);
         for attempt in 0..2 {
             let sent = std::time::Instant::now();
             match g.claim(t(2)).await {

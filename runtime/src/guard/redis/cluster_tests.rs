@@ -162,9 +162,10 @@ async fn cluster_claims_survive_a_slot_migration() {
     let scripts = Batcher::new(conn.clone());
     let plain = guard(&conn, &scripts, job);
     // A claim with WAIT goes as a pipeline, whose redirections the guard follows itself.
-    let waiting = guard(&conn, &scripts, job).waiting_for_replicas(Some(
-        ReplicaWait::check(1, Duration::from_millis(500)).expect("valid"),
-    ));
+    let waiting = guard(&conn, &scripts, job).waiting_for_replicas(
+        Some(ReplicaWait::check(1, Duration::from_millis(500)).expect("valid")),
+        connect(&cluster.url()).await.expect("connects"),
+    );
     let both: [&dyn Guard; 2] = [&plain, &waiting];
     let mut fire = 0;
     for _ in 0..2 {
@@ -215,8 +216,9 @@ async fn cluster_claims_continue_after_a_primary_failover() {
     let conn = connect(&cluster.url()).await.expect("connects");
     let scripts = Batcher::new(conn.clone());
     let wait = ReplicaWait::check(1, Duration::from_millis(500)).expect("valid");
-    let a = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait));
-    let b = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait));
+    let wait_conn = connect(&cluster.url()).await.expect("connects");
+    let a = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait), wait_conn.clone());
+    let b = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait), wait_conn);
     let before = match claim_retrying(&a, t(1), Duration::from_secs(5)).await {
         Claim::Acquired(lease) => lease,
         other => panic!("{other:?}"),

@@ -109,8 +109,10 @@ impl ReplicaWait {
 pub(crate) struct RedisGuard {
     conn: RedisConn,
     batcher: Arc<Batcher>,
-    /// Replicas an acquired claim must reach before the run may start.
-    wait: Option<ReplicaWait>,
+    /// Replicas an acquired claim must reach before the run may start, and the connection such
+    /// claims go through: `WAIT` blocks the connection it is sent on until the replicas answer or
+    /// the timeout passes, so it must not hold up the renewals and releases on `conn`.
+    wait: Option<(ReplicaWait, RedisConn)>,
     /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
     /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
     nonce: Arc<str>,
@@ -154,9 +156,14 @@ impl RedisGuard {
         }
     }
 
-    /// Acquired claims must reach `wait.replicas` replicas before their run starts.
-    pub(crate) fn waiting_for_replicas(mut self, wait: Option<ReplicaWait>) -> Self {
-        self.wait = wait;
+    /// Acquired claims must reach `wait.replicas` replicas before their run starts; the claims
+    /// go through `conn`, a connection of their own to the same server(s).
+    pub(crate) fn waiting_for_replicas(
+        mut self,
+        wait: Option<ReplicaWait>,
+        conn: RedisConn,
+    ) -> Self {
+        self.wait = wait.map(|wait| (wait, conn));
         self
     }
 }
@@ -269,8 +276,7 @@ impl Guard for RedisGuard {
         // The same for every claim of this fire by this guard value.
         let token = format!("{}:{fire}", self.nonce);
         let nonce = Arc::clone(&self.nonce);
-        let wait = self.wait;
-        let mut conn = self.conn.clone();
+        let wait = self.wait.clone();
         Box::pin(async move {
             let px = lease_px(lease)?;
             // The lock's expiry on the server is at least a lease after this instant, also when
@@ -295,9 +301,10 @@ impl Guard for RedisGuard {
                     REPORT_TTL_MS.to_string(),
                 ],
             };
-            let (value, acked) = match wait {
+            let (value, acked) = match &wait {
                 None => (batcher.call(op).await.map_err(redis_err)?, None),
-                Some(wait) => {
+                Some((wait, conn)) => {
+                    let mut conn = conn.clone();
                     // Not batched: the WAIT goes with this claim, in the same round trip.
                     let mut evalsha = redis::cmd("EVALSHA");
                     evalsha.arg(scripts::BATCH.get_hash()).arg(op.keys.len());
@@ -309,7 +316,7 @@ impl Guard for RedisGuard {
                         evalsha.arg(arg);
                     }
                     let (reply, acked) =
-                        claim_and_wait(&mut conn, &scripts::BATCH, evalsha, &state_key, wait)
+                        claim_and_wait(&mut conn, &scripts::BATCH, evalsha, &state_key, *wait)
                             .await
                             .map_err(redis_err)?;
                     let Value::Array(mut answers) = reply else {
@@ -342,7 +349,7 @@ impl Guard for RedisGuard {
                 );
             }
             let value = u64::try_from(value).unwrap_or(0);
-            if let (2, Some(wait), Some(acked)) = (code, wait, acked) {
+            if let (2, Some((wait, _)), Some(acked)) = (code, &wait, acked) {
                 if acked < u64::from(wait.replicas) {
                     // The lock stays with this claimant: the job's model retries the claim, which
                     // is recognised as the same claimant and waits again, or abandons it.
