@@ -156,9 +156,11 @@ impl Builder {
     /// Makes every claim of a `redis` job wait until `replicas` replicas of the Redis primary have
     /// it (Redis `WAIT replicas timeout`, sent with the claim in the same round trip) before its
     /// run starts. A claim that fewer replicas acknowledged within `timeout` does not start the
-    /// run: it fails with `GuardError::NotReplicated` and is retried (as the same claimant) until the fire's grace runs out, and then reported as
-    /// a misfire. `replicas` is at least 1 and `timeout` from 1 ms to 1 s; anything else is a start
-    /// error.
+    /// run: it fails with `GuardError::NotReplicated` and is retried (as the same claimant) until
+    /// the fire's grace runs out, and then reported as a misfire. `replicas` is at least 1 and
+    /// `timeout` from 1 ms to 1 s; anything else is a start error. `WAIT` blocks the connection it
+    /// is sent on, so these claims go through a connection of their own; while the replicas lag,
+    /// claims of jobs due together wait one after the other, so keep `timeout` short.
     ///
     /// Redis replicates asynchronously: without this, a failover can lose the last claim and hand
     /// the same fire to a second replica. With it, a claim whose run started is on `replicas`
