@@ -3,12 +3,17 @@
 //! `redis-server`. Prints pairs per second of both, their ratio, and the Redis commands each
 //! cronguard fire cost (from `INFO commandstats`).
 //!
-//! `cargo bench -p cronguard --bench redis_claim` (set `PAIRS` to change the count).
+//! Then the same claim + release through one shared connection for `JOBS` jobs claimed
+//! concurrently, side by side on: one `redis-server`, a Redis Cluster of three primaries, and
+//! one primary with one replica, without and with `WAIT 1` (`Builder::redis_wait_for_replicas`).
+//!
+//! `cargo bench -p cronguard --bench redis_claim` (set `PAIRS` to change the count, `JOBS` the
+//! number of jobs of the topology comparison).
 
 use std::time::{Duration, Instant};
 
-use cronguard::__bench::RedisClaimer;
-use cronguard_testkit::RedisServer;
+use cronguard::__bench::{redis_connection, RedisClaimer};
+use cronguard_testkit::{RedisCluster, RedisServer};
 
 const DELETE_IF_OWNER: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
@@ -134,4 +139,99 @@ async fn main() {
         .iter()
         .fold((0.0, 0.0), |a, r| (a.0 + r.0, a.1 + r.1));
     println!("overall ratio cronguard/raw: {:.3}", ours / theirs);
+    drop(server);
+    topologies(pairs).await;
+}
+
+/// Fires per second of `claimers` (one per job, claimed concurrently, each claim + release in
+/// turn), over `fires` fires of each job, and the mean latency of one claim + release.
+async fn concurrent(claimers: &[RedisClaimer], base: i64, fires: i64) -> (f64, Duration) {
+    let start = Instant::now();
+    futures_util::future::join_all(claimers.iter().map(|c| async move {
+        for i in 0..fires {
+            assert!(c.claim_release(base + i).await.expect("claim"));
+        }
+    }))
+    .await;
+    let elapsed = start.elapsed();
+    let n = claimers.len() as f64 * fires as f64;
+    (
+        n / elapsed.as_secs_f64(),
+        elapsed.mul_f64(claimers.len() as f64 / n),
+    )
+}
+
+async fn claimers(url: &str, jobs: usize, wait: bool) -> Vec<RedisClaimer> {
+    let conn = redis_connection(url).await.expect("connects");
+    let wait_conn = redis_connection(url).await.expect("connects");
+    (0..jobs)
+        .map(|j| {
+            let job = format!("bench-{}-{j}", if wait { "wait" } else { "plain" });
+            let c = RedisClaimer::with_connection(conn.clone(), &job);
+            if wait {
+                c.waiting_for_replicas(1, Duration::from_millis(1000), wait_conn.clone())
+                    .expect("valid")
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+async fn topologies(pairs: i64) {
+    let jobs: usize = std::env::var("JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let fires = (pairs / jobs as i64).max(1);
+    let single = RedisServer::start().expect("redis-server is installed");
+    let cluster = RedisCluster::start(3, 0).expect("redis-server and redis-cli are installed");
+    let primary = RedisServer::start().expect("redis-server is installed");
+    let _replica = RedisServer::start_replica_of(&primary).expect("redis-server is installed");
+    let setups = [
+        ("single node", claimers(&single.url(), jobs, false).await),
+        (
+            "cluster, 3 primaries",
+            claimers(&cluster.url(), jobs, false).await,
+        ),
+        (
+            "primary + replica",
+            claimers(&primary.url(), jobs, false).await,
+        ),
+        (
+            "primary + replica, WAIT 1",
+            claimers(&primary.url(), jobs, true).await,
+        ),
+    ];
+    for (_, c) in &setups {
+        concurrent(c, 0, 50).await;
+    }
+    let mut results = vec![Vec::new(); setups.len()];
+    // The setups take turns within each round, so that all see the same machine load.
+    for round in 0..3 {
+        for (i, (_, c)) in setups.iter().enumerate() {
+            let base = 1_000_000 * (round + 1);
+            results[i].push(concurrent(c, base, fires).await);
+        }
+    }
+    println!();
+    println!(
+        "redis claim+release, {jobs} jobs claimed concurrently, {fires} fires each per round, one shared connection"
+    );
+    println!(
+        "{:<28} {:>12} {:>12} {:>12} {:>12} {:>14}",
+        "topology", "round 1/s", "round 2/s", "round 3/s", "median/s", "latency (ms)"
+    );
+    for ((name, _), rounds) in setups.iter().zip(&results) {
+        let mut sorted: Vec<(f64, Duration)> = rounds.clone();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (median, latency) = sorted[sorted.len() / 2];
+        println!(
+            "{name:<28} {:>12.0} {:>12.0} {:>12.0} {median:>12.0} {:>14.3}",
+            rounds[0].0,
+            rounds[1].0,
+            rounds[2].0,
+            latency.as_secs_f64() * 1000.0
+        );
+    }
 }

@@ -76,6 +76,7 @@ pub struct Builder {
     redis_tls_ca: Option<PathBuf>,
     redis_tls_client_cert: Option<PathBuf>,
     redis_tls_client_key: Option<PathBuf>,
+    redis_wait: Option<(u32, Duration)>,
     postgres_url: Option<String>,
     postgres_schema: String,
     history: bool,
@@ -105,6 +106,7 @@ impl Builder {
             redis_tls_ca: env("CRONGUARD_REDIS_CA_FILE").map(PathBuf::from),
             redis_tls_client_cert: env("CRONGUARD_REDIS_CLIENT_CERT_FILE").map(PathBuf::from),
             redis_tls_client_key: env("CRONGUARD_REDIS_CLIENT_KEY_FILE").map(PathBuf::from),
+            redis_wait: None,
             postgres_url: env("CRONGUARD_POSTGRES_URL").or_else(|| env("DATABASE_URL")),
             postgres_schema: env("CRONGUARD_POSTGRES_SCHEMA")
                 .unwrap_or_else(|| DEFAULT_POSTGRES_SCHEMA.to_owned()),
@@ -144,11 +146,13 @@ impl Builder {
         self
     }
 
-    /// The Redis URL of the `redis` guards: `redis://[user:password@]host:port[/db]`,
-    /// `rediss://...` (TLS, feature `redis-tls`), or
+    /// The Redis URL of the `redis` guards: `redis://[user:password@]host:port[/db]` for one
+    /// server, `rediss://...` (TLS, feature `redis-tls`),
     /// `redis+sentinel://[user:password@]host1:port1,host2:port2/<master name>[/db]` (the
     /// primary that Redis Sentinel names; the password is the Redis servers', the sentinels'
-    /// own goes in the parameter `?sentinel_password=`).
+    /// own goes in the parameter `?sentinel_password=`), or
+    /// `redis+cluster://[user:password@]host1:port1,host2:port2,...` for a Redis Cluster (any
+    /// one reachable node is enough as a seed; a cluster has no database number).
     pub fn redis_url(mut self, url: impl Into<String>) -> Self {
         self.redis_url = Some(url.into());
         self
@@ -181,6 +185,24 @@ impl Builder {
     /// `<prefix>:{<job>}:reported:<fire ms>`.
     pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.redis_prefix = prefix.into();
+        self
+    }
+
+    /// Makes every claim of a `redis` job wait until `replicas` replicas of the Redis primary have
+    /// it (Redis `WAIT replicas timeout`, sent with the claim in the same round trip) before its
+    /// run starts. A claim that fewer replicas acknowledged within `timeout` does not start the
+    /// run: it fails with `GuardError::NotReplicated` and is retried (as the same claimant) until
+    /// the fire's grace runs out, and then reported as a misfire. `replicas` is at least 1 and
+    /// `timeout` from 1 ms to 1 s; anything else is a start error. `WAIT` blocks the connection it
+    /// is sent on, so these claims go through a connection of their own; while the replicas lag,
+    /// claims of jobs due together wait one after the other, so keep `timeout` short.
+    ///
+    /// Redis replicates asynchronously: without this, a failover can lose the last claim and hand
+    /// the same fire to a second replica. With it, a claim whose run started is on `replicas`
+    /// replicas, which narrows that window but is no consensus: a failover can still promote a
+    /// replica that had not received it. See "Durability: waiting for replicas" in the README.
+    pub fn redis_wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.redis_wait = Some((replicas, timeout));
         self
     }
 
@@ -383,6 +405,7 @@ impl Builder {
                     client_cert: self.redis_tls_client_cert,
                     client_key: self.redis_tls_client_key,
                 },
+                self.redis_wait,
                 self.require_guards_at_start,
                 &redis_jobs,
                 &mut problems,
@@ -421,14 +444,17 @@ impl Builder {
         for job in jobs {
             let guard: Option<Arc<dyn Guard>> = match (&job.lock, &redis) {
                 #[cfg(feature = "redis")]
-                (Lock::Redis, Some(redis)) => Some(Arc::new(crate::guard::redis::RedisGuard::new(
-                    redis.conn.clone(),
-                    Arc::clone(&redis.batcher),
-                    &self.redis_prefix,
-                    &job.name,
-                    job.lease_or_default(),
-                    job.overlap,
-                ))),
+                (Lock::Redis, Some(redis)) => Some(Arc::new(
+                    crate::guard::redis::RedisGuard::new(
+                        redis.conn.clone(),
+                        Arc::clone(&redis.batcher),
+                        &self.redis_prefix,
+                        &job.name,
+                        job.lease_or_default(),
+                        job.overlap,
+                    )
+                    .waiting_for_replicas(redis.wait, redis.wait_conn.clone()),
+                )),
                 _ => stores.guard(&job, &lock_dir, &shared.instance),
             };
             let Some(body) = job.body.clone() else {
@@ -676,6 +702,9 @@ fn check_private(dir: &Path) -> Result<(), String> {
 struct RedisLink {
     conn: crate::guard::redis::RedisConn,
     batcher: Arc<crate::guard::redis::Batcher>,
+    wait: Option<crate::guard::redis::ReplicaWait>,
+    /// The connection of the claims that wait for replicas (the same as `conn` without waiting).
+    wait_conn: crate::guard::redis::RedisConn,
 }
 
 #[cfg(not(feature = "redis"))]
@@ -747,11 +776,22 @@ impl RedisTlsSettings {
 async fn connect_redis(
     url: Option<&str>,
     tls: RedisTlsSettings,
+    wait: Option<(u32, Duration)>,
     required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,
 ) -> Option<RedisLink> {
     use crate::guard::redis::Open;
+    let wait = match wait
+        .map(|(replicas, timeout)| crate::guard::redis::ReplicaWait::check(replicas, timeout))
+    {
+        None => None,
+        Some(Ok(wait)) => Some(wait),
+        Some(Err(why)) => {
+            problems.push(Problem::new(ProblemKind::Other, None, why));
+            return None;
+        }
+    };
     let Some(url) = url else {
         problems.push(Problem::new(ProblemKind::MissingUrl, one_job(jobs), format!(
             "{} {} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
@@ -794,9 +834,24 @@ async fn connect_redis(
             return None;
         }
     };
+    let wait_conn = match wait {
+        None => conn.clone(),
+        Some(_) => match crate::guard::redis::open_with(url, &tls).await {
+            Open::Ready(conn) | Open::Unreachable(conn, _) => conn,
+            Open::Misconfigured(why) => {
+                problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
+                    "Redis at `{}` refused the connection of the claims that wait for replicas ({why}); check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
+                    redact(url)
+                )));
+                return None;
+            }
+        },
+    };
     Some(RedisLink {
         batcher: crate::guard::redis::Batcher::new(conn.clone()),
         conn,
+        wait,
+        wait_conn,
     })
 }
 
@@ -804,6 +859,7 @@ async fn connect_redis(
 async fn connect_redis(
     _url: Option<&str>,
     _tls: RedisTlsSettings,
+    _wait: Option<(u32, Duration)>,
     _required: bool,
     jobs: &[&Job],
     problems: &mut Vec<Problem>,

@@ -16,10 +16,12 @@ use std::time::{Duration, Instant};
 
 #[cfg(unix)]
 mod postgres;
+mod redis_cluster;
 mod redis_sentinel;
 mod redis_tls;
 #[cfg(unix)]
 pub use postgres::{PgBouncer, PostgresServer};
+pub use redis_cluster::RedisCluster;
 pub use redis_sentinel::RedisSentinel;
 pub use redis_tls::{ClientAuth, RedisTls};
 
@@ -29,6 +31,8 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// The port of the primary this server replicates.
+    replica_of: Option<u16>,
 }
 
 pub(crate) fn required() -> bool {
@@ -86,6 +90,61 @@ impl RedisServer {
     /// Starts `redis-server` on a free loopback port with no persistence, and waits until it
     /// answers `PING`. `None` when `redis-server` is not installed (outside CI).
     pub fn start() -> Option<RedisServer> {
+        Self::start_with(None)
+    }
+
+    /// Starts a `redis-server` that replicates `primary` (`--replicaof`), and waits until it is in
+    /// sync. `None` when `redis-server` is not installed (outside CI).
+    pub fn start_replica_of(primary: &RedisServer) -> Option<RedisServer> {
+        let replica = Self::start_with(Some(primary.port))?;
+        let until = Instant::now() + Duration::from_secs(10);
+        while !replica.in_sync() || !primary.replicated_a_write() {
+            assert!(
+                Instant::now() < until,
+                "the replica on port {} did not sync with its primary within 10 s",
+                replica.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(replica)
+    }
+
+    /// Whether this replica's link to its primary is up (`master_link_status:up`).
+    pub fn in_sync(&self) -> bool {
+        self.info_replication().contains("master_link_status:up")
+    }
+
+    /// Whether a write to this server reaches a replica within 100 ms (`SET`, then `WAIT 1 100`
+    /// on the same connection).
+    fn replicated_a_write(&self) -> bool {
+        let Ok(mut child) = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        else {
+            return false;
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(b"SET cronguard-testkit:replicated 1\nWAIT 1 100\n");
+        }
+        child
+            .wait_with_output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().nth(1) == Some("1"))
+    }
+
+    /// `INFO replication`, empty when the server does not answer.
+    pub fn info_replication(&self) -> String {
+        Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["INFO", "replication"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    }
+
+    fn start_with(replica_of: Option<u16>) -> Option<RedisServer> {
         if !require_program(
             "redis-server",
             "the tests of the Redis guard",
@@ -102,13 +161,25 @@ impl RedisServer {
             port,
             dir,
             child: None,
+            replica_of,
         };
         server.spawn();
         Some(server)
     }
 
     fn spawn(&mut self) {
+        let replica_of = self
+            .replica_of
+            .map(|port| {
+                vec![
+                    "--replicaof".to_owned(),
+                    "127.0.0.1".to_owned(),
+                    port.to_string(),
+                ]
+            })
+            .unwrap_or_default();
         let child = Command::new("redis-server")
+            .args(&replica_of)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args([
                 "--save",
@@ -117,6 +188,9 @@ impl RedisServer {
                 "no",
                 "--protected-mode",
                 "yes",
+                // A replica syncs at once instead of after the default 5 s.
+                "--repl-diskless-sync-delay",
+                "0",
             ])
             .arg("--dir")
             .arg(&self.dir)

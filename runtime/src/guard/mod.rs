@@ -230,6 +230,19 @@ pub enum GuardError {
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     #[error("the Redis request failed")]
     Redis(#[source] ::redis::RedisError),
+    /// A claim was acquired, but fewer replicas than
+    /// [`Builder::redis_wait_for_replicas`](crate::Builder::redis_wait_for_replicas) asks for
+    /// acknowledged it within the timeout, so its run does not start: a failover now could lose
+    /// the claim. The claim is retried (as the same claimant) until the fire's grace runs out.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    #[error("the claim reached {acked} of the {wanted} Redis replicas it must reach before the run starts (`Builder::redis_wait_for_replicas`); check that the replicas are up and keep up with the primary (`INFO replication`), or wait for fewer")]
+    NotReplicated {
+        /// The replicas that acknowledged the claim.
+        acked: u64,
+        /// The replicas the claim must reach.
+        wanted: u32,
+    },
     /// PostgreSQL did not answer or answered with an error (the server's message and code).
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

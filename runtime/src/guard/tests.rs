@@ -337,6 +337,81 @@ mod redis {
         assert!(after > before, "{after} > {before}");
     }
 
+    #[tokio::test]
+    async fn redis_wait_for_replicas_refuses_a_claim_no_replica_acknowledged() {
+        use crate::guard::redis::ReplicaWait;
+        use crate::guard::GuardError;
+        let Some(primary) = RedisServer::start() else {
+            return;
+        };
+        let Some(replica) = RedisServer::start_replica_of(&primary) else {
+            return;
+        };
+        let wait = ReplicaWait::check(1, Duration::from_millis(200)).expect("valid");
+        let conn = raw(&primary).await;
+        let batcher = Batcher::new(conn.clone());
+        let on_conn = |job: &str| {
+            RedisGuard::new(
+                conn.clone(),
+                Arc::clone(&batcher),
+                "cronguard",
+                job,
+                Duration::from_secs(30),
+                Overlap::Skip,
+            )
+        };
+        let g = on_conn("replicated").waiting_for_replicas(Some(wait), raw(&primary).await);
+        let unrelated = on_conn("unrelated");
+        let other = guard(&primary, "replicated", 30_000).await;
+        // With the replica up, the claim is acknowledged and acquired.
+        acquire(&g, 1).await.release().await.expect("release");
+        let held = acquire(&unrelated, 1).await;
+        replica.pause();
+        // WAIT blocks the connection it is sent on: the renewals of the process's other runs do
+        // not queue behind it.
+        let (claim, renewal) = tokio::join!(g.claim(t(2)), async {
+            let sent = std::time::Instant::now();
+            let renewed = held.renew().await.expect("renews");
+            (renewed, sent.elapsed())
+        });
+        assert!(
+            matches!(claim, Err(GuardError::NotReplicated { .. })),
+            "{claim:?}"
+        );
+        assert_eq!(renewal.0, Renewal::Renewed);
+        assert!(renewal.1 < Duration::from_millis(150), "{:?}", renewal.1);
+        for attempt in 0..2 {
+            let sent = std::time::Instant::now();
+            match g.claim(t(2)).await {
+                Err(GuardError::NotReplicated {
+                    acked: 0,
+                    wanted: 1,
+                }) => {}
+                other => panic!("attempt {attempt}: {other:?}, expected NotReplicated"),
+            }
+            assert!(sent.elapsed() >= Duration::from_millis(200), "WAIT waited");
+        }
+        // The claim took effect on the primary: no other process starts the fire meanwhile.
+        assert_eq!(answer(&other, 2).await, "already_ran");
+        // Given up (its grace ran out), the fire is recorded as not started.
+        g.abandon(t(2)).await.expect("abandons");
+        assert_eq!(other.last_claimed().await.expect("answers"), None);
+        // Claims that do not acquire do not wait for the replica's acknowledgement to count.
+        assert_eq!(answer(&g, 2).await, "lapsed");
+        replica.resume();
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match g.claim(t(3)).await {
+                Ok(Claim::Acquired(lease)) => {
+                    lease.release().await.expect("release");
+                    break;
+                }
+                Err(GuardError::NotReplicated { .. }) if std::time::Instant::now() < until => {}
+                other => panic!("{other:?}, expected Acquired once the replica is back"),
+            }
+        }
+    }
+
     /// A plain connection to look at the keys the way an operator would.
     async fn raw(server: &RedisServer) -> crate::guard::redis::RedisConn {
         connect(&server.url()).await.expect("connects")

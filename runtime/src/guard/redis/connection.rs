@@ -19,10 +19,10 @@ use super::sentinel::{self, SentinelLink, SentinelTarget};
 use super::tls::{self, TlsFiles};
 
 /// How long a connection attempt may take before the server counts as unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long a request may wait for its reply before it fails (and is retried by the job's model).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// After a failed connection attempt, requests fail at once for this long before the next
 /// attempt.
@@ -43,6 +43,7 @@ pub(crate) enum Open {
 enum Target {
     Single(redis::Client),
     Sentinel(SentinelTarget),
+    Cluster(Box<redis::cluster::ClusterClient>),
 }
 
 /// A connected link to the server(s).
@@ -50,6 +51,7 @@ enum Target {
 enum Link {
     Single(ConnectionManager),
     Sentinel(SentinelLink),
+    Cluster(redis::cluster_async::ClusterConnection),
 }
 
 impl Link {
@@ -57,6 +59,7 @@ impl Link {
         match self {
             Link::Single(conn) => conn,
             Link::Sentinel(conn) => conn,
+            Link::Cluster(conn) => conn,
         }
     }
 }
@@ -101,6 +104,7 @@ impl RedisConn {
                 let _ = key;
                 vec![items]
             }
+            Target::Cluster(_) => super::cluster::group_by_slot(items, key),
         }
     }
 
@@ -126,6 +130,16 @@ impl RedisConn {
                 Err(copy)
             }
         }
+    }
+
+    /// The cluster connection, connecting first if need be; `None` when the URL names no cluster.
+    pub(crate) async fn cluster(
+        &self,
+    ) -> Result<Option<redis::cluster_async::ClusterConnection>, RedisError> {
+        Ok(match self.link().await? {
+            Link::Cluster(conn) => Some(conn),
+            _ => None,
+        })
     }
 
     fn ready_or_recent_failure(&self) -> Option<Result<Link, RedisError>> {
@@ -175,6 +189,7 @@ impl ConnectionLike for RedisConn {
         match &self.0.target {
             Target::Single(client) => client.get_connection_info().redis_settings().db(),
             Target::Sentinel(target) => target.db(),
+            Target::Cluster(_) => 0,
         }
     }
 }
@@ -208,10 +223,15 @@ async fn open_link(target: &Target) -> Result<Link, RedisError> {
             Ok(Link::Single(conn))
         }
         Target::Sentinel(target) => Ok(Link::Sentinel(sentinel::connect(target).await?)),
+        Target::Cluster(client) => Ok(Link::Cluster(super::cluster::connect(client).await?)),
     }
 }
 
 fn target(url: &str, tls_files: &TlsFiles) -> Result<Target, String> {
+    if url.starts_with(super::cluster::SCHEME) {
+        tls::check_unused(tls_files)?;
+        return super::cluster::client(url).map(|client| Target::Cluster(Box::new(client)));
+    }
     if sentinel::is_sentinel_url(url) {
         tls::check_unused(tls_files)?;
         return sentinel::target(url).map(Target::Sentinel);

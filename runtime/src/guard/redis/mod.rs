@@ -41,7 +41,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::Value;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
 use tokio::time::Instant;
 
 use super::{Claim, Guard, GuardError, Lease, Renewal};
@@ -50,6 +51,9 @@ use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
 mod batch;
+mod cluster;
+#[cfg(test)]
+mod cluster_tests;
 mod connection;
 mod scripts;
 mod sentinel;
@@ -85,9 +89,41 @@ const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
 /// that the key would only be garbage, one per dropped fire.
 const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
 
+/// How many replicas must acknowledge an acquired claim, and how long the primary waits for
+/// them (`WAIT replicas timeout`): [`Builder::redis_wait_for_replicas`](crate::Builder::redis_wait_for_replicas).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReplicaWait {
+    pub(crate) replicas: u32,
+    pub(crate) timeout: Duration,
+}
+
+/// The longest `WAIT` timeout: the claim and its `WAIT` share one request, which must be answered
+/// within the connection's response timeout (2 s).
+pub(crate) const MAX_WAIT_TIMEOUT: Duration = Duration::from_secs(1);
+
+impl ReplicaWait {
+    /// Checks the setting: at least one replica, and a timeout from 1 ms to [`MAX_WAIT_TIMEOUT`]
+    /// (`WAIT` with 0 would block forever).
+    pub(crate) fn check(replicas: u32, timeout: Duration) -> Result<Self, String> {
+        if replicas == 0 {
+            return Err("`Builder::redis_wait_for_replicas` waits for at least 1 replica; to not wait, do not call it".to_owned());
+        }
+        if timeout < Duration::from_millis(1) || timeout > MAX_WAIT_TIMEOUT {
+            return Err(format!(
+                "the timeout of `Builder::redis_wait_for_replicas` is {timeout:?}; it must be from 1ms to {MAX_WAIT_TIMEOUT:?}, so that the claim and its WAIT are answered within the 2 s response timeout"
+            ));
+        }
+        Ok(ReplicaWait { replicas, timeout })
+    }
+}
+
 pub(crate) struct RedisGuard {
     conn: RedisConn,
     batcher: Arc<Batcher>,
+    /// Replicas an acquired claim must reach before the run may start, and the connection such
+    /// claims go through: `WAIT` blocks the connection it is sent on until the replicas answer or
+    /// the timeout passes, so it must not hold up the renewals and releases on `conn`.
+    wait: Option<(ReplicaWait, RedisConn)>,
     /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
     /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
     nonce: Arc<str>,
@@ -115,6 +151,7 @@ impl RedisGuard {
         RedisGuard {
             conn,
             batcher,
+            wait: None,
             nonce: Arc::from(format!(
                 "{:016x}{:016x}",
                 fastrand::u64(..),
@@ -129,10 +166,70 @@ impl RedisGuard {
             skip: overlap == Overlap::Skip,
         }
     }
+
+    /// Acquired claims must reach `wait.replicas` replicas before their run starts; the claims
+    /// go through `conn`, a connection of their own to the same server(s).
+    pub(crate) fn waiting_for_replicas(
+        mut self,
+        wait: Option<ReplicaWait>,
+        conn: RedisConn,
+    ) -> Self {
+        self.wait = wait.map(|wait| (wait, conn));
+        self
+    }
 }
 
 fn redis_err(e: redis::RedisError) -> GuardError {
     GuardError::Redis(e)
+}
+
+/// Sends `evalsha` and `WAIT` in one pipeline to the primary of `key` and answers the script's
+/// reply and the number of replicas that acknowledged. On a cluster, `WAIT` alone would go to
+/// every primary, so the pipeline is routed by `key`; the cluster client follows `MOVED` and
+/// `ASK` inside a pipeline too. A pipeline's errors come back as values: `NOSCRIPT` loads the
+/// script and sends the pipeline once more.
+async fn claim_and_wait(
+    conn: &mut RedisConn,
+    script: &Script,
+    evalsha: Cmd,
+    key: &str,
+    wait: ReplicaWait,
+) -> Result<(Value, u64), RedisError> {
+    let timeout_ms = u64::try_from(wait.timeout.as_millis()).unwrap_or(u64::MAX);
+    let mut pipe = redis::pipe();
+    pipe.add_command(evalsha).add_command(
+        redis::cmd("WAIT")
+            .arg(wait.replicas)
+            .arg(timeout_ms)
+            .clone(),
+    );
+    let mut loaded = false;
+    loop {
+        let values = match conn.cluster().await? {
+            None => conn.req_packed_commands(&pipe, 0, 2).await?,
+            Some(mut cluster) => {
+                cluster::pipeline_to(&mut cluster, &pipe, cluster::primary_of(key)).await?
+            }
+        };
+        let mut values = values.into_iter();
+        let (Some(reply), Some(acked)) = (values.next(), values.next()) else {
+            return Err(RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "the claim and its WAIT did not both answer",
+            )));
+        };
+        match reply {
+            Value::ServerError(e) => {
+                let e = RedisError::from(e);
+                if loaded || e.kind() != redis::ErrorKind::Server(ServerErrorKind::NoScript) {
+                    return Err(e);
+                }
+                script.load_async(conn).await?;
+                loaded = true;
+            }
+            reply => return Ok((reply, redis::from_redis_value(acked)?)),
+        }
+    }
 }
 
 /// The lease as Redis `PX` milliseconds. `Job::problems` and the macro keep leases within
@@ -190,6 +287,7 @@ impl Guard for RedisGuard {
         // The same for every claim of this fire by this guard value.
         let token = format!("{}:{fire}", self.nonce);
         let nonce = Arc::clone(&self.nonce);
+        let wait = self.wait.clone();
         Box::pin(async move {
             let px = lease_px(lease)?;
             // The lock's expiry on the server is at least a lease after this instant, also when
@@ -214,7 +312,38 @@ impl Guard for RedisGuard {
                     REPORT_TTL_MS.to_string(),
                 ],
             };
-            let value = batcher.call(op).await.map_err(redis_err)?;
+            let (value, acked) = match &wait {
+                None => (batcher.call(op).await.map_err(redis_err)?, None),
+                Some((wait, conn)) => {
+                    let mut conn = conn.clone();
+                    // Not batched: the WAIT goes with this claim, in the same round trip.
+                    let mut evalsha = redis::cmd("EVALSHA");
+                    evalsha.arg(scripts::BATCH.get_hash()).arg(op.keys.len());
+                    for key in &op.keys {
+                        evalsha.arg(&**key);
+                    }
+                    evalsha.arg(op.code);
+                    for arg in &op.args {
+                        evalsha.arg(arg);
+                    }
+                    let (reply, acked) =
+                        claim_and_wait(&mut conn, &scripts::BATCH, evalsha, &state_key, *wait)
+                            .await
+                            .map_err(redis_err)?;
+                    let Value::Array(mut answers) = reply else {
+                        return Err(GuardError::Invalid(format!(
+                            "the batch script answered {reply:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                        )));
+                    };
+                    if answers.len() != 1 {
+                        return Err(GuardError::Invalid(format!(
+                            "the batch script answered {} operations to one",
+                            answers.len()
+                        )));
+                    }
+                    (answers.remove(0), Some(acked))
+                }
+            };
             let (code, value, ignored) = match answer(value)?[..] {
                 [code, value, ignored] => (code, value, ignored),
                 ref other => {
@@ -231,6 +360,16 @@ impl Guard for RedisGuard {
                 );
             }
             let value = u64::try_from(value).unwrap_or(0);
+            if let (2, Some((wait, _)), Some(acked)) = (code, &wait, acked) {
+                if acked < u64::from(wait.replicas) {
+                    // The lock stays with this claimant: the job's model retries the claim, which
+                    // is recognised as the same claimant and waits again, or abandons it.
+                    return Err(GuardError::NotReplicated {
+                        acked,
+                        wanted: wait.replicas,
+                    });
+                }
+            }
             Ok(match code {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy {
@@ -314,11 +453,17 @@ impl Guard for RedisGuard {
 
     fn server_time(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
         let mut conn = self.conn.clone();
+        let state_key = Arc::clone(&self.state_key);
         Box::pin(async move {
-            let (secs, micros): (i64, i64) = redis::cmd("TIME")
-                .query_async(&mut conn)
-                .await
-                .map_err(redis_err)?;
+            let time = redis::cmd("TIME");
+            // The clock that judges this job's claims is that of the node owning its keys.
+            let reply = match conn.cluster().await.map_err(redis_err)? {
+                Some(mut cluster) => cluster::on_primary_of(&mut cluster, &state_key, &time).await,
+                None => conn.req_packed_command(&time).await,
+            }
+            .map_err(redis_err)?;
+            let (secs, micros): (i64, i64) =
+                redis::from_redis_value(reply).map_err(|e| redis_err(e.into()))?;
             Ok(DateTime::<Utc>::from_timestamp(secs, 0)
                 .map(|t| t + chrono::TimeDelta::microseconds(micros)))
         })
