@@ -56,6 +56,7 @@ mod scripts;
 pub(crate) use batch::Batcher;
 pub(crate) use connection::{connect, open, Open, RedisConn};
 use scripts::op;
+pub(crate) use scripts::BATCH_LUA;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
 ///
