@@ -108,7 +108,8 @@ impl Window {
     }
 
     pub fn to(&self) -> DateTime<Utc> {
-        at_second(self.start + self.fires * self.period) - TimeDelta::milliseconds(self.period * 500)
+        at_second(self.start + self.fires * self.period)
+            - TimeDelta::milliseconds(self.period * 500)
     }
 
     pub fn seconds(&self) -> f64 {
@@ -118,7 +119,10 @@ impl Window {
     /// The index in the window of the fire at `t`.
     fn index(&self, t: DateTime<Utc>) -> Option<usize> {
         let d = t.timestamp() - self.start;
-        (t.timestamp_subsec_nanos() == 0 && d >= 0 && d % self.period == 0 && d / self.period < self.fires)
+        (t.timestamp_subsec_nanos() == 0
+            && d >= 0
+            && d % self.period == 0
+            && d / self.period < self.fires)
             .then(|| usize::try_from(d / self.period).expect("a small index"))
     }
 }

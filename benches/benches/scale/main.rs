@@ -229,6 +229,11 @@ fn parent() {
 fn main() {
     match std::env::var("SCALE_CHILD") {
         Ok(spec) => {
+            // cronguard's warnings (a guard unavailable, a misfire) on stderr; runs are counted.
+            tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+                .with_writer(std::io::stderr)
+                .init();
             let cfg = Config::from_env();
             let child = measure::ChildSpec::parse(&spec);
             match child.mode.as_str() {

@@ -38,8 +38,7 @@ impl ChildSpec {
         ChildSpec {
             side: side.to_owned(),
             mode: mode.to_owned(),
-            n: n
-                .parse()
+            n: n.parse()
                 .unwrap_or_else(|_| panic!("SCALE_CHILD `{spec}`: `{n}` is not a job count")),
         }
     }

@@ -192,8 +192,7 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     if n == 0 {
         return;
     }
-    let busy: Option<MillionResult> =
-        measure::run(&ChildSpec::new("cronguard", "million", n), &[]);
+    let busy: Option<MillionResult> = measure::run(&ChildSpec::new("cronguard", "million", n), &[]);
     let idle: Option<MillionResult> =
         measure::run(&ChildSpec::new("cronguard", "million-idle", n), &[]);
     println!();

@@ -36,7 +36,11 @@ fn server_cpu_s(pid: u32) -> f64 {
     };
     let mut ticks = 0u64;
     for entry in dir.flatten() {
-        let Some(p) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
@@ -87,7 +91,14 @@ fn ceiling(server: &PostgresServer, seconds: u64) -> Option<f64> {
     .ok()?;
     eprintln!("scale: pgbench -c 8 -j 2 -T {seconds} ...");
     let out = Command::new("pgbench")
-        .args(["-h", "127.0.0.1", "-p", &server.port().to_string(), "-U", "postgres"])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port().to_string(),
+            "-U",
+            "postgres",
+        ])
         .args(["-n", "-c", "8", "-j", "2", "-T", &seconds.to_string(), "-f"])
         .arg(&script)
         .arg("postgres")
@@ -173,7 +184,12 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     let fires = m.fires as f64;
     let commits = s1.commits - s0.commits;
     let per_replica = commits as f64 / fires / PROCESSES as f64;
-    value_row("statements over the window", thousands(commits.max(0) as u64), "", "");
+    value_row(
+        "statements over the window",
+        thousands(commits.max(0) as u64),
+        "",
+        "",
+    );
     value_row(
         "statements per fire per replica",
         format!("{per_replica:.5}"),

@@ -1,6 +1,6 @@
 //! `redis`: N `redis`-guarded jobs every period in three scheduler processes against one local
-//! `redis-server` ([`cluster`]), with what the server itself says: script calls (`cmdstat_evalsha`
-//! + `cmdstat_eval` of `INFO commandstats`) and its CPU (`used_cpu_sys` + `used_cpu_user` of
+//! `redis-server` ([`cluster`]), with what the server itself says: script calls (`cmdstat_evalsha` and
+//! `cmdstat_eval` of `INFO commandstats`) and its CPU (`used_cpu_sys` + `used_cpu_user` of
 //! `INFO cpu`) over the window, per fire; then the server's own ceiling for the guard's claim
 //! script, measured with `redis-benchmark` in the same run (each call claims a fresh job, through
 //! `__rand_int__` in its keys): one claim per call (`-P 16`), and `SCALE_CEILING_BATCH` claims per
@@ -188,17 +188,15 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     let fires = m.fires as f64;
     let calls = s1.calls - s0.calls;
     let per_replica = calls as f64 / fires / PROCESSES as f64;
-    value_row(
-        "script calls over the window",
-        thousands(calls),
-        "",
-        "",
-    );
+    value_row("script calls over the window", thousands(calls), "", "");
     value_row(
         "round trips per fire per replica",
         format!("{per_replica:.5}"),
         "<= 0.01",
-        v.check(per_replica <= 0.01, label("round trips per fire per replica <= 0.01")),
+        v.check(
+            per_replica <= 0.01,
+            label("round trips per fire per replica <= 0.01"),
+        ),
     );
     let cpu_us_per_fire = (s1.cpu_s - s0.cpu_s) * 1e6 / fires;
     value_row(

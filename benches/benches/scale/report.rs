@@ -102,7 +102,7 @@ pub fn header(title: &str) {
 
 /// One row of a single-value table: metric, value, target, verdict.
 pub fn value_row(metric: &str, value: String, target: &str, verdict: &str) {
-    println!("  {metric:<44} {value:>22}  {target:<30} {verdict}");
+    println!("  {metric:<50} {value:>22}  {target:<30} {verdict}");
 }
 
 /// The column heads of a single-value table.
