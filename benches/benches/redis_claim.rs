@@ -3,7 +3,7 @@
 //! `redis-server`. Prints pairs per second of both, their ratio, and the Redis commands each
 //! cronguard fire cost (from `INFO commandstats`).
 //!
-//! `cargo bench -p cronguard --bench redis_claim` (set `PAIRS` to change the count).
+//! `cargo bench -p cronguard-benches --bench redis_claim` (set `PAIRS` to change the count).
 
 use std::time::{Duration, Instant};
 

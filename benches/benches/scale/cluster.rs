@@ -38,6 +38,8 @@ pub struct ReplicaResult {
     /// Claims that found the lock held (`skipped`).
     pub busy: u64,
     pub misfired: u64,
+    /// Claim outcomes of every fire of the whole run (start-up to shutdown), not only the window's.
+    pub claims_total: u64,
     /// Every `cronguard_claim_latency_seconds` sample of the window, in µs.
     pub claim_us: Vec<i64>,
     /// From `T` to this process's outcome event of the fire, in µs, one per fire of the window.
@@ -54,6 +56,7 @@ pub struct ReplicaResult {
 
 #[derive(Default)]
 struct Outcomes {
+    claims_total: u64,
     won: u64,
     elsewhere: u64,
     busy: u64,
@@ -168,10 +171,21 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
             .instance(format!("scale-{instance}"))
             .shutdown_timeout(Duration::from_secs(5))
             .on_event(move |e: &cronguard::Event| {
+                let claim = matches!(
+                    e.kind,
+                    cronguard::EventKind::Started
+                        | cronguard::EventKind::ClaimedElsewhere
+                        | cronguard::EventKind::Skipped { .. }
+                        | cronguard::EventKind::Misfired { .. }
+                );
+                if !claim {
+                    return;
+                }
+                let mut o = outcomes.lock().expect("not poisoned");
+                o.claims_total += 1;
                 let Some(k) = w.index(e.fire_time) else {
                     return;
                 };
-                let mut o = outcomes.lock().expect("not poisoned");
                 match e.kind {
                     cronguard::EventKind::Started => o.won += 1,
                     cronguard::EventKind::ClaimedElsewhere => o.elsewhere += 1,
@@ -231,6 +245,7 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
         elsewhere: o.elsewhere,
         busy: o.busy,
         misfired: o.misfired,
+        claims_total: o.claims_total,
         claim_us,
         outcome_us: o.outcome_us.clone(),
         burst_us: o.burst_us.clone(),
@@ -294,6 +309,8 @@ pub struct Merged {
     pub elsewhere: u64,
     pub busy: u64,
     pub misfired: u64,
+    /// Claim outcomes of all processes over their whole run.
+    pub claims_total: u64,
     /// Claims of all processes per second of a burst: 3 N over the time from T to the last
     /// outcome of that fire instant, the median over the instants.
     pub burst_claims_per_s: f64,
@@ -354,6 +371,7 @@ impl Launched {
             elsewhere: sum(|r| r.elsewhere),
             busy: sum(|r| r.busy),
             misfired: sum(|r| r.misfired),
+            claims_total: sum(|r| r.claims_total),
             burst_claims_per_s: median(bursts),
             replicas,
         })

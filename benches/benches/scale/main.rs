@@ -38,7 +38,8 @@
 //!   many jobs that never fire in the window. Targets: start-up ≤ 2 s; peak RSS ≤ 400 MiB; 0 missed
 //!   and 0 duplicated fires of the window; idle CPU ≤ 1 % of a core.
 //!
-//! `SCALE_QUICK=1` shortens every scenario (windows of 3–6 s, one round, fewer jobs); any
+//! The scheduler processes log cronguard's errors on stderr (`SCALE_LOG`, an `EnvFilter`, e.g.
+//! `warn`). `SCALE_QUICK=1` shortens every scenario (windows of 3–6 s, one round, fewer jobs); any
 //! variable set explicitly wins over it.
 //!
 //! **Processes.** Every side, N, round and replica runs in a fresh child process of this same
@@ -229,9 +230,11 @@ fn parent() {
 fn main() {
     match std::env::var("SCALE_CHILD") {
         Ok(spec) => {
-            // cronguard's warnings (a guard unavailable, a misfire) on stderr; runs are counted.
+            // cronguard's errors on stderr (`SCALE_LOG=warn` for its warnings too: under load
+            // they come by the thousand); runs, misfires and skips are counted.
+            let filter = std::env::var("SCALE_LOG").unwrap_or_else(|_| "error".to_owned());
             tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
                 .with_writer(std::io::stderr)
                 .init();
             let cfg = Config::from_env();

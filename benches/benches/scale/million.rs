@@ -7,7 +7,7 @@
 //! Targets: start-up ≤ 2 s; peak RSS ≤ 400 MiB; 0 missed and 0 duplicated fires of the window;
 //! idle CPU ≤ 1 % of a core.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -55,7 +55,8 @@ impl MillionResult {
 /// One slot per job: the lateness of its run in the window (each job fires once a minute, and
 /// the window is at most a minute long).
 struct Slots {
-    window_start: i64,
+    /// The first second of the window, fixed once the jobs have started; `i64::MAX` until then.
+    window_start: AtomicI64,
     seconds: i64,
     late_us: Box<[AtomicI32]>,
     duplicated: AtomicU64,
@@ -65,7 +66,9 @@ struct Slots {
 impl Slots {
     fn record(&self, job: usize, fire: DateTime<Utc>) {
         let late = late_us(fire);
-        let d = fire.timestamp() - self.window_start;
+        let d = fire
+            .timestamp()
+            .saturating_sub(self.window_start.load(Ordering::Acquire));
         if !(0..self.seconds).contains(&d) {
             self.outside.fetch_add(1, Ordering::Relaxed);
             return;
@@ -81,7 +84,8 @@ impl Slots {
     /// Whether job `job` has a fire in the window.
     fn due(&self, job: usize) -> bool {
         let second = (job % 60) as i64;
-        (0..self.seconds).any(|k| (self.window_start + k).rem_euclid(60) == second)
+        let start = self.window_start.load(Ordering::Acquire);
+        (0..self.seconds).any(|k| (start + k).rem_euclid(60) == second)
     }
 
     fn missing(&self) -> u64 {
@@ -103,10 +107,8 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
         cfg.million_seconds
     };
     let secs = i64::try_from(seconds).expect("SCALE_MILLION_SECONDS");
-    // Fixed before the jobs start, far enough ahead for a million of them to start.
-    let window_start = Utc::now().timestamp() + 4 + i64::try_from(cfg.warmup).expect("warm-up");
     let slots: &'static Slots = Box::leak(Box::new(Slots {
-        window_start,
+        window_start: AtomicI64::new(i64::MAX),
         seconds: secs,
         late_us: (0..n).map(|_| AtomicI32::new(NOT_RUN)).collect(),
         duplicated: AtomicU64::new(0),
@@ -137,9 +139,10 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
         builder.start().await.expect("cronguard starts")
     });
     let startup = t0.elapsed();
-    if Utc::now().timestamp() >= window_start {
-        eprintln!("scale: the million jobs started after their window began; its first fires may count as missed");
-    }
+    // The window begins after the warm-up, counted from the start; earlier fires are outside.
+    let window_start =
+        Utc::now().timestamp() + 1 + i64::try_from(cfg.warmup).expect("SCALE_WARMUP");
+    slots.window_start.store(window_start, Ordering::Release);
 
     let half = TimeDelta::milliseconds(500);
     sleep_until_wall(at_second(window_start) - half);

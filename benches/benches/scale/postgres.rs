@@ -1,8 +1,12 @@
 //! `postgres`: N `postgres`-guarded jobs every period in three scheduler processes against a
 //! PostgreSQL the benchmark starts (`initdb` + `postgres`, `fsync=off`) ([`cluster`]), with what
-//! the server itself says over the window: committed transactions (`pg_stat_database.xact_commit`;
-//! every statement of the guard is its own transaction) and calls of the claim function
-//! (`pg_stat_user_functions`), per fire, and the CPU of the server's processes (`/proc`); then
+//! the server itself says: committed transactions (`pg_stat_database.xact_commit`; every statement
+//! of the guard is its own transaction) over the processes' whole run, read once their pools have
+//! closed (a backend reports its statistics late, but always when it exits), against the claims
+//! of the whole run; over the window, the transaction ids assigned (every claim, release and
+//! renewal statement writes or locks rows, so it takes one), calls of the claim function
+//! (`pg_stat_user_functions`, which may lag by a few seconds) and the CPU of the server's processes
+//! (`/proc`); then
 //! the server's own ceiling for the claim function, measured with `pgbench` in the same run
 //! (`-c 8 -j 2`, a custom script calling `cronguard.claim_v1` for a random job of 100,000).
 //!
@@ -25,6 +29,8 @@ const CLOCK_TICKS: f64 = 100.0;
 #[derive(Clone, Copy, Debug)]
 struct ServerStats {
     commits: i64,
+    /// The next transaction id to be assigned.
+    xid: i64,
     claims: i64,
     cpu_s: f64,
 }
@@ -64,7 +70,8 @@ async fn stats(client: &tokio_postgres::Client, pid: u32) -> ServerStats {
     let row = client
         .query_one(
             "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), \
-             coalesce((SELECT sum(calls)::bigint FROM pg_stat_user_functions WHERE funcname = 'claim_v1'), 0)",
+             coalesce((SELECT sum(calls)::bigint FROM pg_stat_user_functions WHERE funcname = 'claim_v1'), 0), \
+             pg_snapshot_xmax(pg_current_snapshot())::text::bigint",
             &[],
         )
         .await
@@ -72,6 +79,7 @@ async fn stats(client: &tokio_postgres::Client, pid: u32) -> ServerStats {
     ServerStats {
         commits: row.get(0),
         claims: row.get(1),
+        xid: row.get(2),
         cpu_s: server_cpu_s(pid),
     }
 }
@@ -157,6 +165,7 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
         tokio::spawn(conn);
         client
     });
+    let before = rt.block_on(stats(&client, pid));
     let launched = cluster::launch(cfg, "postgres", n, &url);
     let w = launched.window;
     sleep_until_wall(w.from());
@@ -164,6 +173,9 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     sleep_until_wall(w.to());
     let s1 = rt.block_on(stats(&client, pid));
     let merged = launched.finish();
+    // The processes have exited: their backends have reported their statistics, or will at once.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let after = rt.block_on(stats(&client, pid));
     let tps = ceiling(&server, cfg.ceiling_seconds);
     drop(client);
     drop(rt);
@@ -176,17 +188,23 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
         v.failed("postgres: the run failed".to_owned());
         return;
     };
-    println!("  statements = committed transactions (`pg_stat_database.xact_commit`, each statement its own) over the window;");
-    println!("  claim function calls = `pg_stat_user_functions` of `claim_v1`; PostgreSQL CPU = the postmaster and its");
-    println!("  processes (`/proc`); ceiling = `pgbench -c 8 -j 2` calling `claim_v1` for a random job, right after the window");
+    println!("  statements = committed transactions (`pg_stat_database.xact_commit`, each statement its own) from before the");
+    println!("  processes started to after they exited, per claim of their whole run (one claim per fire and process); write");
+    println!("  statements = transaction ids assigned over the window; claim function calls = `pg_stat_user_functions` of `claim_v1`;");
+    println!("  PostgreSQL CPU = the postmaster and its processes (`/proc`); ceiling = `pgbench -c 8 -j 2` calling `claim_v1` for");
+    println!("  a random job, right after the window");
     m.print_common("postgres", 250.0, v);
     let label = |what: &str| format!("postgres N={}: {what}", thousands(n as u64));
     let fires = m.fires as f64;
-    let commits = s1.commits - s0.commits;
-    let per_replica = commits as f64 / fires / PROCESSES as f64;
+    let commits = after.commits - before.commits;
+    let per_replica = commits as f64 / m.claims_total.max(1) as f64;
     value_row(
-        "statements over the window",
-        thousands(commits.max(0) as u64),
+        "statements / claims, whole run",
+        format!(
+            "{} / {}",
+            thousands(commits.max(0) as u64),
+            thousands(m.claims_total)
+        ),
         "",
         "",
     );
@@ -198,6 +216,13 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
             per_replica <= 0.01,
             label("statements per fire per replica <= 0.01"),
         ),
+    );
+    let writes = s1.xid - s0.xid;
+    value_row(
+        "write statements per fire per replica, window",
+        format!("{:.5}", writes as f64 / fires / PROCESSES as f64),
+        "",
+        "",
     );
     value_row(
         "claim function calls per fire",
