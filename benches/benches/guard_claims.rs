@@ -8,6 +8,8 @@
 //! `cargo bench -p cronguard-benches --bench guard_claims` (set `PAIRS` to change the count per
 //! round).
 
+#![forbid(unsafe_code)]
+
 use std::time::{Duration, Instant};
 
 use cronguard::__bench::{PostgresClaimer, RedisClaimer};

@@ -5,6 +5,8 @@
 //!
 //! `cargo bench -p cronguard-benches --bench redis_claim` (set `PAIRS` to change the count).
 
+#![forbid(unsafe_code)]
+
 use std::time::{Duration, Instant};
 
 use cronguard::__bench::RedisClaimer;
