@@ -231,6 +231,12 @@ pub mod __bench {
         }
     }
 
+    /// The Lua of the Redis guard's batch script, so that a benchmark can load it and measure the
+    /// server's own ceiling for claims (op code `c`: 4 keys — lock, state, cancel, report record —
+    /// and 8 arguments — fire ms, token, lease ms, replace `0`/`1`, ahead tolerance ms, skip
+    /// `0`/`1`, nonce, report TTL ms).
+    pub const REDIS_BATCH_SCRIPT: &str = crate::guard::redis::BATCH_LUA;
+
     /// The connection the `redis` guards share.
     #[derive(Clone)]
     pub struct RedisConnection(crate::guard::redis::RedisConn);

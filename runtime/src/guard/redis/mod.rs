@@ -70,6 +70,7 @@ pub(crate) use batch::Batcher;
 pub(crate) use connection::connect_with;
 pub(crate) use connection::{connect, open_with, Open, RedisConn};
 use scripts::op;
+pub(crate) use scripts::BATCH_LUA;
 pub(crate) use tls::TlsFiles;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.

@@ -33,7 +33,7 @@ pub(super) mod op {
 /// `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
 /// operation, never the batch. A node that takes no writes (`READONLY`, `NOREPLICAS`) fails the
 /// whole call with that error.
-const BATCH_LUA: &str = r#"
+pub(crate) const BATCH_LUA: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])

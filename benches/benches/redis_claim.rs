@@ -7,8 +7,10 @@
 //! concurrently, side by side on: one `redis-server`, a Redis Cluster of three primaries, and
 //! one primary with one replica, without and with `WAIT 1` (`Builder::redis_wait_for_replicas`).
 //!
-//! `cargo bench -p cronguard --bench redis_claim` (set `PAIRS` to change the count, `JOBS` the
+//! `cargo bench -p cronguard-benches --bench redis_claim` (set `PAIRS` to change the count, `JOBS` the
 //! number of jobs of the topology comparison).
+
+#![forbid(unsafe_code)]
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,10 @@
 //! PostgreSQL `pg_stat_database.xact_commit` — every statement runs in its own transaction — and
 //! `pg_stat_user_functions` for the claim function).
 //!
-//! `cargo bench -p cronguard --features postgres --bench guard_claims` (set `PAIRS` to change the
-//! count per round).
+//! `cargo bench -p cronguard-benches --bench guard_claims` (set `PAIRS` to change the count per
+//! round).
+
+#![forbid(unsafe_code)]
 
 use std::time::{Duration, Instant};
 
