@@ -3,20 +3,28 @@
 
 use tokio::sync::mpsc;
 
-/// `first` and what is queued behind it, up to `max` in all. Yields once first, so that the
-/// operations started in the same instant (each job's claim runs on a task of its own) join it.
+/// `first` and what is queued behind it, up to `max` in all. When others are queued — a burst of
+/// jobs due together, each claiming on a task of its own — it yields once to let the rest of the
+/// burst queue up; a lone operation goes at once.
 pub(crate) async fn take_queued<T>(
     first: T,
     rx: &mut mpsc::UnboundedReceiver<T>,
     max: usize,
 ) -> Vec<T> {
-    tokio::task::yield_now().await;
     let mut batch = vec![first];
+    drain(rx, &mut batch, max);
+    if batch.len() > 1 && batch.len() < max {
+        tokio::task::yield_now().await;
+        drain(rx, &mut batch, max);
+    }
+    batch
+}
+
+fn drain<T>(rx: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>, max: usize) {
     while batch.len() < max {
         match rx.try_recv() {
             Ok(queued) => batch.push(queued),
             Err(_) => break,
         }
     }
-    batch
 }

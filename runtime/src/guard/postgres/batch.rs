@@ -112,6 +112,9 @@ async fn send_batches(db: Weak<Database>, mut rx: mpsc::UnboundedReceiver<Queued
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
         };
+        // A statement costs far more than a wait for the scheduler: let the operations started in
+        // the same instant (each job's claim runs on a task of its own) queue up behind the first.
+        tokio::task::yield_now().await;
         let batch = crate::guard::batching::take_queued(first, &mut rx, MAX_BATCH).await;
         let Some(db) = db.upgrade() else {
             return;
