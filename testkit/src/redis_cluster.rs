@@ -40,7 +40,7 @@ impl RedisCluster {
                 return None;
             }
         }
-        let first = free_port();
+        let first = cluster_port(&[]);
         let dir = std::env::temp_dir().join(format!(
             "cronguard-redis-cluster-{first}-{}",
             std::process::id()
@@ -54,10 +54,8 @@ impl RedisCluster {
         let count = primaries * (1 + replicas_per_primary);
         let mut ports = vec![first];
         while ports.len() < count {
-            let port = free_port();
-            if !ports.contains(&port) {
-                ports.push(port);
-            }
+            let port = cluster_port(&ports);
+            ports.push(port);
         }
         for port in ports {
             let child = Command::new("redis-server")
@@ -406,6 +404,27 @@ fn cli(port: u16, args: &[&str]) -> Option<String> {
         .status
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// A free loopback port for a cluster node: a node also listens on its port + 10,000 (the
+/// cluster bus), so the port must be at most 55,535, its bus port free too, and neither may be
+/// a port or a bus port of `taken`.
+fn cluster_port(taken: &[u16]) -> u16 {
+    loop {
+        let port = free_port();
+        let Some(bus) = port.checked_add(10_000) else {
+            continue;
+        };
+        let clashes = taken.iter().any(|&t| {
+            [t, t.saturating_add(10_000)]
+                .iter()
+                .any(|&u| u == port || u == bus)
+        });
+        let bus_free = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, bus)).is_ok();
+        if port <= 55_535 && !clashes && bus_free {
+            return port;
+        }
+    }
 }
 
 fn signal(pid: u32, sig: &str) {
