@@ -13,7 +13,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, Value};
 
-use super::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+use super::failure::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 
 /// The scheme of a cluster URL.
 pub(crate) const SCHEME: &str = "redis+cluster://";

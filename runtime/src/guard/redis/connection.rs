@@ -15,14 +15,9 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
 use tokio::time::Instant;
 
+use super::failure::{clone_error, is_unreachable, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 use super::sentinel::{self, SentinelLink, SentinelTarget};
 use super::tls::{self, TlsFiles};
-
-/// How long a connection attempt may take before the server counts as unreachable.
-pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How long a request may wait for its reply before it fails (and is retried by the job's model).
-pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// After a failed connection attempt, requests fail at once for this long before the next
 /// attempt.
@@ -153,16 +148,6 @@ impl RedisConn {
     }
 }
 
-/// A copy of `e` to hand to every request that fails on it: its kind and its text.
-pub(super) fn clone_error(e: &RedisError) -> RedisError {
-    let kind = if e.is_timeout() || e.is_io_error() {
-        ErrorKind::Io
-    } else {
-        e.kind()
-    };
-    RedisError::from((kind, "no connection to Redis", e.to_string()))
-}
-
 impl ConnectionLike for RedisConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
@@ -192,11 +177,6 @@ impl ConnectionLike for RedisConn {
             Target::Cluster(_) => 0,
         }
     }
-}
-
-/// Whether `e` says the server could not be reached (as opposed to refusing us).
-pub(super) fn is_unreachable(e: &RedisError) -> bool {
-    e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
 }
 
 async fn open_link(target: &Target) -> Result<Link, RedisError> {

@@ -55,6 +55,7 @@ mod cluster;
 #[cfg(test)]
 mod cluster_tests;
 mod connection;
+mod failure;
 mod scripts;
 mod sentinel;
 #[cfg(test)]

@@ -321,7 +321,7 @@ async fn resolve_once(
                 ));
             }
             // A wrong password or user is the same on every node: a misconfiguration.
-            Err(e) if !super::connection::is_unreachable(&e) => return Err(e),
+            Err(e) if !super::failure::is_unreachable(&e) => return Err(e),
             Err(e) => last_error = Some(e),
         }
     }
@@ -358,7 +358,7 @@ fn is_master(role: &Value) -> bool {
 
 /// Whether `e` says that the connected node is no longer the primary, or cannot be reached.
 fn needs_new_primary(e: &RedisError) -> bool {
-    is_readonly(e) || super::connection::is_unreachable(e)
+    is_readonly(e) || super::failure::is_unreachable(e)
 }
 
 /// The error codes of a node that refuses writes because it is not (or no longer safely) the
@@ -409,7 +409,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn copy(e: &RedisError) -> RedisError {
-    super::connection::clone_error(e)
+    super::failure::clone_error(e)
 }
 
 /// Resolves the primary of `target` and connects to it.
