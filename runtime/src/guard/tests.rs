@@ -250,19 +250,7 @@ mod redis {
             return;
         };
         let conn = connect(&server.url()).await.expect("connects");
-        let batcher = Batcher::new(conn.clone());
-        let report = passes_the_suite(|spec| {
-            Arc::new(RedisGuard::new(
-                conn.clone(),
-                Arc::clone(&batcher),
-                "cronguard",
-                &spec.job,
-                spec.lease,
-                spec.overlap,
-            ))
-        })
-        .await;
-        assert!(report.skipped.is_empty(), "{report}");
+        crate::guard::redis::passes_the_suite(conn).await;
     }
 
     #[tokio::test]

@@ -88,20 +88,7 @@ async fn cluster_guard_passes_the_conformance_suite() {
         return;
     };
     let conn = connect(&cluster.url()).await.expect("connects");
-    let scripts = Batcher::new(conn.clone());
-    let report = crate::guard::conformance::check(|spec| {
-        Arc::new(RedisGuard::new(
-            conn.clone(),
-            Arc::clone(&scripts),
-            "cronguard",
-            &spec.job,
-            spec.lease,
-            spec.overlap,
-        ))
-    })
-    .await
-    .unwrap_or_else(|failure| panic!("{failure}"));
-    assert!(report.skipped.is_empty(), "{report}");
+    super::passes_the_suite(conn.clone()).await;
 }
 
 #[tokio::test]

@@ -524,6 +524,27 @@ impl Lease for RedisLease {
     }
 }
 
+/// The conformance suite against the Redis guard on `conn`, every job's guard sharing one batcher
+/// as in a scheduler; a failure panics with its report.
+#[cfg(test)]
+pub(crate) async fn passes_the_suite(conn: RedisConn) -> super::conformance::Report {
+    let batcher = Batcher::new(conn.clone());
+    let report = super::conformance::check(|spec| {
+        Arc::new(RedisGuard::new(
+            conn.clone(),
+            Arc::clone(&batcher),
+            "cronguard",
+            &spec.job,
+            spec.lease,
+            spec.overlap,
+        ))
+    })
+    .await
+    .unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(report.skipped.is_empty(), "{report}");
+    report
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

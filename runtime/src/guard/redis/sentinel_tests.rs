@@ -4,7 +4,6 @@
 //! within seconds, fencing tokens must keep rising, and a fire may be acquired twice only within
 //! the failover (the last claims before it may not have reached the replica).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -31,20 +30,7 @@ async fn redis_guard_through_sentinel_passes_the_conformance_suite() {
         return;
     };
     let conn = connect(&sentinel.url()).await.expect("connects");
-    let batcher = super::Batcher::new(conn.clone());
-    let report = crate::guard::conformance::check(|spec| {
-        Arc::new(RedisGuard::new(
-            conn.clone(),
-            Arc::clone(&batcher),
-            "cronguard",
-            &spec.job,
-            spec.lease,
-            spec.overlap,
-        ))
-    })
-    .await
-    .unwrap_or_else(|failure| panic!("{failure}"));
-    assert!(report.skipped.is_empty(), "{report}");
+    super::passes_the_suite(conn.clone()).await;
     let why = match open_with(
         &sentinel.url().replace("/mymaster", "/nosuchmaster"),
         &TlsFiles::default(),

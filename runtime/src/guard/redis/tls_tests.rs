@@ -1,7 +1,5 @@
 //! The Redis guard over TLS, against a real `redis-server` that speaks only TLS, with a test CA.
 
-use std::sync::Arc;
-
 use cronguard_testkit::{ClientAuth, RedisTls};
 
 use super::{connect_with, open_with, Open, RedisGuard, TlsFiles};
@@ -50,20 +48,7 @@ async fn redis_guard_over_tls_passes_the_conformance_suite() {
     let conn = connect_with(&server.url(), &ca(&server))
         .await
         .expect("connects over TLS with the test CA");
-    let batcher = super::Batcher::new(conn.clone());
-    let report = crate::guard::conformance::check(|spec| {
-        Arc::new(RedisGuard::new(
-            conn.clone(),
-            Arc::clone(&batcher),
-            "cronguard",
-            &spec.job,
-            spec.lease,
-            spec.overlap,
-        ))
-    })
-    .await
-    .unwrap_or_else(|failure| panic!("{failure}"));
-    assert!(report.skipped.is_empty(), "{report}");
+    super::passes_the_suite(conn.clone()).await;
 }
 
 #[tokio::test]
