@@ -15,6 +15,7 @@ pub struct JobContext {
     pub(crate) job: Arc<str>,
     pub(crate) fire_time: DateTime<Utc>,
     pub(crate) fencing_token: u64,
+    pub(crate) manual: Option<u64>,
     pub(crate) cancel: RunCancel,
     pub(crate) states: Arc<States>,
 }
@@ -90,9 +91,18 @@ impl JobContext {
         self.fencing_token
     }
 
-    /// `job@T`, a natural unique key for idempotent writes.
+    /// `job@T`, a natural unique key for idempotent writes; `job@manual:<id>` for a run asked
+    /// for with [`Cronguard::trigger`](crate::Cronguard::trigger) ("run now"), which never
+    /// equals a scheduled fire's key.
     pub fn run_key(&self) -> String {
-        crate::fire::run_key(&self.job, self.fire_time)
+        crate::fire::run_key(&self.job, self.fire_time, self.manual)
+    }
+
+    /// Whether this run was asked for with [`Cronguard::trigger`](crate::Cronguard::trigger)
+    /// ("run now") rather than by the schedule; then [`fire_time`](JobContext::fire_time) is
+    /// when it was asked for.
+    pub fn is_manual(&self) -> bool {
+        self.manual.is_some()
     }
 
     /// The application's state value of type `T`, given to
@@ -164,6 +174,7 @@ impl JobContextBuilder {
             job: self.job,
             fire_time: self.fire_time,
             fencing_token: self.fencing_token,
+            manual: None,
             cancel: self.cancel,
             states: Arc::new(self.states),
         }

@@ -16,8 +16,12 @@ pub struct Event {
     pub job: Arc<str>,
     /// The fire instant `T` the event is about.
     pub fire_time: DateTime<Utc>,
-    /// `job@T`, the fire's identity in every process.
+    /// `job@T`, the fire's identity in every process; `job@manual:<id>` for a run asked for
+    /// with [`Cronguard::trigger`](crate::Cronguard::trigger).
     pub run_key: Arc<str>,
+    /// For a run asked for with [`Cronguard::trigger`](crate::Cronguard::trigger) ("run now"):
+    /// its id (then [`fire_time`](Event::fire_time) is when it was asked for).
+    pub manual: Option<u64>,
     /// The fencing token of the run, for events of a claimed run.
     pub fencing_token: Option<u64>,
     /// The process that observed it (`CRONGUARD_INSTANCE`, default `hostname:pid`).
@@ -62,8 +66,11 @@ pub enum EventKind {
     },
     /// The fire was dropped because no instance slot was free (`overlap = "skip"`).
     Skipped {
-        /// Why no slot was free.
+        /// Why no slot was free, or who paused the job.
         reason: String,
+        /// The job is paused (README, "Controls: pause, resume, run now"): the fire was skipped
+        /// on purpose, so it is logged at info level, not warn.
+        paused: bool,
     },
     /// The fire could not start within its misfire grace. After a pause, every fire that was
     /// missed is reported in one event: [`Event::fire_time`] is the last of them.
@@ -118,6 +125,14 @@ impl fmt::Display for CancelReason {
 }
 
 impl EventKind {
+    /// A fire skipped because no slot was free (not a pause).
+    pub(crate) fn skipped(reason: String) -> Self {
+        EventKind::Skipped {
+            reason,
+            paused: false,
+        }
+    }
+
     /// One misfired fire.
     pub(crate) fn misfired(reason: String, fire: DateTime<Utc>) -> Self {
         EventKind::Misfired {
@@ -155,6 +170,8 @@ pub(crate) struct Occurrence {
     pub(crate) lateness: Option<Duration>,
     pub(crate) duration: Option<Duration>,
     pub(crate) kind: EventKind,
+    /// The id of a manual run ([`Event::manual`]).
+    pub(crate) manual: Option<u64>,
 }
 
 impl Occurrence {
@@ -173,14 +190,22 @@ impl Occurrence {
             lateness: None,
             duration: None,
             kind,
+            manual: None,
         }
+    }
+
+    /// The same occurrence, of manual run `manual` (`None`: of a scheduled fire).
+    pub(crate) fn of_manual(mut self, manual: Option<u64>) -> Self {
+        self.manual = manual;
+        self
     }
 
     pub(crate) fn to_event(&self, job: &Arc<str>, instance: &Arc<str>) -> Event {
         Event {
             job: Arc::clone(job),
             fire_time: self.fire_time,
-            run_key: Arc::from(crate::fire::run_key(job, self.fire_time)),
+            run_key: Arc::from(crate::fire::run_key(job, self.fire_time, self.manual)),
+            manual: self.manual,
             fencing_token: self.fencing_token,
             instance: Arc::clone(instance),
             at: self.at,
@@ -377,6 +402,7 @@ fn level(kind: &EventKind, first_report: bool) -> tracing::Level {
     use tracing::Level;
     match kind {
         EventKind::Started | EventKind::Succeeded | EventKind::Coalesced { .. } => Level::INFO,
+        EventKind::Skipped { paused: true, .. } if first_report => Level::INFO,
         EventKind::Failed { .. } | EventKind::LeaseLost { .. } => Level::ERROR,
         EventKind::Cancelled { .. } => Level::WARN,
         EventKind::Skipped { .. } | EventKind::Misfired { .. } if first_report => Level::WARN,
@@ -415,10 +441,16 @@ fn log(e: &Event) {
         EventKind::Cancelled { reason } => {
             tracing::warn!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, reason = %reason, "run cancelled")
         }
-        EventKind::Skipped { reason } if e.first_report => {
+        EventKind::Skipped {
+            reason,
+            paused: true,
+        } if e.first_report => {
+            tracing::info!(job = %e.job, fire_time = %t, reason = %reason, "fire skipped: the job is paused")
+        }
+        EventKind::Skipped { reason, .. } if e.first_report => {
             tracing::warn!(job = %e.job, fire_time = %t, reason = %reason, "fire skipped")
         }
-        EventKind::Skipped { reason } => {
+        EventKind::Skipped { reason, .. } => {
             tracing::debug!(job = %e.job, fire_time = %t, reason = %reason, "fire skipped (already reported by another process)")
         }
         EventKind::Misfired { reason, count, .. } if e.first_report => {

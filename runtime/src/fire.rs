@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::clock::after;
+use crate::control::ManualRun;
 
 /// One fire of one job (the job is the model that holds it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -15,6 +16,9 @@ pub(crate) struct Fire {
     pub(crate) t: DateTime<Utc>,
     /// `t + misfire_grace`: the fire is a misfire if it has not started by then.
     pub(crate) deadline: DateTime<Utc>,
+    /// The id of a run asked for outside the schedule ([`ManualRun`]): then `t` is when it was
+    /// asked for, and the id, not `t`, is its identity.
+    pub(crate) manual: Option<u64>,
 }
 
 impl Fire {
@@ -22,7 +26,24 @@ impl Fire {
         Fire {
             t,
             deadline: after(t, grace),
+            manual: None,
         }
+    }
+
+    /// A run asked for outside the schedule, seen at `now`: it may start within the grace from
+    /// when it was asked for, or from `now` if the request reached this process late or from a
+    /// clock behind.
+    pub(crate) fn manual(run: ManualRun, now: DateTime<Utc>, grace: Duration) -> Self {
+        Fire {
+            t: run.requested_at,
+            deadline: after(run.requested_at.max(now), grace),
+            manual: Some(run.id),
+        }
+    }
+
+    /// `job@T`, or `job@manual:<id>` for a manual run.
+    pub(crate) fn key(&self, job: &str) -> String {
+        run_key(job, self.t, self.manual)
     }
 }
 
@@ -31,9 +52,13 @@ pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// `job@T`: the identity of a fire in every process.
-pub(crate) fn run_key(job: &str, fire: DateTime<Utc>) -> String {
-    format!("{job}@{}", fmt_time(fire))
+/// `job@T`: the identity of a fire in every process; `job@manual:<id>` for a run asked for
+/// outside the schedule, which can never equal a fire's.
+pub(crate) fn run_key(job: &str, fire: DateTime<Utc>, manual: Option<u64>) -> String {
+    match manual {
+        Some(id) => format!("{job}@manual:{id:016x}"),
+        None => format!("{job}@{}", fmt_time(fire)),
+    }
 }
 
 /// `1500ms`, `60s`: durations as the attribute writes them.

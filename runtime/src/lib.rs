@@ -127,6 +127,7 @@ mod cancel;
 mod clock;
 mod config;
 mod context;
+mod control;
 mod error;
 mod events;
 mod executor;
@@ -150,6 +151,7 @@ mod status;
 pub use crate::clock::Clock;
 pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use crate::context::{CancelHandle, JobContext, JobContextBuilder};
+pub use crate::control::{ControlError, ManualRun, Pause};
 pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
     CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,

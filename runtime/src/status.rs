@@ -35,6 +35,9 @@ pub struct JobStatus {
     pub running: usize,
     /// How many events of each kind this process saw since start.
     pub counts: Counts,
+    /// Who paused the job and when, as far as this process knows (README, "Controls: pause,
+    /// resume, run now"); `None` while it runs on schedule.
+    pub paused: Option<crate::control::Pause>,
 }
 
 /// One run, as the status keeps it.
@@ -110,6 +113,7 @@ struct LastRun {
     fencing_token: u64,
     lateness: Duration,
     end: Option<RunEnd>,
+    manual: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -163,6 +167,7 @@ impl LastRun {
             lateness: Some(self.lateness),
             duration,
             kind,
+            manual: self.manual,
         }
     }
 }
@@ -198,6 +203,7 @@ impl StatusRecord {
                 fencing_token: token,
                 lateness,
                 end: None,
+                manual: event.manual,
             });
             self.last_event = LastEvent::RunStarted;
             return;
@@ -228,6 +234,7 @@ impl StatusRecord {
         next_fire: Option<DateTime<Utc>>,
         instance: &Arc<str>,
         running: usize,
+        paused: Option<&crate::control::Pause>,
     ) -> JobStatus {
         JobStatus {
             name: job.name.to_string(),
@@ -256,6 +263,7 @@ impl StatusRecord {
             },
             running,
             counts: self.counts,
+            paused: paused.cloned(),
         }
     }
 }
@@ -280,6 +288,7 @@ mod tests {
             lateness: Some(Duration::from_micros(1_234)),
             duration: ended.then(|| Duration::from_nanos(5_000_321)),
             kind,
+            manual: None,
         }
     }
 
@@ -332,20 +341,13 @@ mod tests {
                 23,
                 true,
             ),
-            Occurrence::drop(
-                at(30),
-                at(31),
-                EventKind::Skipped {
-                    reason: "busy".to_owned(),
-                },
-                false,
-            ),
+            Occurrence::drop(at(30), at(31), EventKind::skipped("busy".to_owned()), false),
         ];
         for event in events {
             let expected = event.to_event(&spec.name, &instance);
             let fire = event.fire_time;
             record.record(event);
-            let status = record.snapshot(&spec, None, &instance, 0);
+            let status = record.snapshot(&spec, None, &instance, 0, None);
             // `Event` has no `PartialEq`; its `Debug` shows every field.
             assert_eq!(
                 format!("{:?}", status.last_event),
@@ -355,7 +357,7 @@ mod tests {
             assert!(run.fire_time == fire || fire == at(10) || fire == at(30));
             assert_eq!(run.instance, instance);
         }
-        let status = record.snapshot(&spec, None, &instance, 0);
+        let status = record.snapshot(&spec, None, &instance, 0, None);
         let run = status.last_run.expect("a run happened");
         assert_eq!(run.fire_time, at(20));
         assert_eq!(run.finished_at, Some(at(23)));

@@ -16,6 +16,7 @@ use super::run::{self, panic_message, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
 use crate::cancel::RunCancel;
 use crate::context::JobContext;
+use crate::control::ManualRun;
 use crate::events::EventKind;
 use crate::events::Occurrence;
 use crate::fire::fmt_time;
@@ -138,6 +139,7 @@ impl JobSlot {
             self.model.next_fire(),
             instance,
             self.running(),
+            self.model.paused(),
         )
     }
 
@@ -228,6 +230,13 @@ impl JobSlot {
             Ok(Claim::Superseded) => Answer::Superseded,
             Ok(Claim::Busy { first_report }) => Answer::Busy { first_report },
             Ok(Claim::Lapsed) => Answer::Lapsed,
+            Ok(Claim::Paused {
+                pause,
+                first_report,
+            }) => Answer::Paused {
+                pause,
+                first_report,
+            },
             Ok(Claim::TooEarly { ahead }) => {
                 tracing::error!(job = %job, ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX), "the guard refused a claim: the fire lies ahead of the guard's clock, so this host's clock is ahead; fix the clock (NTP). Retrying until the misfire grace runs out");
                 Answer::TooEarly(ahead)
@@ -322,7 +331,12 @@ impl JobSlot {
         for action in actions.drain(..) {
             match action {
                 Action::Emit(event) => self.emit(cx, event),
-                Action::Start { run, fire, token } => self.start(cx, now, run, fire, token),
+                Action::Start {
+                    run,
+                    fire,
+                    token,
+                    manual,
+                } => self.start(cx, now, run, fire, token, manual),
                 Action::Cancel(run) => {
                     if let Some((_, cancel, _)) = self.cancels.iter().find(|(id, ..)| *id == run) {
                         cancel.cancel();
@@ -336,9 +350,10 @@ impl JobSlot {
                         if let Some(lease) = lease {
                             run::release(lease, Arc::clone(&job)).await;
                         }
-                        let Some(guard) = guard else {
+                        let Some(guard) = guard.filter(|_| fire.manual.is_none()) else {
                             return;
                         };
+                        let fire = fire.t;
                         for attempt in 1..=ABANDON_ATTEMPTS {
                             match guard.abandon(fire).await {
                                 Ok(()) => return,
@@ -358,7 +373,14 @@ impl JobSlot {
                     cx.shared.tasks.spawn(async move {
                         let sent = Instant::now();
                         // A report must come back whatever happens, or the job would wait forever.
-                        let result = std::panic::AssertUnwindSafe(guard.claim(fire.t))
+                        let claim = match fire.manual {
+                            None => guard.claim(fire.t),
+                            Some(id) => guard.claim_manual(ManualRun {
+                                id,
+                                requested_at: fire.t,
+                            }),
+                        };
+                        let result = std::panic::AssertUnwindSafe(claim)
                             .catch_unwind()
                             .await
                             .unwrap_or_else(|p| {
@@ -396,7 +418,15 @@ impl JobSlot {
         }
     }
 
-    fn start(&mut self, cx: &Cx<'_>, now: Now, id: RunId, fire: DateTime<Utc>, token: u64) {
+    fn start(
+        &mut self,
+        cx: &Cx<'_>,
+        now: Now,
+        id: RunId,
+        fire: DateTime<Utc>,
+        token: u64,
+        manual: Option<u64>,
+    ) {
         let hold = match cx.lease.borrow_mut().take() {
             Some(lease) => Hold::Lease(lease),
             None => Hold::Local,
@@ -406,6 +436,7 @@ impl JobSlot {
             job: Arc::clone(self.name()),
             fire_time: fire,
             fencing_token: token,
+            manual,
             cancel: cancel.clone(),
             states: Arc::clone(&cx.shared.states),
         };
@@ -439,7 +470,7 @@ impl JobSlot {
             EventKind::Succeeded => (Outcome::Succeeded, None),
             EventKind::Failed { error } => (Outcome::Failed, Some(error.clone())),
             EventKind::Cancelled { reason } => (Outcome::Cancelled, Some(reason.to_string())),
-            EventKind::Skipped { reason } if event.first_report => {
+            EventKind::Skipped { reason, .. } if event.first_report => {
                 (Outcome::Skipped, Some(reason.clone()))
             }
             EventKind::Misfired {

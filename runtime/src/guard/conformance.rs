@@ -113,6 +113,7 @@ fn name(claim: &Claim) -> &'static str {
         Claim::Busy { .. } => "Busy",
         Claim::Lapsed => "Lapsed",
         Claim::TooEarly { .. } => "TooEarly",
+        Claim::Paused { .. } => "Paused",
     }
 }
 

@@ -875,6 +875,7 @@ mod replaced_lock_file {
             Claim::Lapsed => "lapsed",
             Claim::TooEarly { .. } => "too_early",
             Claim::Superseded => "superseded",
+            Claim::Paused { .. } => "paused",
         }
     }
 

@@ -27,6 +27,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
+use crate::control::{ManualRun, Pause};
 use crate::history::HistoryEntry;
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
@@ -36,6 +37,7 @@ mod batching;
 #[cfg(any(test, feature = "conformance"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
+pub(crate) mod feed;
 pub(crate) mod file;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
@@ -97,6 +99,14 @@ pub enum Claim {
         /// How far the fire lies ahead of the guard's clock.
         ahead: Duration,
     },
+    /// The job is paused ([`Guard::set_pause`]): the fire does not run. The guard records the
+    /// fire as reported like a busy one, so that it is reported at warn level once.
+    Paused {
+        /// Who paused it, and when.
+        pause: Pause,
+        /// `false` when another process already reported this fire.
+        first_report: bool,
+    },
 }
 
 impl std::fmt::Debug for Claim {
@@ -114,6 +124,14 @@ impl std::fmt::Debug for Claim {
                 .finish(),
             Claim::Lapsed => f.write_str("Lapsed"),
             Claim::TooEarly { ahead } => f.debug_struct("TooEarly").field("ahead", ahead).finish(),
+            Claim::Paused {
+                pause,
+                first_report,
+            } => f
+                .debug_struct("Paused")
+                .field("pause", pause)
+                .field("first_report", first_report)
+                .finish(),
         }
     }
 }
@@ -172,6 +190,32 @@ pub trait Guard: Send + Sync + 'static {
     ) -> BoxFuture<Result<Option<Vec<HistoryEntry>>, GuardError>> {
         let _ = since;
         Box::pin(async { Ok(None) })
+    }
+
+    /// Pauses the job (`Some`) or resumes it (`None`) for every process this guard reaches:
+    /// while paused, [`claim`](Guard::claim) answers [`Claim::Paused`] (a claim running at the
+    /// same time sees the pause or not, never half of it); a run already going on is not
+    /// stopped. Guards without a store for it keep the default, which answers
+    /// [`GuardError::Unsupported`].
+    fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
+        let _ = pause;
+        Box::pin(async { Err(GuardError::Unsupported("pause")) })
+    }
+
+    /// The job's pause, if it is paused.
+    fn pause(&self) -> BoxFuture<Result<Option<Pause>, GuardError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Claims a run asked for outside the schedule. Like [`claim`](Guard::claim) it takes the
+    /// job's lease (answering [`Claim::Busy`] while another run holds it) with a fencing token
+    /// above every earlier one, and the same claimant asking again is recognised; unlike it, it
+    /// leaves the record of scheduled fires alone, ignores a pause, and answers
+    /// [`Claim::AlreadyRan`] once another claimant took this `run`. Guards that cannot keep
+    /// manual runs keep the default, which answers [`GuardError::Unsupported`].
+    fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
+        let _ = run;
+        Box::pin(async { Err(GuardError::Unsupported("run now")) })
     }
 }
 
@@ -259,6 +303,10 @@ pub enum GuardError {
     /// A guard operation panicked or could not be carried out.
     #[error("guard task failed: {0}")]
     Task(String),
+    /// The guard does not support this control (pause, run now); see
+    /// [`Guard::set_pause`] and [`Guard::claim_manual`].
+    #[error("this guard does not support {0}")]
+    Unsupported(&'static str),
     /// A guard of the user's own failed.
     #[error("the guard failed")]
     Other(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -71,6 +71,7 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
         Claim::Lapsed => "lapsed",
         Claim::Superseded => "superseded",
         Claim::TooEarly { .. } => "too_early",
+        Claim::Paused { .. } => "paused",
     }
 }
 

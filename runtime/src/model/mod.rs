@@ -14,12 +14,14 @@ pub(crate) mod due;
 mod tests;
 pub(crate) mod window;
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
 use crate::clock::after;
+use crate::control::{ManualRun, Pause};
 use crate::events::{CancelReason, EventKind, Occurrence};
 use crate::fire::{fmt_time, human, Fire};
 use crate::options::{Lock, Overlap};
@@ -70,6 +72,11 @@ pub(crate) enum Answer {
     Lapsed,
     /// The fire lies ahead of the guard's clock by this much.
     TooEarly(Duration),
+    /// The job is paused in the guard's store.
+    Paused {
+        pause: Pause,
+        first_report: bool,
+    },
     /// The guard could not answer.
     Failed(String),
 }
@@ -101,14 +108,17 @@ pub(crate) enum Action {
     Claim(Fire),
     /// Give up a fire this process may hold a claim of: the lease acquired by the last claim if
     /// there is one, and whatever claim of the fire took effect although its reply was lost. The
-    /// guard then records the fire as not started (README, "Guarantees").
-    Abandon(DateTime<Utc>),
+    /// guard then records the fire as not started (README, "Guarantees"). For a manual run only
+    /// the lease is given back: an unseen manual claim frees itself when its lease runs out.
+    Abandon(Fire),
     /// Start the run of `fire` under the lease acquired by the last claim (shared guard) or under
     /// the in-process guard. Report its end with [`JobModel::on_run_ended`].
     Start {
         run: RunId,
         fire: DateTime<Utc>,
         token: u64,
+        /// The id of a manual run.
+        manual: Option<u64>,
     },
     /// Signal the run to stop (through its `JobContext`).
     Cancel(RunId),
@@ -136,6 +146,7 @@ struct Run {
     lateness: Duration,
     cancel_reason: Option<CancelReason>,
     lease_lost: bool,
+    manual: Option<u64>,
 }
 
 impl Run {
@@ -149,8 +160,24 @@ impl Run {
             lateness: Some(self.lateness),
             duration,
             kind,
+            manual: self.manual,
         }
     }
+}
+
+/// How many manual run ids a job remembers, so that a request seen twice (asked for here, then
+/// read back from the control feed) runs once.
+const SEEN_MANUAL_RUNS: usize = 32;
+
+/// What a job carries only once an operator touched it: its pause, and runs asked for outside
+/// the schedule. Kept out of line: most jobs are never paused or run by hand.
+#[derive(Debug, Default)]
+struct Controls {
+    paused: Option<Pause>,
+    /// Manual runs waiting to start, oldest first.
+    manual: VecDeque<Fire>,
+    /// The ids of the last manual runs taken.
+    seen: VecDeque<u64>,
 }
 
 /// Fires that were missed after a pause, reported as one.
@@ -179,6 +206,7 @@ pub(crate) struct JobModel {
     window: FireWindow,
     rng: fastrand::Rng,
     stopping: bool,
+    controls: Option<Box<Controls>>,
 }
 
 /// What a job carries only while its claims are retried or their answers are in doubt, kept out
@@ -237,6 +265,61 @@ impl JobModel {
             window: FireWindow::default(),
             rng: fastrand::Rng::with_seed(seed),
             stopping: false,
+            controls: None,
+        }
+    }
+
+    /// Who paused the job, as far as this process knows (its own pause, the last word of the
+    /// guard or of the control feed).
+    pub(crate) fn paused(&self) -> Option<&Pause> {
+        self.controls.as_ref().and_then(|c| c.paused.as_ref())
+    }
+
+    /// The job was paused (`Some`) or resumed (`None`): by this process, or another one said so
+    /// through the control feed. With a shared guard this is only this process's view: the
+    /// guard's store decides at every claim.
+    pub(crate) fn set_paused(&mut self, pause: Option<Pause>, now: Now, out: &mut Vec<Action>) {
+        if pause.is_none() && self.controls.is_none() {
+            return;
+        }
+        self.controls.get_or_insert_with(Box::default).paused = pause;
+        self.tidy_controls();
+        self.try_start(now, out);
+    }
+
+    /// A run was asked for outside the schedule; it starts as soon as a slot is free, within the
+    /// misfire grace. A request this job already took is ignored.
+    pub(crate) fn on_trigger(&mut self, run: ManualRun, now: Now, out: &mut Vec<Action>) {
+        if self.stopping {
+            return;
+        }
+        let controls = self.controls.get_or_insert_with(Box::default);
+        if controls.seen.contains(&run.id) {
+            return;
+        }
+        if controls.seen.len() == SEEN_MANUAL_RUNS {
+            controls.seen.pop_front();
+        }
+        controls.seen.push_back(run.id);
+        controls
+            .manual
+            .push_back(Fire::manual(run, now.wall, self.spec.misfire_grace));
+        self.try_start(now, out);
+    }
+
+    fn manual_front(&self) -> Option<Fire> {
+        self.controls
+            .as_ref()
+            .and_then(|c| c.manual.front().copied())
+    }
+
+    fn tidy_controls(&mut self) {
+        if self
+            .controls
+            .as_ref()
+            .is_some_and(|c| c.paused.is_none() && c.manual.is_empty() && c.seen.is_empty())
+        {
+            self.controls = None;
         }
     }
 
@@ -297,7 +380,8 @@ impl JobModel {
     /// When the model needs a wake-up without a fire or an answer: the misfire deadline of its
     /// oldest waiting fire, or its claim retry.
     pub(crate) fn next_wake(&self) -> Option<DateTime<Utc>> {
-        let misfire = self.due.iter().map(|f| f.deadline).min();
+        let manual = self.controls.iter().flat_map(|c| c.manual.iter().copied());
+        let misfire = self.due.iter().chain(manual).map(|f| f.deadline).min();
         match (misfire, self.retry_at()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -420,12 +504,13 @@ impl JobModel {
                 break;
             };
             let covered_by = self.due.back().map_or(old.t, |f| f.t);
-            self.give_up(old.t, out);
+            self.give_up(old, out);
             self.emit_drop(old.t, EventKind::Coalesced { covered_by }, true, now, out);
         }
     }
 
     fn drop_misfires(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.drop_manual_misfires(now, out);
         if self.due.iter().all(|f| now.wall < f.deadline) {
             return;
         }
@@ -445,7 +530,7 @@ impl JobModel {
                 ),
             };
             let ours = self.uncertain() == Some(fire.t);
-            self.give_up(fire.t, out);
+            self.give_up(fire, out);
             let kind = EventKind::misfired(reason, fire.t);
             let too_early = self
                 .trouble
@@ -462,10 +547,74 @@ impl JobModel {
         }
     }
 
+    /// Manual runs that could not start within their grace are reported, each by this process
+    /// alone (it alone saw the request, or every replica that read it reports its own view).
+    fn drop_manual_misfires(&mut self, now: Now, out: &mut Vec<Action>) {
+        let Some(controls) = self.controls.as_deref_mut() else {
+            return;
+        };
+        if controls.manual.iter().all(|f| now.wall < f.deadline) {
+            return;
+        }
+        let mut late = Vec::new();
+        controls.manual.retain(|f| {
+            let keep = now.wall < f.deadline;
+            if !keep {
+                late.push(*f);
+            }
+            keep
+        });
+        let grace = human(self.spec.misfire_grace);
+        let reason = match self.trouble.as_ref().and_then(|t| t.last_guard_error.as_ref()) {
+            Some(e) => format!("the run asked for was not started within the misfire grace of {grace}: the guard could not be asked ({e})"),
+            None => format!("the run asked for was not started within the misfire grace of {grace}: no instance slot became free"),
+        };
+        for fire in late {
+            self.emit_drop_of(
+                &fire,
+                EventKind::misfired(reason.clone(), fire.t),
+                true,
+                now,
+                out,
+            );
+        }
+    }
+
+    /// Starts the manual run at the front if a slot is free: `true` when it claimed or started
+    /// it.
+    fn try_start_manual(&mut self, now: Now, out: &mut Vec<Action>) -> bool {
+        let Some(fire) = self.manual_front() else {
+            return false;
+        };
+        if now.wall >= fire.deadline {
+            self.drop_manual_misfires(now, out);
+            return false;
+        }
+        if self.running.len() >= self.spec.max_instances as usize
+            || self.retry_at().is_some_and(|at| at > now.wall)
+        {
+            return false;
+        }
+        if let Some(c) = self.controls.as_deref_mut() {
+            c.manual.pop_front();
+        }
+        if self.shared() {
+            self.claiming = Some(fire);
+            out.push(Action::Claim(fire));
+        } else {
+            let token = self.last_token + 1;
+            self.start_run(fire, token, now, out);
+        }
+        true
+    }
+
     fn try_start(&mut self, now: Now, out: &mut Vec<Action>) {
         loop {
             if self.claiming.is_some() || self.stopping {
                 return;
+            }
+            if self.try_start_manual(now, out) {
+                continue;
             }
             let Some(fire) = self.due.front() else {
                 return;
@@ -474,6 +623,16 @@ impl JobModel {
                 // Never claimed or started once its grace has passed (the process may have been
                 // frozen with the fire waiting).
                 self.drop_misfires(now, out);
+                continue;
+            }
+            if let Some(pause) = self.paused().filter(|_| !self.shared()) {
+                // A shared guard's store decides at the claim, for every process at once.
+                let kind = EventKind::Skipped {
+                    reason: format!("the job is {pause}"),
+                    paused: true,
+                };
+                self.due.pop_front();
+                self.emit_drop(fire.t, kind, true, now, out);
                 continue;
             }
             if self.last_started.is_some_and(|last| last >= fire.t) {
@@ -490,7 +649,7 @@ impl JobModel {
                     Overlap::Skip => {
                         self.due.pop_front();
                         let reason = self.busy_here_reason();
-                        self.emit_drop(fire.t, EventKind::Skipped { reason }, true, now, out);
+                        self.emit_drop(fire.t, EventKind::skipped(reason), true, now, out);
                         continue;
                     }
                     Overlap::Queue => return,
@@ -549,13 +708,29 @@ impl JobModel {
         if self.stopping {
             if matches!(answer, Answer::Acquired { .. } | Answer::Failed(_)) {
                 self.if_trouble(|t| t.uncertain = None);
-                out.push(Action::Abandon(fire.t));
+                out.push(Action::Abandon(fire));
             }
             let reason = "the scheduler shut down before the fire could start".to_owned();
-            self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
+            self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }
-        let was_uncertain = self.uncertain() == Some(fire.t);
+        let scheduled = fire.manual.is_none();
+        let was_uncertain = scheduled && self.uncertain() == Some(fire.t);
+        if scheduled && self.shared() {
+            // The guard's store answered for the job: it is paused only if it said so.
+            match &answer {
+                Answer::Paused { pause, .. } => {
+                    self.controls.get_or_insert_with(Box::default).paused = Some(pause.clone());
+                }
+                Answer::Failed(_) | Answer::TooEarly(_) => {}
+                _ => {
+                    if let Some(c) = self.controls.as_deref_mut() {
+                        c.paused = None;
+                    }
+                    self.tidy_controls();
+                }
+            }
+        }
         if !matches!(answer, Answer::Failed(_)) && was_uncertain {
             self.if_trouble(|t| t.uncertain = None);
         }
@@ -583,18 +758,16 @@ impl JobModel {
                     None
                 };
                 if let Some(reason) = late {
-                    out.push(Action::Abandon(fire.t));
-                    self.report_drop(fire.t, EventKind::misfired(reason, fire.t), now, out);
+                    out.push(Action::Abandon(fire));
+                    self.report_drop_of(&fire, EventKind::misfired(reason, fire.t), now, out);
                     return;
                 }
                 // A claim this process must not run: the fire is its alone, nobody else reports it.
                 let refusal = if self.running.len() >= self.spec.max_instances as usize {
-                    Some(EventKind::Skipped {
-                        reason: format!(
-                            "{} (the guard granted the claim, but this process never runs more than max_instances at once)",
-                            self.busy_here_reason()
-                        ),
-                    })
+                    Some(EventKind::skipped(format!(
+                        "{} (the guard granted the claim, but this process never runs more than max_instances at once)",
+                        self.busy_here_reason()
+                    )))
                 } else if token <= self.last_token {
                     Some(EventKind::misfired(
                         format!(
@@ -608,8 +781,8 @@ impl JobModel {
                 };
                 match refusal {
                     Some(kind) => {
-                        out.push(Action::Abandon(fire.t));
-                        self.emit_drop(fire.t, kind, true, now, out);
+                        out.push(Action::Abandon(fire));
+                        self.emit_drop_of(&fire, kind, true, now, out);
                     }
                     None => self.start_run(fire, token, now, out),
                 }
@@ -624,13 +797,26 @@ impl JobModel {
             }
             Answer::AlreadyRan => {
                 self.if_trouble(|t| t.retries = 0);
-                self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
+                self.emit_drop_of(&fire, EventKind::ClaimedElsewhere, true, now, out);
             }
             Answer::Superseded => {
                 self.if_trouble(|t| t.retries = 0);
                 let reason = "no process claimed this fire before a later fire was claimed (every process was late or busy)".to_owned();
-                self.report_drop(fire.t, EventKind::Skipped { reason }, now, out);
+                self.report_drop_of(&fire, EventKind::skipped(reason), now, out);
             }
+            Answer::Paused {
+                pause,
+                first_report,
+            } => {
+                self.if_trouble(|t| t.retries = 0);
+                let kind = EventKind::Skipped {
+                    reason: format!("the job is {pause}"),
+                    paused: true,
+                };
+                self.emit_drop_of(&fire, kind, first_report, now, out);
+            }
+            // A manual run waits for the run that holds the lease, whatever `overlap` says.
+            Answer::Busy { .. } if !scheduled => self.wait_and_retry(fire, now, out),
             Answer::Busy { first_report } => match self.spec.overlap {
                 Overlap::Skip => {
                     let reason = match self.running.first() {
@@ -640,19 +826,13 @@ impl JobModel {
                         ),
                         None => "another process is running this job".to_owned(),
                     };
-                    self.emit_drop(
-                        fire.t,
-                        EventKind::Skipped { reason },
-                        first_report,
-                        now,
-                        out,
-                    );
+                    self.emit_drop(fire.t, EventKind::skipped(reason), first_report, now, out);
                 }
                 Overlap::Queue | Overlap::Replace => self.wait_and_retry(fire, now, out),
             },
             Answer::Lapsed => {
                 let reason = "this process's claim took effect but its reply was lost, and the lease ran out before the claim was retried".to_owned();
-                self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
+                self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             }
             Answer::TooEarly(ahead) => {
                 self.trouble_mut().last_guard_error = Some(
@@ -666,7 +846,9 @@ impl JobModel {
             }
             Answer::Failed(e) => {
                 let t = self.trouble_mut();
-                t.uncertain = Some(fire.t);
+                if scheduled {
+                    t.uncertain = Some(fire.t);
+                }
                 t.last_guard_error = Some(e.into());
                 self.wait_and_retry(fire, now, out);
             }
@@ -675,8 +857,8 @@ impl JobModel {
 
     /// A fire leaves this process without a run: a claim of it that may have taken effect
     /// unseen is given up, so that the guard does not count it as started.
-    fn give_up(&mut self, fire: DateTime<Utc>, out: &mut Vec<Action>) {
-        if self.uncertain() == Some(fire) {
+    fn give_up(&mut self, fire: Fire, out: &mut Vec<Action>) {
+        if fire.manual.is_none() && self.uncertain() == Some(fire.t) {
             self.if_trouble(|t| t.uncertain = None);
             out.push(Action::Abandon(fire));
         }
@@ -684,8 +866,15 @@ impl JobModel {
 
     /// Keeps `fire` due and asks the guard again after a jittered, growing pause.
     fn wait_and_retry(&mut self, fire: Fire, now: Now, out: &mut Vec<Action>) {
-        self.due.push_front(fire);
-        self.coalesce(now, out);
+        if fire.manual.is_some() {
+            self.controls
+                .get_or_insert_with(Box::default)
+                .manual
+                .push_front(fire);
+        } else {
+            self.due.push_front(fire);
+            self.coalesce(now, out);
+        }
         let base = Duration::from_millis(50)
             .saturating_mul(1 << self.trouble.as_ref().map_or(0, |t| t.retries).min(5))
             .min(Duration::from_secs(1));
@@ -701,7 +890,10 @@ impl JobModel {
         let id = self.next_run_id;
         self.next_run_id = self.next_run_id.wrapping_add(1);
         let lateness = (now.wall - fire.t).to_std().unwrap_or_default();
-        self.last_started = Some(fire.t);
+        if fire.manual.is_none() {
+            // A manual run is no fire of the schedule: the fires before it may still run.
+            self.last_started = Some(fire.t);
+        }
         self.last_token = token;
         let run = Run {
             id,
@@ -710,6 +902,7 @@ impl JobModel {
             lateness,
             cancel_reason: None,
             lease_lost: false,
+            manual: fire.manual,
         };
         out.push(Action::Emit(run.event(EventKind::Started, now.wall, None)));
         self.running.reserve_exact(1); // most jobs never run twice at once
@@ -719,6 +912,7 @@ impl JobModel {
             run: id,
             fire: fire.t,
             token,
+            manual: fire.manual,
         });
     }
 
@@ -811,10 +1005,15 @@ impl JobModel {
         self.stopping = true;
         self.next_fire = None;
         self.if_trouble(|t| t.retry_at = None);
-        for fire in self.due.take_all() {
-            self.give_up(fire.t, out);
+        let manual = self
+            .controls
+            .as_deref_mut()
+            .map(|c| std::mem::take(&mut c.manual))
+            .unwrap_or_default();
+        for fire in self.due.take_all().into_iter().chain(manual) {
+            self.give_up(fire, out);
             let reason = "the scheduler shut down before the fire could start".to_owned();
-            self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
+            self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
         }
     }
 
@@ -846,6 +1045,29 @@ impl JobModel {
         } else {
             self.emit_drop(fire, kind, true, now, out);
         }
+    }
+
+    /// [`report_drop`](Self::report_drop) of a fire that may be a manual run: a manual run's
+    /// drop is reported by the process that saw it, without asking the guard.
+    fn report_drop_of(&mut self, fire: &Fire, kind: EventKind, now: Now, out: &mut Vec<Action>) {
+        match fire.manual {
+            None => self.report_drop(fire.t, kind, now, out),
+            Some(_) => self.emit_drop_of(fire, kind, true, now, out),
+        }
+    }
+
+    /// [`emit_drop`](Self::emit_drop) of a fire that may be a manual run.
+    fn emit_drop_of(
+        &mut self,
+        fire: &Fire,
+        kind: EventKind,
+        first_report: bool,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        out.push(Action::Emit(
+            Occurrence::drop(fire.t, now.wall, kind, first_report).of_manual(fire.manual),
+        ));
     }
 
     fn emit_drop(

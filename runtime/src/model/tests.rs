@@ -47,7 +47,7 @@ fn said(out: &mut Vec<Action>) -> Vec<String> {
     out.drain(..)
         .map(|a| match a {
             Action::Claim(f) => format!("claim {}", (f.t - t(0)).num_seconds()),
-            Action::Abandon(f) => format!("abandon {}", (f - t(0)).num_seconds()),
+            Action::Abandon(f) => format!("abandon {}", (f.t - t(0)).num_seconds()),
             Action::Start { fire, token, .. } => {
                 format!("start {} token {token}", (fire - t(0)).num_seconds())
             }
@@ -181,7 +181,10 @@ fn a_fire_passed_over_by_a_later_claim_is_reported() {
     assert_eq!(said(&mut out), ["claim 10", "ask report 10 skipped"]);
     m.on_reported(
         t(10),
-        EventKind::Skipped { reason: "x".into() },
+        EventKind::Skipped {
+            reason: "x".into(),
+            paused: false,
+        },
         false,
         now(11),
         &mut out,

@@ -729,10 +729,12 @@ impl Sim {
             }
             Action::Abandon(fire) => {
                 self.replicas[r].pending_lease = None;
-                let fire = ms_of(fire);
+                let fire = ms_of(fire.t);
                 self.abandon(r, fire, 1);
             }
-            Action::Start { run, fire, token } => {
+            Action::Start {
+                run, fire, token, ..
+            } => {
                 let Some(lease) = self.replicas[r].pending_lease.take() else {
                     panic!("r{r}: a run started without a lease");
                 };

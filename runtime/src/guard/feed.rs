@@ -1,0 +1,114 @@
+//! The control feed of a shared store: a log of pause, resume and run-now requests that every
+//! replica reads about once a second, so that a request made anywhere — another replica, the
+//! command-line tool — reaches every replica that runs the job; and the roster of the jobs the
+//! replicas run, which the tool lists (README, "Controls: pause, resume, run now").
+//!
+//! A pause itself is stored with the job's state by [`Guard::set_pause`](super::Guard::set_pause)
+//! and honoured by every claim, whether or not a replica read the feed: the feed only tells
+//! replicas early (their status, their health) and carries run-now requests.
+
+use chrono::{DateTime, Utc};
+
+use super::GuardError;
+use crate::control::ManualRun;
+use crate::registry::BoxFuture;
+
+/// How often a replica reads its stores' feeds.
+pub(crate) const FEED_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Requests read per call at most; a replica reads again at once when it got this many.
+pub(crate) const FEED_BATCH: usize = 1000;
+
+/// What an operator asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ControlAction {
+    /// The job was paused by `by`.
+    Pause { by: String },
+    /// The job was resumed by `by`.
+    Resume { by: String },
+    /// Run the job now, as this manual run.
+    Trigger(ManualRun),
+}
+
+impl ControlAction {
+    /// `pause`, `resume` or `trigger`: the word the stores keep.
+    pub(crate) fn word(&self) -> &'static str {
+        match self {
+            ControlAction::Pause { .. } => "pause",
+            ControlAction::Resume { .. } => "resume",
+            ControlAction::Trigger(_) => "trigger",
+        }
+    }
+
+    /// The action's argument as the stores keep it: who, or the manual run's id in hex.
+    pub(crate) fn argument(&self) -> String {
+        match self {
+            ControlAction::Pause { by } | ControlAction::Resume { by } => by.clone(),
+            ControlAction::Trigger(run) => format!("{:016x}", run.id),
+        }
+    }
+
+    /// Reads what [`word`](Self::word) and [`argument`](Self::argument) wrote; `at` is the
+    /// request's time (a trigger's `requested_at`).
+    pub(crate) fn parse(word: &str, argument: &str, at: DateTime<Utc>) -> Option<Self> {
+        match word {
+            "pause" => Some(ControlAction::Pause {
+                by: argument.to_owned(),
+            }),
+            "resume" => Some(ControlAction::Resume {
+                by: argument.to_owned(),
+            }),
+            "trigger" => u64::from_str_radix(argument, 16).ok().map(|id| {
+                ControlAction::Trigger(ManualRun {
+                    id,
+                    requested_at: at,
+                })
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// One request of the feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ControlRequest {
+    /// The job's name.
+    pub(crate) job: String,
+    pub(crate) action: ControlAction,
+    /// When it was asked for.
+    pub(crate) at: DateTime<Utc>,
+}
+
+/// A job as a replica announces it in the roster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RosterEntry {
+    /// The job's name.
+    pub(crate) job: String,
+    /// Its schedule as the attribute writes it (`cron = "..."` with its `tz`, or `every`), so
+    /// that the command-line tool can tell the next fire.
+    pub(crate) schedule: String,
+    /// The replica that announced it last (`CRONGUARD_INSTANCE`).
+    pub(crate) instance: String,
+    /// When it was announced.
+    pub(crate) at: DateTime<Utc>,
+}
+
+/// A store's control feed and roster.
+pub(crate) trait ControlFeed: Send + Sync + 'static {
+    /// Appends `request` to the feed.
+    fn publish(&self, request: ControlRequest) -> BoxFuture<Result<(), GuardError>>;
+
+    /// The requests after `cursor`, oldest first, at most [`FEED_BATCH`], and the cursor to
+    /// read on from. With `cursor` `None`: no requests, and the cursor of the feed's end (a
+    /// replica that starts does not replay old requests).
+    fn read(
+        &self,
+        cursor: Option<String>,
+    ) -> BoxFuture<Result<(Vec<ControlRequest>, String), GuardError>>;
+
+    /// Records (or refreshes) these jobs in the roster.
+    fn announce(&self, jobs: Vec<RosterEntry>) -> BoxFuture<Result<(), GuardError>>;
+
+    /// Every job in the roster, sorted by name.
+    fn roster(&self) -> BoxFuture<Result<Vec<RosterEntry>, GuardError>>;
+}
