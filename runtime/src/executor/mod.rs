@@ -6,7 +6,7 @@
 //! a task of its own unless it finished there. Tasks report back to their shard by message, so a
 //! shard never waits for a job or a guard. Nothing here decides what happens to a fire.
 
-mod msg;
+pub(crate) mod msg;
 mod outage;
 mod run;
 mod shard;
@@ -15,6 +15,7 @@ mod slot;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -26,6 +27,8 @@ use crate::job::Body;
 use crate::job::Job;
 use crate::model::Now;
 
+pub(crate) use msg::JobControl;
+use msg::{Msg, Report};
 pub(crate) use slot::{GuardView, JobSlot};
 
 /// What every shard shares.
@@ -84,6 +87,24 @@ const SHARDS_PER_CPU: usize = 4;
 pub(crate) struct Shards {
     pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
     pub(crate) jobs: Vec<ShardJobs>,
+    /// Each shard's inbox, for controls.
+    pub(crate) inboxes: Vec<Inbox>,
+}
+
+/// A shard's inbox: controls reach its jobs through it.
+#[derive(Clone)]
+pub(crate) struct Inbox(mpsc::UnboundedSender<Msg>);
+
+impl Inbox {
+    /// Hands `control` to job `idx` of the shard; `false` when the shard has stopped.
+    pub(crate) fn send(&self, idx: u32, control: JobControl) -> bool {
+        self.0
+            .send(Msg {
+                job: idx,
+                report: Report::Control(control),
+            })
+            .is_ok()
+    }
 }
 
 /// A job ready to run.
@@ -110,13 +131,20 @@ pub(crate) fn start(jobs: Vec<Runnable>, shared: &Shared) -> Shards {
     let mut shards = Shards {
         tasks: Vec::with_capacity(count),
         jobs: Vec::with_capacity(count),
+        inboxes: Vec::with_capacity(count),
     };
-    for slots in split.into_iter().filter(|s| !s.is_empty()) {
+    // An empty shard too: jobs added later go to it.
+    for slots in split {
         let jobs: ShardJobs = Arc::new(Mutex::new(slots));
-        shards
-            .tasks
-            .push(tokio::spawn(shard::run(Arc::clone(&jobs), shared.clone())));
+        let (tx, rx) = mpsc::unbounded_channel();
+        shards.tasks.push(tokio::spawn(shard::run(
+            Arc::clone(&jobs),
+            shared.clone(),
+            tx.clone(),
+            rx,
+        )));
         shards.jobs.push(jobs);
+        shards.inboxes.push(Inbox(tx));
     }
     shards
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::control::{ManualRun, Pause};
 use crate::events::EventKind;
 use crate::guard::{Claim, GuardError};
 use crate::model::{RunEnd, RunId, Verdict};
@@ -31,4 +32,18 @@ pub(crate) enum Report {
     Finished { id: RunId, end: RunEnd },
     /// The watchdog judged a run's lease.
     Verdict { id: RunId, verdict: Verdict },
+    /// An operator's control.
+    Control(JobControl),
+}
+
+/// An operator's control of one job, from the handle or the control feed.
+pub(crate) enum JobControl {
+    /// The job was paused (`Some`) or resumed (`None`).
+    SetPaused(Option<Pause>),
+    /// Run the job now.
+    Trigger(ManualRun),
+    /// A job added while the scheduler runs: start following its schedule.
+    Schedule,
+    /// Stop the job for good: no more fires; runs going on finish.
+    Remove,
 }

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
-use super::msg::Msg;
+use super::msg::{JobControl, Msg, Report};
 use super::run::{self, ReportTo, Started, INLINE_POLL_LIMIT};
 use super::slot::{Cx, Launch};
 use super::{lock, ShardJobs, Shared};
@@ -78,8 +78,12 @@ type Polled = (
 );
 
 /// Runs the shard until the scheduler stops, then drains it.
-pub(super) async fn run(jobs: ShardJobs, shared: Shared) {
-    let (tx, rx) = mpsc::unbounded_channel();
+pub(super) async fn run(
+    jobs: ShardJobs,
+    shared: Shared,
+    tx: mpsc::UnboundedSender<Msg>,
+    rx: mpsc::UnboundedReceiver<Msg>,
+) {
     let mut shard = Shard {
         jobs,
         links: Links {
@@ -274,6 +278,13 @@ impl Shard {
             let Some(slot) = jobs.get_mut(msg.job as usize) else {
                 continue;
             };
+            if matches!(msg.report, Report::Control(JobControl::Schedule)) {
+                let now = self.links.shared.clock.now();
+                if let Some(next) = slot.schedule_from(now) {
+                    self.fires.entry(next).or_default().push(msg.job);
+                }
+                continue;
+            }
             let cx = self.links.cx(msg.job);
             slot.on_report(&cx, msg.report, &mut self.actions);
             arm(&mut self.wakeups, &self.links.shared, slot, msg.job);

@@ -10,7 +10,7 @@ use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::msg::{Msg, Report};
+use super::msg::{JobControl, Msg, Report};
 use super::outage::{self, Outage, Say, SUMMARY_EVERY};
 use super::run::{self, panic_message, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
@@ -83,6 +83,8 @@ pub(crate) struct JobSlot {
     history: bool,
     /// The outage of the guard this job is in, if its last claim failed.
     outage: Option<Box<Outage>>,
+    /// Removed while the scheduler runs: it no longer fires or shows, and its name is free.
+    pub(crate) removed: bool,
 }
 
 impl JobSlot {
@@ -111,6 +113,7 @@ impl JobSlot {
             own_task: false,
             history,
             outage: None,
+            removed: false,
         }
     }
 
@@ -198,6 +201,14 @@ impl JobSlot {
                 self.model.on_run_ended(id, end, duration, now, out);
             }
             Report::Verdict { id, verdict } => self.model.on_verdict(id, verdict, now, out),
+            Report::Control(JobControl::SetPaused(pause)) => self.model.set_paused(pause, now, out),
+            Report::Control(JobControl::Trigger(run)) => self.model.on_trigger(run, now, out),
+            Report::Control(JobControl::Remove) => {
+                self.removed = true;
+                self.model.remove(now, out);
+            }
+            // Handled by the shard, which files the job under its next fire.
+            Report::Control(JobControl::Schedule) => {}
         }
         self.perform(cx, now, out);
         if let Some(unused) = cx.lease.borrow_mut().take() {

@@ -1001,6 +1001,22 @@ impl JobModel {
 
     /// The scheduler stops firing: fires still waiting will not run.
     pub(crate) fn stop(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.halt(
+            "the scheduler shut down before the fire could start",
+            now,
+            out,
+        );
+    }
+
+    /// The job was removed while the scheduler runs: like [`stop`](Self::stop), for this job.
+    pub(crate) fn remove(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.halt("the job was removed before the fire could start", now, out);
+    }
+
+    fn halt(&mut self, why: &str, now: Now, out: &mut Vec<Action>) {
+        if self.stopping {
+            return;
+        }
         self.take_fires(now, out);
         self.stopping = true;
         self.next_fire = None;
@@ -1012,8 +1028,13 @@ impl JobModel {
             .unwrap_or_default();
         for fire in self.due.take_all().into_iter().chain(manual) {
             self.give_up(fire, out);
-            let reason = "the scheduler shut down before the fire could start".to_owned();
-            self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
+            self.emit_drop_of(
+                &fire,
+                EventKind::misfired(why.to_owned(), fire.t),
+                true,
+                now,
+                out,
+            );
         }
     }
 
