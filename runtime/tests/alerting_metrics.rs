@@ -89,7 +89,11 @@ async fn last_success_next_fire_and_overdue_follow_the_job() {
         Some(at(5)),
         "set when the job is scheduled: {all:#?}"
     );
-    assert_eq!(get(&all, "cronguard_job_overdue"), None, "registered on first use");
+    assert_eq!(
+        get(&all, "cronguard_job_overdue"),
+        None,
+        "registered on first use"
+    );
 
     tokio::time::sleep(Duration::from_millis(11_500)).await;
     let all = read(&snapshotter);
@@ -148,17 +152,24 @@ async fn guard_errors_are_counted_by_kind_and_the_job_turns_overdue() {
     let _local = metrics::set_default_local_recorder(&recorder);
 
     let job = |name: &str, guard: &str| {
-        Job::new(name, Schedule::every(Duration::from_secs(5)).expect("valid"))
-            .lock(Lock::custom(guard))
-            .misfire_grace(Duration::from_secs(2))
-            .run(|_| async {})
+        Job::new(
+            name,
+            Schedule::every(Duration::from_secs(5)).expect("valid"),
+        )
+        .lock(Lock::custom(guard))
+        .misfire_grace(Duration::from_secs(2))
+        .run(|_| async {})
     };
     let handle = cronguard::builder()
         .registered_jobs(false)
         .clock(Clock::anchored(t0()))
-        .custom_guard("broken", |_| Arc::new(Down(|| GuardError::other("disk full"))))
+        .custom_guard("broken", |_| {
+            Arc::new(Down(|| GuardError::other("disk full")))
+        })
         .custom_guard("confused", |_| {
-            Arc::new(Down(|| GuardError::Invalid("an answer of a newer version".into())))
+            Arc::new(Down(|| {
+                GuardError::Invalid("an answer of a newer version".into())
+            }))
         })
         .job(job("broken_store", "broken"))
         .job(job("confused_store", "confused"))
@@ -188,8 +199,11 @@ async fn guard_errors_are_counted_by_kind_and_the_job_turns_overdue() {
 
 #[tokio::test(start_paused = true)]
 async fn the_loop_is_alive_while_running_and_not_after_shutdown() {
-    let job = Job::new("tick", Schedule::every(Duration::from_secs(1)).expect("valid"))
-        .run(|_| async {});
+    let job = Job::new(
+        "tick",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .run(|_| async {});
     let handle = cronguard::builder()
         .registered_jobs(false)
         .job(job)
