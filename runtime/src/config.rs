@@ -472,6 +472,7 @@ impl Builder {
             stores.spawn_retention(&shared.stop);
         }
         let count = runnable.len();
+        crate::metrics::describe();
         let shards = executor::start(runnable, &shared);
         tracing::info!(jobs = count, instance = %shared.instance, "cronguard started");
         Ok(Cronguard::new(shards, shared, self.shutdown_timeout))

@@ -67,9 +67,21 @@ pub struct Monitor {
     shards: Arc<[ShardJobs]>,
     clock: crate::clock::Clock,
     instance: Arc<str>,
+    /// The shard tasks, to tell whether they still run.
+    loops: Arc<[tokio::task::AbortHandle]>,
+    stop: tokio_util::sync::CancellationToken,
 }
 
 impl Monitor {
+    /// Whether the scheduler's own loop is alive: it was not shut down and none of its shard tasks
+    /// ended (a shard task ends only by a bug that panicked). Reads a few flags, asks no guard
+    /// and looks at no job, so it is the check for a **liveness** (or readiness) probe: a Redis
+    /// outage or an overdue job never turns it `false`, and restarting the process would not fix
+    /// those. Use [`health`](Monitor::health) for alerting instead.
+    pub fn alive(&self) -> bool {
+        !self.stop.is_cancelled() && self.loops.iter().all(|task| !task.is_finished())
+    }
+
     /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
     ///
     /// With many jobs prefer [`jobs_page`](Monitor::jobs_page) or [`job`](Monitor::job): this
@@ -262,16 +274,25 @@ pub struct Cronguard {
 
 impl Cronguard {
     pub(crate) fn new(shards: Shards, shared: Shared, shutdown_timeout: Duration) -> Self {
+        let loops = shards.tasks.iter().map(|t| t.abort_handle()).collect();
         Cronguard {
             tasks: shards.tasks,
             monitor: Monitor {
                 shards: shards.jobs.into(),
                 clock: shared.clock.clone(),
                 instance: Arc::clone(&shared.instance),
+                loops,
+                stop: shared.stop.clone(),
             },
             shared,
             shutdown_timeout,
         }
+    }
+
+    /// Whether the scheduler's loop is alive (not shut down, no shard task ended): the check for
+    /// a liveness probe; see [`Monitor::alive`].
+    pub fn is_running(&self) -> bool {
+        self.monitor.alive()
     }
 
     /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.

@@ -20,7 +20,10 @@ pub(crate) const CLAIM_AHEAD_TOLERANCE: Duration = Duration::from_secs(1);
 /// runs never end, or whose fires all misfire turns overdue after one period plus its grace, and
 /// back to on time with the next claimed run.
 ///
-/// Use [`Health::healthy`] as a readiness or liveness probe.
+/// This is for alerting and dashboards, not for a liveness or readiness probe: a guard that
+/// cannot be asked (a Redis blip) makes the report unhealthy, and restarting the process, or
+/// taking it out of a load balancer, fixes neither that nor an overdue job. Probe
+/// [`Monitor::alive`](crate::Monitor::alive) instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]

@@ -1,23 +1,106 @@
 //! Metrics through the `metrics` facade, so users plug in the exporter they already use. The
 //! handles every run updates are registered once per job at start, the others when first used;
-//! with no recorder installed every update is a no-op.
+//! with no recorder installed every update is a no-op. [`describe`] gives every metric its help
+//! text and unit (README, "Never silent": the table and the alert rules).
 //!
-//! | name | kind | labels |
-//! | --- | --- | --- |
-//! | `cronguard_runs_total` | counter | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` |
-//! | `cronguard_dropped_fires_total` | counter | `job`, `reason` = `skipped` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
-//! | `cronguard_run_duration_seconds` | histogram | `job` |
-//! | `cronguard_fire_lateness_seconds` | histogram | `job` |
-//! | `cronguard_claim_latency_seconds` | histogram | `job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
-//! | `cronguard_lease_renewals_total` | counter | `job` |
-//! | `cronguard_lease_lost_total` | counter | `job` |
-//! | `cronguard_jobs_running` | gauge | `job` |
-//! | `cronguard_clock_skew_seconds` | gauge | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
+//! | name | kind | unit | labels |
+//! | --- | --- | --- | --- |
+//! | `cronguard_runs_total` | counter | count | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` |
+//! | `cronguard_dropped_fires_total` | counter | count | `job`, `reason` = `skipped` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
+//! | `cronguard_run_duration_seconds` | histogram | seconds | `job` |
+//! | `cronguard_fire_lateness_seconds` | histogram | seconds | `job` |
+//! | `cronguard_claim_latency_seconds` | histogram | seconds | `job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
+//! | `cronguard_lease_renewals_total` | counter | count | `job` |
+//! | `cronguard_lease_lost_total` | counter | count | `job` |
+//! | `cronguard_guard_errors_total` | counter | count | `job`, `kind` = `unreachable` \| `timeout` \| `refused` \| `not_replicated` \| `invalid` \| `other` |
+//! | `cronguard_jobs_running` | gauge | count | `job` |
+//! | `cronguard_last_success_timestamp_seconds` | gauge | seconds | `job` |
+//! | `cronguard_next_fire_timestamp_seconds` | gauge | seconds | `job` |
+//! | `cronguard_job_overdue` | gauge | 0 or 1 | `job` |
+//! | `cronguard_clock_skew_seconds` | gauge | seconds | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
 
-use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram, SharedString};
+use chrono::{DateTime, Utc};
+use metrics::{
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Counter,
+    Gauge, Histogram, SharedString, Unit,
+};
 
 use crate::events::{EventKind, Occurrence};
+use crate::guard::GuardError;
 use crate::options::Lock;
+
+/// Gives every metric its help text and unit in the installed recorder; called by every start.
+pub(crate) fn describe() {
+    describe_counter!(
+        "cronguard_runs_total",
+        Unit::Count,
+        "Runs that ended, by outcome."
+    );
+    describe_counter!(
+        "cronguard_dropped_fires_total",
+        Unit::Count,
+        "Fires that did not start here, by reason."
+    );
+    describe_histogram!(
+        "cronguard_run_duration_seconds",
+        Unit::Seconds,
+        "How long runs took, from start to end."
+    );
+    describe_histogram!(
+        "cronguard_fire_lateness_seconds",
+        Unit::Seconds,
+        "How late runs started: start minus the fire time."
+    );
+    describe_histogram!(
+        "cronguard_claim_latency_seconds",
+        Unit::Seconds,
+        "Round trip of one claim to a shared guard."
+    );
+    describe_counter!(
+        "cronguard_lease_renewals_total",
+        Unit::Count,
+        "Lease renewals of running jobs."
+    );
+    describe_counter!(
+        "cronguard_lease_lost_total",
+        Unit::Count,
+        "Runs whose lease was lost (expired or taken)."
+    );
+    describe_counter!(
+        "cronguard_guard_errors_total",
+        Unit::Count,
+        "Claims a shared guard could not answer, by kind (every retry counts)."
+    );
+    describe_gauge!(
+        "cronguard_jobs_running",
+        Unit::Count,
+        "Runs of the job going on in this process."
+    );
+    describe_gauge!(
+        "cronguard_last_success_timestamp_seconds",
+        Unit::Seconds,
+        "Unix time at which the job's last successful run in this process ended."
+    );
+    describe_gauge!(
+        "cronguard_next_fire_timestamp_seconds",
+        Unit::Seconds,
+        "Unix time of the job's next fire."
+    );
+    describe_gauge!(
+        "cronguard_job_overdue",
+        "1 when the job's newest fire was dropped (misfired or skipped) and no later fire was claimed since, else 0."
+    );
+    describe_gauge!(
+        "cronguard_clock_skew_seconds",
+        Unit::Seconds,
+        "The shared guard's clock minus this host's."
+    );
+}
+
+/// A time as Unix seconds, with its milliseconds.
+fn unix_seconds(t: DateTime<Utc>) -> f64 {
+    t.timestamp_millis() as f64 / 1000.0
+}
 
 /// A job's metric handles. The series every run updates are registered once, at start; the
 /// others (failures, drops, leases, claims) when first needed, so that a million jobs do not each
@@ -30,6 +113,11 @@ pub(crate) struct JobMetrics {
     duration: Histogram,
     lateness: Histogram,
     pub(crate) running: Gauge,
+    /// The newest fire claimed, here or elsewhere, as Unix milliseconds (`i64::MIN`: none yet),
+    /// so that a drop reported late for an older fire does not mark the job overdue.
+    claimed_ms: i64,
+    /// What `cronguard_job_overdue` was last set to; the series is registered on its first 1.
+    overdue: bool,
 }
 
 impl JobMetrics {
@@ -43,6 +131,46 @@ impl JobMetrics {
             lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
             running: gauge!("cronguard_jobs_running", "job" => job.clone()),
             job,
+            claimed_ms: i64::MIN,
+            overdue: false,
+        }
+    }
+
+    /// Sets the job's next fire time, when it has one.
+    pub(crate) fn next_fire(&self, next: Option<DateTime<Utc>>) {
+        if let Some(t) = next {
+            gauge!("cronguard_next_fire_timestamp_seconds", "job" => self.job.clone())
+                .set(unix_seconds(t));
+        }
+    }
+
+    /// Counts a claim the guard could not answer.
+    pub(crate) fn guard_error(&self, error: &GuardError) {
+        counter!("cronguard_guard_errors_total", "job" => self.job.clone(), "kind" => error.kind())
+            .increment(1);
+    }
+
+    fn set_overdue(&mut self, overdue: bool) {
+        if self.overdue != overdue {
+            self.overdue = overdue;
+            gauge!("cronguard_job_overdue", "job" => self.job.clone()).set(if overdue {
+                1.0
+            } else {
+                0.0
+            });
+        }
+    }
+
+    /// Fire `fire` was claimed (started here or claimed elsewhere): the job is on time.
+    fn claimed(&mut self, fire: DateTime<Utc>) {
+        self.claimed_ms = self.claimed_ms.max(fire.timestamp_millis());
+        self.set_overdue(false);
+    }
+
+    /// Fire `fire` will not run: the job is overdue unless a later fire was claimed.
+    fn not_run(&mut self, fire: DateTime<Utc>) {
+        if fire.timestamp_millis() > self.claimed_ms {
+            self.set_overdue(true);
         }
     }
 
@@ -64,20 +192,34 @@ impl JobMetrics {
         counter!("cronguard_lease_renewals_total", "job" => self.job.clone())
     }
 
-    pub(crate) fn record(&self, event: &Occurrence) {
+    pub(crate) fn record(&mut self, event: &Occurrence) {
         match &event.kind {
             EventKind::Started => {
                 if let Some(l) = event.lateness {
                     self.lateness.record(l.as_secs_f64());
                 }
+                self.claimed(event.fire_time);
             }
-            EventKind::Succeeded => self.succeeded.increment(1),
+            EventKind::Succeeded => {
+                self.succeeded.increment(1);
+                gauge!("cronguard_last_success_timestamp_seconds", "job" => self.job.clone())
+                    .set(unix_seconds(event.at));
+            }
             EventKind::Failed { .. } => self.runs("failed").increment(1),
             EventKind::Cancelled { .. } => self.runs("cancelled").increment(1),
-            EventKind::Skipped { .. } => self.dropped("skipped").increment(1),
-            EventKind::Misfired { .. } => self.dropped("misfired").increment(1),
+            EventKind::Skipped { .. } => {
+                self.dropped("skipped").increment(1);
+                self.not_run(event.fire_time);
+            }
+            EventKind::Misfired { .. } => {
+                self.dropped("misfired").increment(1);
+                self.not_run(event.fire_time);
+            }
             EventKind::Coalesced { .. } => self.dropped("coalesced").increment(1),
-            EventKind::ClaimedElsewhere => self.claimed_elsewhere.increment(1),
+            EventKind::ClaimedElsewhere => {
+                self.claimed_elsewhere.increment(1);
+                self.claimed(event.fire_time);
+            }
             EventKind::LeaseLost { .. } => {
                 counter!("cronguard_lease_lost_total", "job" => self.job.clone()).increment(1)
             }

@@ -2,19 +2,22 @@
 //!
 //! ```text
 //! cargo run --example http_probes
-//! curl http://127.0.0.1:9464/metrics   # cronguard_runs_total, cronguard_fire_lateness_seconds, ...
+//! curl http://127.0.0.1:9464/livez     # 200 while the scheduler's loop is alive
+//! curl http://127.0.0.1:9464/metrics   # cronguard_runs_total, cronguard_job_overdue, ...
 //! curl http://127.0.0.1:9464/health    # 200 {"healthy":true,...} or 503 when a job is overdue
 //! curl http://127.0.0.1:9464/jobs      # next fire, last run and counts of every job
 //! ```
 //!
-//! `/health` is what a readiness or liveness probe should call: it turns 503 when a job's newest
-//! due fire was not claimed anywhere within its grace — a job that silently stopped. Here
-//! `flaky_export` fails every other run: counted as `failed`, yet on time, because it runs.
+//! `/livez` is what a liveness or readiness probe should call: it asks no guard, so a Redis blip
+//! does not get the service restarted or taken out of its load balancer. `/health` (and the
+//! `cronguard_job_overdue` gauge) is for alerting: it turns 503 when a job's newest due fire was
+//! not claimed anywhere within its grace — a job that silently stopped. Here `flaky_export` fails
+//! every other run: counted as `failed`, yet on time, because it runs.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
 use cronguard::{scheduled, JobContext};
-use metrics_exporter_prometheus::PrometheusBuilder;
+use cronguard_example_http_probes::http::prometheus_builder;
 
 #[scheduled(every = "2s", misfire_grace = "2s")]
 async fn heartbeat() {}
@@ -31,7 +34,7 @@ async fn flaky_export(ctx: JobContext) -> Result<(), String> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt().with_env_filter("info").init();
     // Install the exporter before start(), so that every job's metrics go to it.
-    let prometheus = PrometheusBuilder::new().install_recorder()?;
+    let prometheus = prometheus_builder()?.install_recorder()?;
     let handle = cronguard::start().await?;
     let port = std::env::var("PORT")
         .ok()
@@ -39,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(9464);
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!("serving /metrics, /health and /jobs on http://{addr}");
+    tracing::info!("serving /livez, /metrics, /health and /jobs on http://{addr}");
     let app = cronguard_example_http_probes::http::router(handle.monitor(), prometheus);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     handle.run_until_shutdown_signal().await?;

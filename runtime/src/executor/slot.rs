@@ -147,7 +147,9 @@ impl JobSlot {
     }
 
     pub(super) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.model.schedule_from(now)
+        let next = self.model.schedule_from(now);
+        self.metrics.next_fire(next);
+        next
     }
 
     /// Takes every fire due now and starts what may start; returns the next fire instant.
@@ -158,6 +160,7 @@ impl JobSlot {
         out: &mut Vec<Action>,
     ) -> Option<DateTime<Utc>> {
         let next = self.model.on_timer(now, out);
+        self.metrics.next_fire(next);
         self.perform(cx, now, out);
         next
     }
@@ -253,6 +256,7 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
+                self.metrics.guard_error(&e);
                 let error = crate::error::Chain(&e).to_string();
                 match outage::failed(&mut self.outage, now) {
                     Say::First => {

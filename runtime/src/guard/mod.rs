@@ -313,6 +313,34 @@ pub enum GuardError {
 }
 
 impl GuardError {
+    /// What kind of failure this is, as the `kind` label of `cronguard_guard_errors_total`:
+    /// `unreachable` (no connection), `timeout` (no answer in time), `refused` (the store answered
+    /// with an error), `not_replicated`, `invalid` (an answer or setting this version cannot use)
+    /// or `other` (a lock file, a panicking or custom guard).
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "redis")]
+            GuardError::Redis(e) => redis::failure::kind(e),
+            #[cfg(feature = "redis")]
+            GuardError::NotReplicated { .. } => "not_replicated",
+            // The PostgreSQL guard keeps only the text of its errors; its time limits say
+            // "within", and errors of the client (not of the server) name the connection.
+            #[cfg(feature = "postgres")]
+            GuardError::Postgres(text) if text.contains("within") => "timeout",
+            #[cfg(feature = "postgres")]
+            GuardError::Postgres(text) if text.contains("connect") || text.contains("closed") => {
+                "unreachable"
+            }
+            #[cfg(feature = "postgres")]
+            GuardError::Postgres(_) => "refused",
+            GuardError::Invalid(_) => "invalid",
+            GuardError::File { .. }
+            | GuardError::Join(_)
+            | GuardError::Task(_)
+            | GuardError::Other(_) => "other",
+        }
+    }
+
     /// A failure of a guard of the user's own, keeping its error as the source (a `String` or
     /// `&str` is accepted too).
     pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {

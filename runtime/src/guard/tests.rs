@@ -881,3 +881,38 @@ mod redis {
         assert!(locks.is_empty(), "{locks:?}");
     }
 }
+
+#[test]
+fn guard_errors_are_labelled_by_kind() {
+    use super::GuardError;
+    assert_eq!(GuardError::Invalid("x".into()).kind(), "invalid");
+    assert_eq!(GuardError::other("x").kind(), "other");
+    assert_eq!(GuardError::Task("x".into()).kind(), "other");
+    #[cfg(feature = "redis")]
+    {
+        let io = |kind| GuardError::Redis(std::io::Error::from(kind).into());
+        assert_eq!(
+            io(std::io::ErrorKind::ConnectionRefused).kind(),
+            "unreachable"
+        );
+        assert_eq!(io(std::io::ErrorKind::TimedOut).kind(), "timeout");
+        let not_replicated = GuardError::NotReplicated {
+            acked: 0,
+            wanted: 1,
+        };
+        assert_eq!(not_replicated.kind(), "not_replicated");
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let pg = |text: &str| GuardError::Postgres(text.to_owned()).kind();
+        assert_eq!(pg("no answer within 2 s"), "timeout");
+        assert_eq!(
+            pg("error connecting to server: Connection refused"),
+            "unreachable"
+        );
+        assert_eq!(
+            pg("permission denied for table cronguard_jobs (42501)"),
+            "refused"
+        );
+    }
+}

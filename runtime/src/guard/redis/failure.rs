@@ -17,6 +17,17 @@ pub(super) fn is_unreachable(e: &RedisError) -> bool {
     e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
 }
 
+/// The `kind` label of a failed request (see `GuardError::kind`).
+pub(crate) fn kind(e: &RedisError) -> &'static str {
+    if e.is_timeout() {
+        "timeout"
+    } else if is_unreachable(e) {
+        "unreachable"
+    } else {
+        "refused"
+    }
+}
+
 /// A copy of `e` to hand to every request that fails on it: its kind and its text.
 pub(super) fn clone_error(e: &RedisError) -> RedisError {
     let kind = if e.is_timeout() || e.is_io_error() {

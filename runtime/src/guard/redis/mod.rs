@@ -55,7 +55,7 @@ mod cluster;
 #[cfg(test)]
 mod cluster_tests;
 mod connection;
-mod failure;
+pub(crate) mod failure;
 mod scripts;
 mod sentinel;
 #[cfg(test)]

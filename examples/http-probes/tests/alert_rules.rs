@@ -1,0 +1,191 @@
+//! The README's Prometheus alert rules read metrics that a real `/metrics` scrape serves, with
+//! their `# HELP` and `# TYPE` lines, so that the rules cannot drift from the names; `/livez`
+//! answers 200 while the scheduler runs and 503 after it stopped, whatever the guards do.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use cronguard::guard::{Claim, Guard, GuardError};
+use cronguard::{Job, Lock, Monitor, Overlap, Schedule};
+use cronguard_example_http_probes::http::{prometheus_builder, router};
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const README: &str = include_str!("../../../README.md");
+
+type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send + 'static>>;
+
+/// A store that cannot be reached.
+struct Unreachable;
+
+impl Guard for Unreachable {
+    fn claim(&self, _: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
+        Box::pin(async { Err(GuardError::other("connection refused")) })
+    }
+
+    fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        Box::pin(async { Err(GuardError::other("connection refused")) })
+    }
+}
+
+async fn serve(monitor: Monitor, prometheus: PrometheusHandle) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("bound");
+    let app = router(monitor, prometheus);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// `GET path` over HTTP/1.1: the status code and the body.
+async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("sends");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("reads");
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (code, body)
+}
+
+/// The metric names in the README's alert rules (the YAML block that defines `groups:`).
+fn names_in_readme_rules() -> Vec<String> {
+    let block = README
+        .split("```yaml")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("```").map(|(block, _)| block))
+        .find(|block| block.contains("groups:") && block.contains("alert:"))
+        .expect("the README has a YAML block of alert rules");
+    let mut names: Vec<String> = block
+        .match_indices("cronguard_")
+        .map(|(at, _)| {
+            block[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Polls `check` (bounded) until it holds.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_alert_rules_read_metrics_that_metrics_serves_and_livez_ignores_guards() {
+    let prometheus = prometheus_builder()
+        .expect("valid buckets")
+        .install_recorder()
+        .expect("the only recorder of this test binary");
+    let every = |ms| Schedule::every(Duration::from_millis(ms)).expect("valid");
+    let tick = Job::new("tick", every(300)).run(|_| async {});
+    // Its first run never ends: the next fire waits for the slot and misfires.
+    let stuck = Job::new("stuck", every(300))
+        .overlap(Overlap::Queue)
+        .misfire_grace(Duration::from_millis(200))
+        .run(|ctx| async move { ctx.cancelled().await });
+    let unreachable = Job::new("unreachable_store", every(300))
+        .lock(Lock::custom("down"))
+        .misfire_grace(Duration::from_millis(200))
+        .run(|_| async {});
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .custom_guard("down", |_| Arc::new(Unreachable))
+        .job(tick)
+        .job(stuck)
+        .job(unreachable)
+        .start()
+        .await
+        .expect("starts");
+    let monitor = handle.monitor();
+    let addr = serve(monitor.clone(), prometheus).await;
+
+    eventually("a success, an overdue job and a guard error", || async {
+        let body = get(addr, "/metrics").await.1;
+        body.contains(r#"cronguard_last_success_timestamp_seconds{job="tick"}"#)
+            && body.contains(r#"cronguard_job_overdue{job="stuck"} 1"#)
+            && body
+                .contains(r#"cronguard_guard_errors_total{job="unreachable_store",kind="other"}"#)
+    })
+    .await;
+    let (code, metrics) = get(addr, "/metrics").await;
+    assert_eq!(code, 200);
+
+    let names = names_in_readme_rules();
+    assert!(names.len() >= 3, "{names:?}");
+    for name in &names {
+        assert!(
+            metrics.contains(&format!("# HELP {name} ")),
+            "`{name}` of the README's alert rules has no help text in /metrics:\n{metrics}"
+        );
+        assert!(
+            metrics.contains(&format!("# TYPE {name} ")),
+            "`{name}` of the README's alert rules is not served by /metrics:\n{metrics}"
+        );
+    }
+    for gauge in [
+        "cronguard_last_success_timestamp_seconds",
+        "cronguard_next_fire_timestamp_seconds",
+        "cronguard_job_overdue",
+    ] {
+        assert!(
+            metrics.contains(&format!("# TYPE {gauge} gauge")),
+            "{metrics}"
+        );
+    }
+    assert!(metrics.contains("# TYPE cronguard_guard_errors_total counter"));
+    for histogram in [
+        "cronguard_run_duration_seconds",
+        "cronguard_fire_lateness_seconds",
+    ] {
+        assert!(
+            metrics.contains(&format!("# TYPE {histogram} histogram")),
+            "a histogram, not a summary: {metrics}"
+        );
+        assert!(
+            metrics.contains(&format!(r#"{histogram}_bucket{{job="tick",le="0.01"}}"#)),
+            "{metrics}"
+        );
+    }
+    assert!(metrics.contains(r#"cronguard_run_duration_seconds_bucket{job="tick",le="7200"}"#));
+
+    // The guard of `unreachable_store` cannot be asked: /health says so, /livez does not care.
+    let (code, body) = get(addr, "/health").await;
+    assert_eq!(code, 503, "{body}");
+    let (code, body) = get(addr, "/livez").await;
+    assert_eq!(code, 200, "{body}");
+
+    handle.shutdown_within(Duration::ZERO).await;
+    assert!(!monitor.alive());
+    let (code, _) = get(addr, "/livez").await;
+    assert_eq!(code, 503, "the scheduler stopped");
+}
