@@ -316,7 +316,8 @@ impl GuardError {
     /// What kind of failure this is, as the `kind` label of `cronguard_guard_errors_total`:
     /// `unreachable` (no connection), `timeout` (no answer in time), `refused` (the store answered
     /// with an error), `not_replicated`, `invalid` (an answer or setting this version cannot use)
-    /// or `other` (a lock file, a panicking or custom guard).
+    /// `unsupported` (a control the guard does not offer) or `other` (a lock file, a panicking or
+    /// custom guard).
     pub(crate) fn kind(&self) -> &'static str {
         match self {
             #[cfg(feature = "redis")]
@@ -334,6 +335,7 @@ impl GuardError {
             #[cfg(feature = "postgres")]
             GuardError::Postgres(_) => "refused",
             GuardError::Invalid(_) => "invalid",
+            GuardError::Unsupported(_) => "unsupported",
             GuardError::File { .. }
             | GuardError::Join(_)
             | GuardError::Task(_)
