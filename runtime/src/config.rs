@@ -11,13 +11,16 @@ use crate::clock::Clock;
 use crate::error::{Error, Problem, ProblemKind};
 use crate::events::{Event, EventSink, Hook};
 use crate::executor::{self, Shared};
+use crate::guard::feed::ControlFeed;
 use crate::guard::{Guard, GuardSpec};
 use crate::guards::{
     GuardSettings, Stores, DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA,
 };
 use crate::handle::Cronguard;
 use crate::job::{registered, Job};
+use crate::operate::{Feeds, GuardMaker};
 use crate::options::Lock;
+use crate::selection::Selection;
 use crate::state::States;
 
 /// The default time running jobs get to finish at shutdown.
@@ -88,6 +91,8 @@ pub struct Builder {
     include_registered: bool,
     hooks: Vec<Hook>,
     shutdown_timeout: Duration,
+    /// `CRONGUARD_JOBS`, or [`Builder::select_jobs`].
+    selection: Option<String>,
     states: States,
     require_guards_at_start: bool,
 }
@@ -121,7 +126,18 @@ impl Builder {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             states: States::default(),
             require_guards_at_start: false,
+            selection: env("CRONGUARD_JOBS"),
         }
+    }
+
+    /// Which jobs this replica runs (README, "Choosing the jobs a replica runs"): patterns
+    /// separated by commas, `*` matching any run of characters, `!` excluding — for example
+    /// `billing::*,!billing::slow_*`. The jobs left out are still listed and watched by the
+    /// health check, but never claimed or run here. Read from `CRONGUARD_JOBS` by default; an
+    /// empty pattern is a start error, a pattern that matches no job a warning.
+    pub fn select_jobs(mut self, patterns: impl Into<String>) -> Self {
+        self.selection = Some(patterns.into());
+        self
     }
 
     /// The folder of the `file` guards' lock files: created (mode 0700) if missing; it must
@@ -387,6 +403,22 @@ impl Builder {
             }
         }
         problems.extend(duplicate_names(&jobs));
+        if let Some(text) = self.selection.as_deref().filter(|t| !t.trim().is_empty()) {
+            match Selection::parse(text) {
+                Ok(selection) => {
+                    let names: Vec<&str> = jobs.iter().map(|j| j.name()).collect();
+                    for pattern in selection.unmatched(&names) {
+                        tracing::warn!(pattern, "the job selection (`CRONGUARD_JOBS`) has a pattern that matches no job; check its spelling");
+                    }
+                    for job in &mut jobs {
+                        if !selection.runs(job.name()) {
+                            job.enabled = false;
+                        }
+                    }
+                }
+                Err(p) => problems.push(Problem::new(ProblemKind::Other, None, p)),
+            }
+        }
 
         let lock_dir = self.lock_dir.unwrap_or_else(default_lock_dir);
         if jobs.iter().any(|j| j.lock == Lock::File) {
@@ -440,23 +472,17 @@ impl Builder {
             states: Arc::new(self.states),
         };
         let needs_retention = jobs.iter().any(|j| j.history && j.lock == Lock::Postgres);
+        let guards = JobGuards {
+            redis,
+            redis_prefix: self.redis_prefix,
+            stores,
+            lock_dir,
+            instance: Arc::clone(&shared.instance),
+            states: Arc::clone(&shared.states),
+        };
         let mut runnable = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let guard: Option<Arc<dyn Guard>> = match (&job.lock, &redis) {
-                #[cfg(feature = "redis")]
-                (Lock::Redis, Some(redis)) => Some(Arc::new(
-                    crate::guard::redis::RedisGuard::new(
-                        redis.conn.clone(),
-                        Arc::clone(&redis.batcher),
-                        &self.redis_prefix,
-                        &job.name,
-                        job.lease_or_default(),
-                        job.overlap,
-                    )
-                    .waiting_for_replicas(redis.wait, redis.wait_conn.clone()),
-                )),
-                _ => stores.guard(&job, &lock_dir, &shared.instance),
-            };
+            let guard = guards.build(&job);
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start
             };
@@ -469,13 +495,20 @@ impl Builder {
         )
         .await;
         if needs_retention {
-            stores.spawn_retention(&shared.stop);
+            guards.stores.spawn_retention(&shared.stop);
         }
+        let feeds = guards.feeds(runnable.iter().map(|r| &r.job.lock));
         let count = runnable.len();
         crate::metrics::describe();
         let shards = executor::start(runnable, &shared);
         tracing::info!(jobs = count, instance = %shared.instance, "cronguard started");
-        Ok(Cronguard::new(shards, shared, self.shutdown_timeout))
+        Ok(Cronguard::new(
+            shards,
+            shared,
+            self.shutdown_timeout,
+            feeds,
+            Box::new(guards),
+        ))
     }
 }
 
@@ -710,6 +743,87 @@ struct RedisLink {
 
 #[cfg(not(feature = "redis"))]
 struct RedisLink;
+
+/// The stores connected at start, which build the guard of every job — also of a job added
+/// while the scheduler runs.
+struct JobGuards {
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    redis: Option<RedisLink>,
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    redis_prefix: String,
+    stores: Stores,
+    lock_dir: PathBuf,
+    instance: Arc<str>,
+    states: Arc<crate::state::States>,
+}
+
+impl JobGuards {
+    /// The guard of `job`; `None` for `local`, or when its store is not connected.
+    fn build(&self, job: &Job) -> Option<Arc<dyn Guard>> {
+        match (&job.lock, &self.redis) {
+            #[cfg(feature = "redis")]
+            (Lock::Redis, Some(redis)) => Some(Arc::new(
+                crate::guard::redis::RedisGuard::new(
+                    redis.conn.clone(),
+                    Arc::clone(&redis.batcher),
+                    &self.redis_prefix,
+                    &job.name,
+                    job.lease_or_default(),
+                    job.overlap,
+                )
+                .waiting_for_replicas(redis.wait, redis.wait_conn.clone()),
+            )),
+            _ => self.stores.guard(job, &self.lock_dir, &self.instance),
+        }
+    }
+
+    /// The control feed of each kind of shared guard among `locks`.
+    fn feeds<'a>(&self, locks: impl Iterator<Item = &'a Lock>) -> Feeds {
+        let mut feeds = Feeds::new();
+        for lock in locks {
+            if feeds.contains_key(lock.as_str()) {
+                continue;
+            }
+            let feed: Option<Arc<dyn ControlFeed>> = match lock {
+                Lock::File => Some(Arc::new(crate::guard::file::FileFeed::new(&self.lock_dir))),
+                _ => None,
+            };
+            if let Some(feed) = feed {
+                feeds.insert(lock.as_str(), feed);
+            }
+        }
+        feeds
+    }
+}
+
+impl GuardMaker for JobGuards {
+    fn guard(&self, job: &Job) -> Result<Option<Arc<dyn Guard>>, String> {
+        let guard = self.build(job);
+        if guard.is_none() && job.lock != Lock::Local {
+            return Err(format!(
+                "no store for `lock = \"{}\"` was connected at start; start with a job of that guard or set its URL on the builder",
+                job.lock
+            ));
+        }
+        Ok(guard)
+    }
+
+    fn problems(&self, job: &Job) -> Vec<String> {
+        let mut problems: Vec<String> = job.problems().into_iter().map(|p| p.to_string()).collect();
+        for key in job.states.iter().filter(|key| !self.states.contains(key)) {
+            problems.push(format!(
+                "it needs state of type `{}`, which was never given to `Builder::state`",
+                key.name()
+            ));
+        }
+        if job.lock == Lock::File {
+            if let Err(p) = check_lock_dir(&self.lock_dir) {
+                problems.push(p);
+            }
+        }
+        problems
+    }
+}
 
 /// The job a problem concerns when it concerns exactly one.
 fn one_job<'a>(jobs: &[&'a Job]) -> Option<&'a str> {

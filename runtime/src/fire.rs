@@ -40,11 +40,6 @@ impl Fire {
             manual: Some(run.id),
         }
     }
-
-    /// `job@T`, or `job@manual:<id>` for a manual run.
-    pub(crate) fn key(&self, job: &str) -> String {
-        run_key(job, self.t, self.manual)
-    }
 }
 
 /// An instant as logs and run keys write it (RFC 3339, milliseconds, `Z`).

@@ -7,12 +7,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
+use crate::control::{ControlError, Pause};
 use crate::error::Error;
 use crate::events::Event;
 use crate::executor::{lock, GuardView, ShardJobs, Shards, Shared};
 use crate::guard::GuardError;
 use crate::health::{judge, Health, HealthState, JobHealth};
 use crate::history::HistoryEntry;
+use crate::job::Job;
+use crate::operate::{ControlPlane, Feeds, GuardMaker};
 use crate::status::JobStatus;
 
 /// The longest shutdown waits for leases to be given back after the runs ended.
@@ -58,21 +61,85 @@ pub struct JobsPage {
     pub next: Option<String>,
 }
 
-/// A cloneable, read-only view of a running scheduler: the jobs' status and health.
+/// A cloneable view of a running scheduler: the jobs' status and health, and the operator's
+/// controls (pause, resume, run now, add, remove).
 ///
 /// Get it with [`Cronguard::monitor`] and hand clones to HTTP handlers or probes; it stays valid
-/// after shutdown (then it reports the last state).
+/// after shutdown (then it reports the last state, and controls answer
+/// [`ControlError::Stopped`]).
 #[derive(Clone)]
 pub struct Monitor {
     shards: Arc<[ShardJobs]>,
     clock: crate::clock::Clock,
     instance: Arc<str>,
+    plane: Arc<ControlPlane>,
     /// The shard tasks, to tell whether they still run.
     loops: Arc<[tokio::task::AbortHandle]>,
     stop: tokio_util::sync::CancellationToken,
 }
 
 impl Monitor {
+    /// Pauses job `job` (README, "Controls: pause, resume, run now"): its fires are reported as
+    /// `skipped` with reason `paused` instead of running, until [`resume`](Monitor::resume). For
+    /// `file`, `redis` and `postgres` guards the pause is stored where the guard keeps its state
+    /// and holds for every process that shares it, from its next claim on; for `local` it holds in
+    /// this process. A run going on is not stopped. `by` names who paused it, for status, logs
+    /// and the command-line tool.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError`]: no such job, the guard's store could not store it (nothing changed),
+    /// a custom guard without pauses, or the scheduler has shut down.
+    pub async fn pause(&self, job: &str, by: &str) -> Result<(), ControlError> {
+        let pause = Pause::new(by, self.clock.now());
+        self.plane.set_pause(job, Some(pause), by).await
+    }
+
+    /// Resumes a paused job: its next fire runs. See [`pause`](Monitor::pause).
+    ///
+    /// # Errors
+    ///
+    /// As [`pause`](Monitor::pause).
+    pub async fn resume(&self, job: &str, by: &str) -> Result<(), ControlError> {
+        self.plane.set_pause(job, None, by).await
+    }
+
+    /// Runs job `job` now, outside its schedule, also when it is paused; returns the run's key
+    /// `job@manual:<id>`, which never equals a scheduled fire's. The run goes through the job's
+    /// guard like a fire (one run across the processes that share it, with a fencing token of
+    /// its own), waits for a run going on to end, and is reported as `misfired` if it cannot
+    /// start within the job's misfire grace.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError`]: no such job, a custom guard without manual runs, or the scheduler has
+    /// shut down.
+    pub fn trigger(&self, job: &str) -> Result<String, ControlError> {
+        self.plane.trigger(job)
+    }
+
+    /// Adds a job while the scheduler runs; it follows its schedule from now on. Its guard uses
+    /// the stores connected at start (a `redis` or `postgres` job needs a job of that guard at
+    /// start, or the store's URL given to the builder).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::DuplicateName`], [`ControlError::InvalidJob`] (its settings, missing
+    /// state, a store that is not connected), or the scheduler has shut down.
+    pub fn add(&self, job: Job) -> Result<(), ControlError> {
+        self.plane.add(job)
+    }
+
+    /// Removes a job: it fires no more, fires waiting for it are reported, and a run going on
+    /// finishes. Its name is free for [`add`](Monitor::add) at once.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlError::UnknownJob`], or the scheduler has shut down.
+    pub fn remove(&self, job: &str) -> Result<(), ControlError> {
+        self.plane.remove(job)
+    }
+
     /// Whether the scheduler's own loop is alive: it was not shut down and none of its shard tasks
     /// ended (a shard task ends only by a bug that panicked). Reads a few flags, asks no guard
     /// and looks at no job, so it is the check for a **liveness** (or readiness) probe: a Redis
@@ -89,7 +156,12 @@ impl Monitor {
     pub fn jobs(&self) -> Vec<JobStatus> {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
-            all.extend(lock(shard).iter().map(|j| j.snapshot(&self.instance)));
+            all.extend(
+                lock(shard)
+                    .iter()
+                    .filter(|j| !j.removed)
+                    .map(|j| j.snapshot(&self.instance)),
+            );
         }
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
@@ -97,7 +169,10 @@ impl Monitor {
 
     /// How many jobs run here.
     pub fn job_count(&self) -> usize {
-        self.shards.iter().map(|s| lock(s).len()).sum()
+        self.shards
+            .iter()
+            .map(|s| lock(s).iter().filter(|j| !j.removed).count())
+            .sum()
     }
 
     /// The status of job `name`, if it runs here.
@@ -105,7 +180,7 @@ impl Monitor {
         self.shards.iter().find_map(|shard| {
             lock(shard)
                 .iter()
-                .find(|j| &**j.name() == name)
+                .find(|j| !j.removed && &**j.name() == name)
                 .map(|j| j.snapshot(&self.instance))
         })
     }
@@ -119,6 +194,9 @@ impl Monitor {
         let mut smallest: BinaryHeap<(Arc<str>, usize, usize)> = BinaryHeap::new();
         for (s, shard) in self.shards.iter().enumerate() {
             for (i, job) in lock(shard).iter().enumerate() {
+                if job.removed {
+                    continue;
+                }
                 let name = job.name();
                 if after.is_some_and(|after| &**name <= after) {
                     continue;
@@ -169,7 +247,7 @@ impl Monitor {
             .find_map(|shard| {
                 lock(shard)
                     .iter()
-                    .find(|j| &**j.name() == job)
+                    .find(|j| !j.removed && &**j.name() == job)
                     .map(|j| j.guard())
             })
             .ok_or_else(|| HistoryError::UnknownJob(job.to_owned()))?;
@@ -205,15 +283,23 @@ impl Monitor {
         let now = self.clock.now();
         let mut asks = Vec::new();
         for shard in self.shards.iter() {
-            for job in lock(shard).iter() {
+            for job in lock(shard).iter().filter(|j| !j.removed) {
                 let grace = job.model().spec().misfire_grace;
                 let due = job.model().due_by(now);
-                asks.push((job.name().to_string(), due, job.guard(), grace));
+                let paused = job.model().paused().cloned();
+                asks.push((job.name().to_string(), due, job.guard(), grace, paused));
             }
         }
         let checks = asks
             .into_iter()
-            .map(|(name, due, guard, grace)| async move {
+            .map(|(name, due, guard, grace, paused)| async move {
+                if let Some(p) = paused {
+                    return JobHealth {
+                        name,
+                        state: HealthState::Paused { by: p.by, at: p.at },
+                        last_claimed: None,
+                    };
+                }
                 let asked = match guard {
                     GuardView::Local(last) => Ok(Ok(last)),
                     GuardView::Shared(guard) => {
@@ -245,7 +331,9 @@ impl Monitor {
         let mut jobs = futures_util::future::join_all(checks).await;
         jobs.sort_by(|a, b| a.name.cmp(&b.name));
         Health {
-            healthy: jobs.iter().all(|j| j.state == HealthState::OnTime),
+            healthy: jobs
+                .iter()
+                .all(|j| matches!(j.state, HealthState::OnTime | HealthState::Paused { .. })),
             checked_at: now,
             jobs,
         }
@@ -273,20 +361,84 @@ pub struct Cronguard {
 }
 
 impl Cronguard {
-    pub(crate) fn new(shards: Shards, shared: Shared, shutdown_timeout: Duration) -> Self {
+    pub(crate) fn new(
+        shards: Shards,
+        shared: Shared,
+        shutdown_timeout: Duration,
+        feeds: Feeds,
+        maker: Box<dyn GuardMaker>,
+    ) -> Self {
         let loops = shards.tasks.iter().map(|t| t.abort_handle()).collect();
+        let jobs: Arc<[ShardJobs]> = shards.jobs.into();
+        let plane = Arc::new(ControlPlane {
+            shards: Arc::clone(&jobs),
+            inboxes: shards.inboxes.into(),
+            clock: shared.clock.clone(),
+            instance: Arc::clone(&shared.instance),
+            feeds,
+            maker,
+            stop: shared.stop.clone(),
+            adding: std::sync::Mutex::new(()),
+        });
+        crate::operate::spawn_feed_readers(&plane);
         Cronguard {
             tasks: shards.tasks,
             monitor: Monitor {
-                shards: shards.jobs.into(),
+                shards: jobs,
                 clock: shared.clock.clone(),
                 instance: Arc::clone(&shared.instance),
+                plane,
                 loops,
                 stop: shared.stop.clone(),
             },
             shared,
             shutdown_timeout,
         }
+    }
+
+    /// Pauses a job; see [`Monitor::pause`].
+    ///
+    /// # Errors
+    ///
+    /// See [`Monitor::pause`].
+    pub async fn pause(&self, job: &str, by: &str) -> Result<(), ControlError> {
+        self.monitor.pause(job, by).await
+    }
+
+    /// Resumes a job; see [`Monitor::resume`].
+    ///
+    /// # Errors
+    ///
+    /// See [`Monitor::pause`].
+    pub async fn resume(&self, job: &str, by: &str) -> Result<(), ControlError> {
+        self.monitor.resume(job, by).await
+    }
+
+    /// Runs a job now; see [`Monitor::trigger`].
+    ///
+    /// # Errors
+    ///
+    /// See [`Monitor::trigger`].
+    pub fn trigger(&self, job: &str) -> Result<String, ControlError> {
+        self.monitor.trigger(job)
+    }
+
+    /// Adds a job; see [`Monitor::add`].
+    ///
+    /// # Errors
+    ///
+    /// See [`Monitor::add`].
+    pub fn add(&self, job: Job) -> Result<(), ControlError> {
+        self.monitor.add(job)
+    }
+
+    /// Removes a job; see [`Monitor::remove`].
+    ///
+    /// # Errors
+    ///
+    /// See [`Monitor::remove`].
+    pub fn remove(&self, job: &str) -> Result<(), ControlError> {
+        self.monitor.remove(job)
     }
 
     /// Whether the scheduler's loop is alive (not shut down, no shard task ended): the check for

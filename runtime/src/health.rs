@@ -67,6 +67,14 @@ pub enum HealthState {
         /// `missed` plus the misfire grace.
         deadline: DateTime<Utc>,
     },
+    /// The job is paused (README, "Controls: pause, resume, run now"): its fires are skipped on
+    /// purpose, so it is not overdue.
+    Paused {
+        /// Who paused it.
+        by: String,
+        /// When.
+        at: DateTime<Utc>,
+    },
     /// The guard could not be asked (for example Redis is unreachable).
     Unknown {
         /// Why.

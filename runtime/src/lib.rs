@@ -141,8 +141,10 @@ mod job;
 mod job_config;
 mod metrics;
 mod model;
+mod operate;
 mod options;
 mod registry;
+mod selection;
 #[cfg(test)]
 mod sim;
 mod state;

@@ -6,7 +6,7 @@
 //! | name | kind | unit | labels |
 //! | --- | --- | --- | --- |
 //! | `cronguard_runs_total` | counter | count | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` |
-//! | `cronguard_dropped_fires_total` | counter | count | `job`, `reason` = `skipped` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
+//! | `cronguard_dropped_fires_total` | counter | count | `job`, `reason` = `skipped` \| `paused` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
 //! | `cronguard_run_duration_seconds` | histogram | seconds | `job` |
 //! | `cronguard_fire_lateness_seconds` | histogram | seconds | `job` |
 //! | `cronguard_claim_latency_seconds` | histogram | seconds | `job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
@@ -207,6 +207,11 @@ impl JobMetrics {
             }
             EventKind::Failed { .. } => self.runs("failed").increment(1),
             EventKind::Cancelled { .. } => self.runs("cancelled").increment(1),
+            EventKind::Skipped { paused: true, .. } => {
+                // Skipped on purpose: a paused job is not overdue.
+                self.dropped("paused").increment(1);
+                self.set_overdue(false);
+            }
             EventKind::Skipped { .. } => {
                 self.dropped("skipped").increment(1);
                 self.not_run(event.fire_time);

@@ -89,7 +89,7 @@ pub(crate) struct JobSlot {
 
 impl JobSlot {
     /// A job with a shared guard, or only the model's in-process exclusion when `guard` is `None`.
-    pub(super) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>, seed: u64) -> Self {
+    pub(crate) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>, seed: u64) -> Self {
         let metrics = JobMetrics::new(&job.name);
         let history = job.history && guard.is_some();
         let spec = Spec {

@@ -217,6 +217,14 @@ pub trait Guard: Send + Sync + 'static {
         let _ = run;
         Box::pin(async { Err(GuardError::Unsupported("run now")) })
     }
+
+    /// Whether this guard implements [`set_pause`](Guard::set_pause),
+    /// [`pause`](Guard::pause) and [`claim_manual`](Guard::claim_manual); the default, `false`,
+    /// makes the controls of its jobs answer
+    /// [`ControlError::Unsupported`](crate::ControlError::Unsupported) at once.
+    fn supports_controls(&self) -> bool {
+        false
+    }
 }
 
 /// A claimed run's hold on its guard.

@@ -322,3 +322,126 @@ fn a_waiting_fire_past_its_grace_is_never_claimed() {
     m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(40), &mut out);
     assert_eq!(said(&mut out), ["succeeded 10", "ask report 20 misfired"]);
 }
+
+#[test]
+fn every_queued_fire_that_waits_past_its_grace_is_reported() {
+    let mut m = model(Lock::Local, Overlap::Queue);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["started 10", "start 10 token 1"]);
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), Vec::<String>::new(), "fire 20 waits");
+    m.on_wake(now(25), &mut out);
+    assert_eq!(said(&mut out), ["misfired 20"]);
+    m.on_timer(now(30), &mut out);
+    assert_eq!(said(&mut out), Vec::<String>::new(), "fire 30 waits");
+    m.on_wake(now(35), &mut out);
+    assert_eq!(said(&mut out), ["misfired 30"]);
+}
+
+fn pause() -> Pause {
+    Pause::new("ops", t(5))
+}
+
+fn manual(id: u64, at: i64) -> ManualRun {
+    ManualRun {
+        id,
+        requested_at: t(at),
+    }
+}
+
+#[test]
+fn a_paused_in_process_job_skips_its_fires_as_paused_until_resumed() {
+    let mut m = model(Lock::Local, Overlap::Skip);
+    let mut out = Vec::new();
+    m.set_paused(Some(pause()), now(5), &mut out);
+    assert_eq!(m.paused(), Some(&pause()));
+    m.on_timer(now(10), &mut out);
+    let events: Vec<_> = out
+        .drain(..)
+        .filter_map(|a| match a {
+            Action::Emit(e) => Some(e.kind),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(&events[..], [EventKind::Skipped { paused: true, reason }] if reason.contains("paused by ops")),
+        "{events:?}"
+    );
+    m.set_paused(None, now(15), &mut out);
+    assert_eq!(m.paused(), None);
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), ["started 20", "start 20 token 1"]);
+}
+
+#[test]
+fn a_shared_job_asks_its_guard_which_answers_for_the_pause() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    let answer = Answer::Paused {
+        pause: pause(),
+        first_report: false,
+    };
+    m.on_claimed(answer, now(10), &mut out);
+    assert_eq!(said(&mut out), ["skipped 10 (reported elsewhere)"]);
+    assert_eq!(m.paused(), Some(&pause()), "learned from the guard");
+    m.on_timer(now(20), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 20"],
+        "the guard decides, not this view"
+    );
+    m.on_claimed(acquired(7), now(20), &mut out);
+    assert_eq!(said(&mut out), ["started 20", "start 20 token 7"]);
+    assert_eq!(m.paused(), None, "resumed elsewhere");
+}
+
+#[test]
+fn a_manual_run_has_its_own_identity_and_leaves_the_schedule_alone() {
+    let mut m = model(Lock::Local, Overlap::Skip);
+    let mut out = Vec::new();
+    m.set_paused(Some(pause()), now(1), &mut out);
+    m.on_trigger(manual(0xab, 2), now(2), &mut out);
+    let start = out.iter().find_map(|a| match a {
+        Action::Start { manual, token, .. } => Some((*manual, *token)),
+        _ => None,
+    });
+    assert_eq!(start, Some((Some(0xab), 1)), "runs although paused");
+    out.clear();
+    m.on_trigger(manual(0xab, 2), now(3), &mut out);
+    assert!(out.is_empty(), "the same request runs once");
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(4), &mut out);
+    out.clear();
+    m.set_paused(None, now(5), &mut out);
+    m.on_timer(now(10), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["started 10", "start 10 token 2"],
+        "the schedule goes on, with a token above the manual run's"
+    );
+}
+
+#[test]
+fn a_manual_run_waits_for_a_busy_lease_and_misfires_after_its_grace() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_trigger(manual(1, 0), now(0), &mut out);
+    assert_eq!(said(&mut out), ["claim 0"]);
+    m.on_claimed(Answer::Busy { first_report: true }, now(0), &mut out);
+    assert!(said(&mut out).is_empty(), "waits, whatever overlap says");
+    let wake = m.next_wake().expect("a retry");
+    assert!(wake <= t(1));
+    m.on_wake(now(1), &mut out);
+    assert_eq!(said(&mut out), ["claim 0"]);
+    m.on_claimed(Answer::Busy { first_report: true }, now(5), &mut out);
+    let late: Vec<_> = out
+        .drain(..)
+        .filter_map(|a| match a {
+            Action::Emit(e) => Some((e.kind.name(), e.manual)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(late, [("misfired", Some(1))], "reported with its identity");
+}

@@ -42,8 +42,14 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use chrono::{DateTime, Utc};
 use fs2::FileExt;
 
+mod controls;
+mod feed;
+
+pub(crate) use feed::FileFeed;
+
 use super::{Claim, Guard, GuardError, Lease};
 use crate::clock::{epoch_millis, system_micros};
+use crate::control::{ManualRun, Pause};
 use crate::registry::BoxFuture;
 
 /// How many times a claim opens a lock file again when its path no longer names the inode it
@@ -124,6 +130,9 @@ impl FileGuard {
         }
         if record.last_fire >= fire {
             return Ok(Claim::AlreadyRan);
+        }
+        if let Some(pause) = self.paused_locked()? {
+            return self.paused_claim(&state_file, &mut record, fire, pause);
         }
         let Some(run) = self.try_lock_run()? else {
             return self.busy(&state_file, &mut record, fire);
@@ -300,6 +309,22 @@ impl Guard for FileGuard {
                 .then(|| DateTime::<Utc>::from_timestamp_millis(last))
                 .flatten())
         })
+    }
+
+    fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
+        self.blocking(move |g| g.set_pause_blocking(pause))
+    }
+
+    fn pause(&self) -> BoxFuture<Result<Option<Pause>, GuardError>> {
+        self.blocking(FileGuard::pause_blocking)
+    }
+
+    fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
+        self.blocking(move |g| g.claim_manual_blocking(run))
+    }
+
+    fn supports_controls(&self) -> bool {
+        true
     }
 }
 

@@ -1,0 +1,340 @@
+//! The operator's controls on a running scheduler — pause, resume, run now, add, remove — and
+//! the task that reads the control feeds of the shared stores, so that a control made on another
+//! replica or with the command-line tool reaches the jobs of this one (README, "Controls: pause,
+//! resume, run now").
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::control::{ControlError, ManualRun, Pause};
+use crate::executor::{lock, GuardView, Inbox, JobControl, JobSlot, ShardJobs};
+use crate::guard::feed::{
+    ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
+};
+use crate::guard::{Guard, GuardError};
+use crate::job::Job;
+use crate::options::Lock;
+
+/// How long a control waits for the guard's store.
+const STORE_WAIT: Duration = Duration::from_secs(5);
+
+/// Builds the guard of a job added while the scheduler runs, from the stores connected at start.
+pub(crate) trait GuardMaker: Send + Sync {
+    /// The job's guard (`None`: the in-process guard), or what is wrong.
+    fn guard(&self, job: &Job) -> Result<Option<Arc<dyn Guard>>, String>;
+    /// Everything that keeps `job` from starting (its settings, missing state, the lock dir).
+    fn problems(&self, job: &Job) -> Vec<String>;
+}
+
+/// The control feeds of the stores the jobs use, by the guard kind they serve.
+pub(crate) type Feeds = BTreeMap<&'static str, Arc<dyn ControlFeed>>;
+
+/// What the controls reach: every shard's jobs and inbox, the feeds, and the guard maker.
+pub(crate) struct ControlPlane {
+    pub(crate) shards: Arc<[ShardJobs]>,
+    pub(crate) inboxes: Arc<[Inbox]>,
+    pub(crate) clock: Clock,
+    pub(crate) instance: Arc<str>,
+    pub(crate) feeds: Feeds,
+    pub(crate) maker: Box<dyn GuardMaker>,
+    pub(crate) stop: CancellationToken,
+    /// Serialises `add` and `remove`, so that two adds of one name cannot both pass the check.
+    pub(crate) adding: Mutex<()>,
+}
+
+/// Where a job lives, and how it is guarded.
+struct Found {
+    shard: usize,
+    idx: u32,
+    guard: GuardView,
+    lock: Lock,
+}
+
+impl ControlPlane {
+    fn find(&self, name: &str) -> Result<Found, ControlError> {
+        for (shard, jobs) in self.shards.iter().enumerate() {
+            let jobs = lock(jobs);
+            if let Some((idx, slot)) = (0u32..)
+                .zip(jobs.iter())
+                .find(|(_, j)| !j.removed && &**j.name() == name)
+            {
+                return Ok(Found {
+                    shard,
+                    idx,
+                    guard: slot.guard(),
+                    lock: slot.model().spec().lock.clone(),
+                });
+            }
+        }
+        Err(ControlError::UnknownJob(name.to_owned()))
+    }
+
+    fn send(&self, found: &Found, control: JobControl) -> Result<(), ControlError> {
+        let sent = self
+            .inboxes
+            .get(found.shard)
+            .is_some_and(|inbox| inbox.send(found.idx, control));
+        if sent && !self.stop.is_cancelled() {
+            Ok(())
+        } else {
+            Err(ControlError::Stopped)
+        }
+    }
+
+    /// Tells the other replicas through the store's feed; a failure is only logged: the pause
+    /// itself is stored, and a run asked for here runs here.
+    fn publish(&self, job: &str, lock: &Lock, action: ControlAction) {
+        let Some(feed) = self.feeds.get(lock.as_str()).cloned() else {
+            return;
+        };
+        let request = ControlRequest {
+            job: job.to_owned(),
+            action,
+            at: self.clock.now(),
+        };
+        tokio::spawn(async move {
+            let job = request.job.clone();
+            match tokio::time::timeout(STORE_WAIT, feed.publish(request)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not tell the other replicas through the control feed; they learn of a pause at their next fire")
+                }
+                Err(_) => {
+                    tracing::warn!(job = %job, "the control feed did not answer within 5 s; the other replicas learn of a pause at their next fire")
+                }
+            }
+        });
+    }
+
+    /// Pauses (`Some`) or resumes (`None`) job `name`.
+    pub(crate) async fn set_pause(
+        &self,
+        name: &str,
+        pause: Option<Pause>,
+        by: &str,
+    ) -> Result<(), ControlError> {
+        let found = self.find(name)?;
+        if let GuardView::Shared(guard) = &found.guard {
+            let stored = tokio::time::timeout(STORE_WAIT, guard.set_pause(pause.clone())).await;
+            let failed = |source| ControlError::Guard {
+                job: name.to_owned(),
+                source,
+            };
+            match stored {
+                Ok(Ok(())) => {}
+                Ok(Err(GuardError::Unsupported(_))) => {
+                    return Err(ControlError::Unsupported(name.to_owned()))
+                }
+                Ok(Err(e)) => return Err(failed(e)),
+                Err(_) => {
+                    return Err(failed(GuardError::Invalid(
+                        "the guard's store did not answer within 5 s".to_owned(),
+                    )))
+                }
+            }
+            let action = match &pause {
+                Some(p) => ControlAction::Pause { by: p.by.clone() },
+                None => ControlAction::Resume { by: by.to_owned() },
+            };
+            self.publish(name, &found.lock, action);
+        }
+        match &pause {
+            Some(p) => tracing::info!(job = %name, by = %p.by, "job paused"),
+            None => tracing::info!(job = %name, by = %by, "job resumed"),
+        }
+        self.send(&found, JobControl::SetPaused(pause))
+    }
+
+    /// Runs job `name` now; returns the run's key.
+    pub(crate) fn trigger(&self, name: &str) -> Result<String, ControlError> {
+        let found = self.find(name)?;
+        if let GuardView::Shared(guard) = &found.guard {
+            if !guard.supports_controls() {
+                return Err(ControlError::Unsupported(name.to_owned()));
+            }
+        }
+        let run = ManualRun {
+            id: fastrand::u64(1..),
+            requested_at: self.clock.now(),
+        };
+        self.send(&found, JobControl::Trigger(run))?;
+        self.publish(name, &found.lock, ControlAction::Trigger(run));
+        let key = crate::fire::run_key(name, run.requested_at, Some(run.id));
+        tracing::info!(job = %name, run_key = %key, "run asked for");
+        Ok(key)
+    }
+
+    /// Adds `job` and starts following its schedule.
+    pub(crate) fn add(&self, job: Job) -> Result<(), ControlError> {
+        let _one_at_a_time = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let name = job.name().to_owned();
+        if self.find(&name).is_ok() {
+            return Err(ControlError::DuplicateName(name));
+        }
+        let invalid = |problem: String| ControlError::InvalidJob {
+            job: name.clone(),
+            problem,
+        };
+        let problems = self.maker.problems(&job);
+        if !problems.is_empty() {
+            return Err(invalid(problems.join("; ")));
+        }
+        let Some(body) = job.body.clone() else {
+            return Err(invalid("it has no body".to_owned()));
+        };
+        let guard = self.maker.guard(&job).map_err(invalid)?;
+        let roster = self.feeds.get(job.lock.as_str()).cloned().map(|feed| {
+            (
+                feed,
+                RosterEntry {
+                    job: name.clone(),
+                    schedule: job.schedule.to_string(),
+                    instance: self.instance.to_string(),
+                    at: self.clock.now(),
+                },
+            )
+        });
+        // The shard with the fewest jobs takes it.
+        let (shard, jobs) = self
+            .shards
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, jobs)| lock(jobs).len())
+            .ok_or(ControlError::Stopped)?;
+        let idx = {
+            let mut jobs = lock(jobs);
+            let idx = u32::try_from(jobs.len()).map_err(|_| ControlError::Stopped)?;
+            jobs.push(JobSlot::new(job, body, guard, fastrand::u64(..)));
+            idx
+        };
+        let found = Found {
+            shard,
+            idx,
+            guard: GuardView::Local(None),
+            lock: Lock::Local,
+        };
+        self.send(&found, JobControl::Schedule)?;
+        if let Some((feed, entry)) = roster {
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(STORE_WAIT, feed.announce(vec![entry])).await;
+            });
+        }
+        tracing::info!(job = %name, "job added");
+        Ok(())
+    }
+
+    /// Removes job `name`: it fires no more; a run going on finishes.
+    pub(crate) fn remove(&self, name: &str) -> Result<(), ControlError> {
+        let _one_at_a_time = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = self.find(name)?;
+        // Marked at once, so that the name is free for `add` before the shard has handled it.
+        if let Some(jobs) = self.shards.get(found.shard) {
+            if let Some(slot) = lock(jobs).get_mut(found.idx as usize) {
+                slot.removed = true;
+            }
+        }
+        self.send(&found, JobControl::Remove)?;
+        tracing::info!(job = %name, "job removed");
+        Ok(())
+    }
+
+    /// The jobs of guard kind `kind`, as the roster lists them.
+    fn roster(&self, kind: &str) -> Vec<RosterEntry> {
+        let at = self.clock.now();
+        let mut entries = Vec::new();
+        for jobs in self.shards.iter() {
+            for slot in lock(jobs).iter().filter(|s| !s.removed) {
+                let spec = slot.model().spec();
+                if spec.lock.as_str() == kind {
+                    entries.push(RosterEntry {
+                        job: spec.name.to_string(),
+                        schedule: spec.schedule.to_string(),
+                        instance: self.instance.to_string(),
+                        at,
+                    });
+                }
+            }
+        }
+        entries
+    }
+
+    /// Hands a request read from the feed of guard kind `kind` to its job, if it runs here.
+    fn deliver(&self, kind: &str, request: ControlRequest) {
+        let Ok(found) = self.find(&request.job) else {
+            return;
+        };
+        if found.lock.as_str() != kind {
+            return;
+        }
+        let control = match request.action {
+            ControlAction::Pause { by } => JobControl::SetPaused(Some(Pause::new(by, request.at))),
+            ControlAction::Resume { .. } => JobControl::SetPaused(None),
+            ControlAction::Trigger(run) => JobControl::Trigger(run),
+        };
+        let _ = self.send(&found, control);
+    }
+}
+
+/// Starts one task per feed: it announces this replica's jobs in the roster, then reads the feed
+/// every [`FEED_POLL`] until the scheduler stops.
+pub(crate) fn spawn_feed_readers(plane: &Arc<ControlPlane>) {
+    for (kind, feed) in &plane.feeds {
+        let (kind, feed, plane) = (*kind, Arc::clone(feed), Arc::clone(plane));
+        tokio::spawn(async move {
+            let stop = plane.stop.clone();
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = read_feed(kind, &*feed, &plane) => {}
+            }
+        });
+    }
+}
+
+async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) {
+    let roster = plane.roster(kind);
+    for chunk in roster.chunks(FEED_BATCH) {
+        if let Err(e) = feed.announce(chunk.to_vec()).await {
+            tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "could not announce the jobs in the roster");
+            break;
+        }
+    }
+    let mut cursor: Option<String> = None;
+    let mut failing = false;
+    let mut tick = tokio::time::interval(FEED_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        loop {
+            // Until the first read works, the feed's end is not known: requests made before it
+            // are not replayed.
+            let first = cursor.is_none();
+            match feed.read(cursor.clone()).await {
+                Ok((requests, next)) => {
+                    if failing {
+                        tracing::info!(guard = kind, "control feed readable again");
+                        failing = false;
+                    }
+                    let full = requests.len() >= FEED_BATCH;
+                    for request in requests {
+                        plane.deliver(kind, request);
+                    }
+                    cursor = Some(next);
+                    if !full || first {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(guard = kind, error = %crate::error::Chain(&e), "cannot read the control feed; controls made on other replicas reach this one once it can (pauses still hold at every claim)");
+                        failing = true;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
