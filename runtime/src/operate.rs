@@ -73,6 +73,17 @@ impl ControlPlane {
         Err(ControlError::UnknownJob(name.to_owned()))
     }
 
+    /// Hands `control` to the job and waits until it has taken it, so that the status read
+    /// next shows it.
+    async fn apply(&self, found: &Found, control: JobControl) -> Result<(), ControlError> {
+        let inbox = self.inboxes.get(found.shard).ok_or(ControlError::Stopped)?;
+        if !self.stop.is_cancelled() && inbox.apply(found.idx, control).await {
+            Ok(())
+        } else {
+            Err(ControlError::Stopped)
+        }
+    }
+
     fn send(&self, found: &Found, control: JobControl) -> Result<(), ControlError> {
         let sent = self
             .inboxes
@@ -146,7 +157,7 @@ impl ControlPlane {
             Some(p) => tracing::info!(job = %name, by = %p.by, "job paused"),
             None => tracing::info!(job = %name, by = %by, "job resumed"),
         }
-        self.send(&found, JobControl::SetPaused(pause))
+        self.apply(&found, JobControl::SetPaused(pause)).await
     }
 
     /// Runs job `name` now; returns the run's key.

@@ -101,9 +101,23 @@ impl Inbox {
         self.0
             .send(Msg {
                 job: idx,
-                report: Report::Control(control),
+                report: Report::Control(control, None),
             })
             .is_ok()
+    }
+
+    /// [`send`](Inbox::send), and waits until the job has taken it; `false` when the shard has
+    /// stopped.
+    pub(crate) async fn apply(&self, idx: u32, control: JobControl) -> bool {
+        let (done, taken) = tokio::sync::oneshot::channel();
+        let sent = self
+            .0
+            .send(Msg {
+                job: idx,
+                report: Report::Control(control, Some(done)),
+            })
+            .is_ok();
+        sent && taken.await.is_ok()
     }
 }
 

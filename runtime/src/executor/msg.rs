@@ -32,8 +32,8 @@ pub(crate) enum Report {
     Finished { id: RunId, end: RunEnd },
     /// The watchdog judged a run's lease.
     Verdict { id: RunId, verdict: Verdict },
-    /// An operator's control.
-    Control(JobControl),
+    /// An operator's control, and who waits until the job has taken it.
+    Control(JobControl, Option<tokio::sync::oneshot::Sender<()>>),
 }
 
 /// An operator's control of one job, from the handle or the control feed.

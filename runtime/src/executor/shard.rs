@@ -278,10 +278,13 @@ impl Shard {
             let Some(slot) = jobs.get_mut(msg.job as usize) else {
                 continue;
             };
-            if matches!(msg.report, Report::Control(JobControl::Schedule)) {
-                let now = self.links.shared.clock.now();
-                if let Some(next) = slot.schedule_from(now) {
-                    self.fires.entry(next).or_default().push(msg.job);
+            if matches!(msg.report, Report::Control(JobControl::Schedule, _)) {
+                // Unless this shard's start already scheduled it.
+                if slot.model().next_fire().is_none() {
+                    let now = self.links.shared.clock.now();
+                    if let Some(next) = slot.schedule_from(now) {
+                        self.fires.entry(next).or_default().push(msg.job);
+                    }
                 }
                 continue;
             }

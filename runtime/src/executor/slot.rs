@@ -204,14 +204,21 @@ impl JobSlot {
                 self.model.on_run_ended(id, end, duration, now, out);
             }
             Report::Verdict { id, verdict } => self.model.on_verdict(id, verdict, now, out),
-            Report::Control(JobControl::SetPaused(pause)) => self.model.set_paused(pause, now, out),
-            Report::Control(JobControl::Trigger(run)) => self.model.on_trigger(run, now, out),
-            Report::Control(JobControl::Remove) => {
-                self.removed = true;
-                self.model.remove(now, out);
+            Report::Control(control, done) => {
+                match control {
+                    JobControl::SetPaused(pause) => self.model.set_paused(pause, now, out),
+                    JobControl::Trigger(run) => self.model.on_trigger(run, now, out),
+                    JobControl::Remove => {
+                        self.removed = true;
+                        self.model.remove(now, out);
+                    }
+                    // Handled by the shard, which files the job under its next fire.
+                    JobControl::Schedule => {}
+                }
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
             }
-            // Handled by the shard, which files the job under its next fire.
-            Report::Control(JobControl::Schedule) => {}
         }
         self.perform(cx, now, out);
         if let Some(unused) = cx.lease.borrow_mut().take() {

@@ -219,3 +219,59 @@ impl ControlFeed for FileFeed {
         blocking(&self.dir, FileFeed::roster_blocking)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::ManualRun;
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_millis(1_767_225_600_000 + ms).expect("in range")
+    }
+
+    #[tokio::test]
+    async fn requests_come_back_in_order_after_the_cursor_and_the_roster_lists_jobs() {
+        let dir = std::env::temp_dir().join(format!("cronguard-feed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let feed = FileFeed::new(&dir);
+        let (none, start) = feed.read(None).await.expect("reads");
+        assert!(none.is_empty());
+        let requests = [
+            ControlRequest {
+                job: "odd\tname%".to_owned(),
+                action: ControlAction::Pause {
+                    by: "ops\nteam".to_owned(),
+                },
+                at: at(1),
+            },
+            ControlRequest {
+                job: "b".to_owned(),
+                action: ControlAction::Trigger(ManualRun {
+                    id: 0xfeed,
+                    requested_at: at(2),
+                }),
+                at: at(2),
+            },
+        ];
+        for r in &requests {
+            feed.publish(r.clone()).await.expect("published");
+        }
+        let (read, next) = feed.read(Some(start)).await.expect("reads");
+        assert_eq!(read, requests);
+        let (again, _) = feed.read(Some(next)).await.expect("reads");
+        assert!(again.is_empty(), "each request is read once");
+
+        let entry = RosterEntry {
+            job: "b".to_owned(),
+            schedule: "every 10s".to_owned(),
+            instance: "host:1".to_owned(),
+            at: at(3),
+        };
+        feed.announce(vec![entry.clone()]).await.expect("announced");
+        feed.announce(vec![entry.clone()])
+            .await
+            .expect("announced again");
+        assert_eq!(feed.roster().await.expect("lists"), [entry]);
+    }
+}
