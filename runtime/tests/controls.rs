@@ -245,3 +245,48 @@ async fn a_pause_on_one_scheduler_holds_for_every_scheduler_of_the_lock_dir() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_runs_only_the_jobs_its_selection_names_and_watches_the_rest() {
+    let events: Events = Arc::default();
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
+        .select_jobs("billing::*, !billing::slow_*")
+        .jobs([
+            job("billing::settle", Lock::Local),
+            job("billing::slow_export", Lock::Local),
+            job("reports::daily", Lock::Local),
+        ])
+        .start()
+        .await
+        .expect("starts");
+    let mut stream = handle.subscribe();
+    let sink = Arc::clone(&events);
+    tokio::spawn(async move {
+        while let Ok(e) = stream.recv().await {
+            sink.lock().expect("lock").push(e);
+        }
+    });
+    run_for(10).await;
+    assert_eq!(count(&seen(&events, "billing::settle"), "succeeded"), 1);
+    for watched in ["billing::slow_export", "reports::daily"] {
+        assert!(
+            seen(&events, watched).is_empty(),
+            "{watched} never runs here"
+        );
+        assert!(!handle.job(watched).expect("still listed").enabled);
+    }
+    handle.shutdown().await;
+
+    let bad = cronguard::builder()
+        .registered_jobs(false)
+        .select_jobs("billing::*,,x")
+        .job(job("a", Lock::Local))
+        .start()
+        .await;
+    let Err(e) = bad else {
+        panic!("an empty pattern is a start error");
+    };
+    assert!(e.to_string().contains("billing::*,!billing::slow_*"), "{e}");
+}
