@@ -346,10 +346,12 @@ async fn paused(check: &'static str, guard: &dyn Guard) -> Outcome<Option<Pause>
 }
 
 async fn claim_manual(check: &'static str, guard: &dyn Guard, run: ManualRun) -> Outcome<Claim> {
-    guard
-        .claim_manual(run)
-        .await
-        .map_err(|e| fail(check, format!("the claim of manual run {:x} failed: {e}", run.id)))
+    guard.claim_manual(run).await.map_err(|e| {
+        fail(
+            check,
+            format!("the claim of manual run {:x} failed: {e}", run.id),
+        )
+    })
 }
 
 async fn acquire_manual(

@@ -508,7 +508,10 @@ async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
     assert!(again.is_empty(), "{again:?}");
     assert_eq!(same, cursor);
     assert_eq!(feed.read(None).await.expect("reads the end").1, cursor);
-    assert!(feed.read(Some("x".to_owned())).await.is_err(), "a cursor that is not an id");
+    assert!(
+        feed.read(Some("x".to_owned())).await.is_err(),
+        "a cursor that is not an id"
+    );
 
     // Requests older than seven days go when the next one is published.
     let raw = client(&server).await;
@@ -581,7 +584,9 @@ async fn a_schema_made_before_pauses_gets_them_at_start() {
         .await
         .expect("pauses");
     assert!(matches!(
-        g.claim(fire + TimeDelta::seconds(1)).await.expect("answers"),
+        g.claim(fire + TimeDelta::seconds(1))
+            .await
+            .expect("answers"),
         Claim::Paused { .. }
     ));
     // A binary that predates pauses calls claim_v1: it sees a paused fire as busy.

@@ -31,7 +31,7 @@ pub(crate) struct RedisFeed {
 }
 
 impl RedisFeed {
-        pub(crate) fn new(conn: RedisConn, prefix: &str) -> Self {
+    pub(crate) fn new(conn: RedisConn, prefix: &str) -> Self {
         RedisFeed {
             conn,
             stream: format!("{prefix}:controls"),
@@ -71,8 +71,11 @@ fn request(stream: &str, id: &str, fields: &[String]) -> Option<ControlRequest> 
 }
 
 fn entries(stream: &str, value: Value) -> Result<Vec<(String, Vec<String>)>, GuardError> {
-    redis::from_redis_value(value)
-        .map_err(|e| invalid(format!("the stream {stream} holds entries that are not cronguard's controls ({e})")))
+    redis::from_redis_value(value).map_err(|e| {
+        invalid(format!(
+            "the stream {stream} holds entries that are not cronguard's controls ({e})"
+        ))
+    })
 }
 
 /// The roster value of `entry` (see the module documentation).
@@ -286,7 +289,9 @@ mod server_tests {
         feed.announce(vec![entry("report", "b 2", 20)])
             .await
             .expect("announces");
-        feed.announce(Vec::new()).await.expect("nothing to announce");
+        feed.announce(Vec::new())
+            .await
+            .expect("nothing to announce");
         assert_eq!(
             feed.roster().await.expect("lists"),
             vec![entry("cleanup", "a", 10), entry("report", "b 2", 20)]
