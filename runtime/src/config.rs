@@ -786,6 +786,14 @@ impl JobGuards {
             }
             let feed: Option<Arc<dyn ControlFeed>> = match lock {
                 Lock::File => Some(Arc::new(crate::guard::file::FileFeed::new(&self.lock_dir))),
+                #[cfg(feature = "redis")]
+                Lock::Redis => self.redis.as_ref().map(|redis| {
+                    Arc::new(crate::guard::redis::RedisFeed::new(
+                        redis.conn.clone(),
+                        &self.redis_prefix,
+                    )) as Arc<dyn ControlFeed>
+                }),
+                Lock::Postgres => self.stores.postgres_feed(),
                 _ => None,
             };
             if let Some(feed) = feed {

@@ -108,6 +108,17 @@ impl Stores {
         }
     }
 
+    /// The control feed of the PostgreSQL store, if one is connected.
+    pub(crate) fn postgres_feed(&self) -> Option<Arc<dyn crate::guard::feed::ControlFeed>> {
+        #[cfg(feature = "postgres")]
+        if let Some(db) = &self.postgres {
+            return Some(Arc::new(crate::guard::postgres::PostgresFeed::new(
+                Arc::clone(db),
+            )));
+        }
+        None
+    }
+
     /// The guard of `job`: `None` for `local` (the job model's own exclusion) and for `redis`
     /// (built by the caller, which holds the Redis connection).
     pub(crate) fn guard(
