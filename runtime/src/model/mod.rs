@@ -290,7 +290,8 @@ impl JobModel {
     /// A run was asked for outside the schedule; it starts as soon as a slot is free, within the
     /// misfire grace. A request this job already took is ignored.
     pub(crate) fn on_trigger(&mut self, run: ManualRun, now: Now, out: &mut Vec<Action>) {
-        if self.stopping {
+        if self.stopping || !self.spec.enabled {
+            // A job this replica only watches runs on the replicas that run it.
             return;
         }
         let controls = self.controls.get_or_insert_with(Box::default);

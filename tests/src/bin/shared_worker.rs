@@ -2,7 +2,9 @@
 //! the default, or `postgres`) every second and appends to a shared record
 //! `start <fire ms> <pid> <token>`, `write …` every 100 ms while it runs, `end …` when it
 //! finishes, and `ev:<event> …` for every event of the job (for `ev:misfired` the token field
-//! holds the first fire the event reports).
+//! holds the first fire the event reports). A run asked for with "run now" records
+//! `mstart <asked at ms> <pid> <token>` instead of `start`, and a fire skipped because the job is
+//! paused `ev:paused <fire ms> <pid> <1 if reported first, else 0>`.
 //!
 //! Settings (environment): `RECORD`, `LOCK`, `CRONGUARD_REDIS_URL` or `CRONGUARD_POSTGRES_URL`,
 //! `LEASE_MS`, `GRACE_MS`, `WORK_MS`, `RUN_FOR_MS`, `CLOCK_OFFSET_MS`.
@@ -35,7 +37,8 @@ async fn main() -> anyhow::Result<()> {
             async move {
                 let t = ctx.fire_time().timestamp_millis();
                 let token = ctx.fencing_token();
-                append_line(&record, &format!("start {t} {pid} {token}"))?;
+                let start = if ctx.is_manual() { "mstart" } else { "start" };
+                append_line(&record, &format!("{start} {t} {pid} {token}"))?;
                 let until = tokio::time::Instant::now() + work;
                 while tokio::time::Instant::now() < until {
                     tokio::time::sleep(Duration::from_millis(100).min(work)).await;
@@ -52,13 +55,17 @@ async fn main() -> anyhow::Result<()> {
             let t = e.fire_time.timestamp_millis();
             // A misfire carries no token: its slot holds the first fire it reports (a pause
             // reports every fire it missed in one event).
-            let token = match &e.kind {
-                cronguard::EventKind::Misfired { first, .. } => {
-                    u64::try_from(first.timestamp_millis()).unwrap_or(0)
+            let (name, token) = match &e.kind {
+                cronguard::EventKind::Misfired { first, .. } => (
+                    "misfired",
+                    u64::try_from(first.timestamp_millis()).unwrap_or(0),
+                ),
+                cronguard::EventKind::Skipped { paused: true, .. } => {
+                    ("paused", u64::from(e.first_report))
                 }
-                _ => e.fencing_token.unwrap_or(0),
+                kind => (kind.name(), e.fencing_token.unwrap_or(0)),
             };
-            let _ = append_line(&record, &format!("ev:{} {t} {pid} {token}", e.kind.name()));
+            let _ = append_line(&record, &format!("ev:{name} {t} {pid} {token}"));
         })
         .job(job)
         .start()

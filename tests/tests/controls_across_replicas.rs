@@ -1,0 +1,160 @@
+//! Pause, resume and run now across replica processes sharing one real `redis-server` or
+//! PostgreSQL: a controller process (this test, which runs no job itself) pauses the job, asks
+//! for a run and resumes it; the replicas honour the pause at their next claim, report each
+//! paused fire once, and run the requested run exactly once among them.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use cronguard::{Cronguard, Job, Lock, Schedule};
+use cronguard_testkit::{PostgresServer, RedisServer};
+use cronguard_tests::replicas::{assert_each_fire_once, now_ms, Replicas, Settings};
+use cronguard_tests::Entry;
+
+const WORKER: &str = env!("CARGO_BIN_EXE_shared_worker");
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const SETTINGS: Settings = Settings {
+    lease_ms: 3000,
+    grace_ms: 5_000,
+    work_ms: 50,
+    run_for_ms: 14_000,
+};
+
+/// [`Replicas::wait_for`] without holding up the controller's tasks on this thread.
+fn wait(replicas: &Replicas, timeout: Duration, what: &str, cond: impl Fn(&[Entry]) -> bool) {
+    tokio::task::block_in_place(|| replicas.wait_for(timeout, what, cond));
+}
+
+fn count(record: &[Entry], what: &str) -> usize {
+    record.iter().filter(|e| e.what == what).count()
+}
+
+/// This process as an operator's tool: it knows the job but runs it nowhere (`select_jobs`).
+async fn controller(builder: cronguard::Builder, lock: Lock) -> Cronguard {
+    builder
+        .registered_jobs(false)
+        .select_jobs("!*")
+        .job(
+            Job::new(
+                "fault_job",
+                Schedule::every(Duration::from_secs(1)).expect("valid"),
+            )
+            .lock(lock)
+            .run(|_| async {}),
+        )
+        .start()
+        .await
+        .expect("the controller starts")
+}
+
+async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
+    let replicas = Replicas::start(WORKER, name, env, SETTINGS, &[0, 0, 0]);
+    wait(&replicas, Duration::from_secs(10), "two runs", |r| {
+        count(r, "start") >= 2
+    });
+
+    let paused_at = now_ms();
+    control.pause("fault_job", "test").await.expect("paused");
+    wait(
+        &replicas,
+        Duration::from_secs(10),
+        "two paused fires",
+        |r| {
+            r.iter()
+                .filter(|e| e.what == "ev:paused" && e.token == 1)
+                .count()
+                >= 2
+        },
+    );
+
+    let key = control.trigger("fault_job").expect("asked");
+    assert!(key.starts_with("fault_job@manual:"), "{key}");
+    wait(
+        &replicas,
+        Duration::from_secs(10),
+        "the requested run",
+        |r| count(r, "mstart") >= 1,
+    );
+
+    let resumed_at = now_ms();
+    control.resume("fault_job", "test").await.expect("resumed");
+    wait(
+        &replicas,
+        Duration::from_secs(10),
+        "runs after the resume",
+        |r| {
+            r.iter()
+                .any(|e| e.what == "start" && e.fire_ms > resumed_at)
+        },
+    );
+    control.shutdown().await;
+    let record = tokio::task::block_in_place(|| replicas.finish(None));
+
+    assert_eq!(
+        count(&record, "mstart"),
+        1,
+        "one run among the replicas: {record:?}"
+    );
+    let while_paused: Vec<i64> = record
+        .iter()
+        .filter(|e| e.what == "start" && e.fire_ms >= paused_at + 1000 && e.fire_ms < resumed_at)
+        .map(|e| e.fire_ms)
+        .collect();
+    assert!(
+        while_paused.is_empty(),
+        "fires ran while paused: {while_paused:?}"
+    );
+    let mut paused_fires: Vec<i64> = record
+        .iter()
+        .filter(|e| e.what == "ev:paused")
+        .map(|e| e.fire_ms)
+        .collect();
+    paused_fires.sort_unstable();
+    paused_fires.dedup();
+    for fire in &paused_fires {
+        let first = record
+            .iter()
+            .filter(|e| e.what == "ev:paused" && e.fire_ms == *fire && e.token == 1)
+            .count();
+        assert_eq!(
+            first, 1,
+            "paused fire {fire} reported first once: {record:?}"
+        );
+    }
+    assert_each_fire_once(&record);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_replicas_honour_pause_resume_and_run_now() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let control = controller(cronguard::builder().redis_url(redis.url()), Lock::Redis).await;
+    scenario(
+        "controls-redis",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        control,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_replicas_honour_pause_resume_and_run_now() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = PostgresServer::start() else {
+        return;
+    };
+    let control = controller(cronguard::builder().postgres_url(db.url()), Lock::Postgres).await;
+    scenario(
+        "controls-postgres",
+        &[
+            ("LOCK", "postgres".to_owned()),
+            ("CRONGUARD_POSTGRES_URL", db.url()),
+        ],
+        control,
+    )
+    .await;
+}
