@@ -1,12 +1,10 @@
-//! The operator's controls as values: who paused a job, a run asked for outside the schedule,
-//! and why a control could not be carried out (README, "Controls: pause, resume, run now").
-//! A leaf module: the model, the guards and the handle all name these.
+//! The operator's controls as values: who paused a job, and a run asked for outside the schedule
+//! (README, "Controls: pause, resume, run now"). A leaf module: the model, the guards and the
+//! handle all name these.
 
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-
-use crate::guard::GuardError;
 
 /// Who paused a job, and when. A paused job's fires are reported as `skipped` (reason
 /// `paused`) instead of running, on every replica that shares its guard, until it is resumed.
@@ -33,7 +31,7 @@ impl fmt::Display for Pause {
             f,
             "paused by {} at {}",
             self.by,
-            crate::fire::fmt_time(self.at)
+            self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
         )
     }
 }
@@ -63,44 +61,4 @@ impl ManualRun {
         }
         u64::from_str_radix(hex, 16).ok()
     }
-}
-
-/// Why a control ([`Cronguard::pause`](crate::Cronguard::pause), `resume`, `trigger`, `add`,
-/// `remove`) was not carried out.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ControlError {
-    /// No job of this scheduler has this name.
-    #[error("no job is named `{0}`; `Cronguard::jobs` lists the jobs this process runs")]
-    UnknownJob(String),
-    /// A job of this name already runs here.
-    #[error(
-        "a job named `{0}` already runs here; remove it first or give the new one another `name`"
-    )]
-    DuplicateName(String),
-    /// The job's settings are wrong; the message says what to change.
-    #[error("job `{job}` cannot be added: {problem}")]
-    InvalidJob {
-        /// The job.
-        job: String,
-        /// What is wrong.
-        problem: String,
-    },
-    /// The job's guard does not keep pauses or manual runs (a custom guard that does not
-    /// implement [`Guard::set_pause`](crate::guard::Guard::set_pause) and
-    /// [`Guard::claim_manual`](crate::guard::Guard::claim_manual)).
-    #[error("the guard of job `{0}` does not support this control; implement `Guard::set_pause` and `Guard::claim_manual` in it")]
-    Unsupported(String),
-    /// The guard's store could not be reached or refused the request; nothing changed.
-    #[error("the guard of job `{job}` could not store the control; nothing changed, try again")]
-    Guard {
-        /// The job.
-        job: String,
-        /// What failed.
-        #[source]
-        source: GuardError,
-    },
-    /// The scheduler has shut down.
-    #[error("the scheduler has shut down")]
-    Stopped,
 }

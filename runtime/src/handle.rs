@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use crate::control::{ControlError, Pause};
+use crate::control::Pause;
 use crate::error::Error;
 use crate::events::Event;
 use crate::executor::{lock, GuardView, ShardJobs, Shards, Shared};
@@ -15,7 +15,7 @@ use crate::guard::GuardError;
 use crate::health::{judge, Health, HealthState, JobHealth};
 use crate::history::HistoryEntry;
 use crate::job::Job;
-use crate::operate::{ControlPlane, Feeds, GuardMaker};
+use crate::operate::{ControlError, ControlPlane, Feeds, GuardMaker};
 use crate::status::JobStatus;
 
 /// The longest shutdown waits for leases to be given back after the runs ended.

@@ -153,7 +153,7 @@ mod status;
 pub use crate::clock::Clock;
 pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use crate::context::{CancelHandle, JobContext, JobContextBuilder};
-pub use crate::control::{ControlError, ManualRun, Pause};
+pub use crate::control::{ManualRun, Pause};
 pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
     CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
@@ -163,6 +163,7 @@ pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 pub use crate::job_config::{JobConfig, JobConfigError};
+pub use crate::operate::ControlError;
 pub use crate::options::{Lock, Overlap, ParseOptionError};
 pub use crate::registry::IntoJobOutcome;
 pub use crate::state::{MissingState, State};

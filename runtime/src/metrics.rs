@@ -12,7 +12,7 @@
 //! | `cronguard_claim_latency_seconds` | histogram | seconds | `job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
 //! | `cronguard_lease_renewals_total` | counter | count | `job` |
 //! | `cronguard_lease_lost_total` | counter | count | `job` |
-//! | `cronguard_guard_errors_total` | counter | count | `job`, `kind` = `unreachable` \| `timeout` \| `refused` \| `not_replicated` \| `invalid` \| `other` |
+//! | `cronguard_guard_errors_total` | counter | count | `job`, `kind` = `unreachable` \| `timeout` \| `refused` \| `not_replicated` \| `invalid` \| `unsupported` \| `other` |
 //! | `cronguard_jobs_running` | gauge | count | `job` |
 //! | `cronguard_last_success_timestamp_seconds` | gauge | seconds | `job` |
 //! | `cronguard_next_fire_timestamp_seconds` | gauge | seconds | `job` |
@@ -26,7 +26,6 @@ use metrics::{
 };
 
 use crate::events::{EventKind, Occurrence};
-use crate::guard::GuardError;
 use crate::options::Lock;
 
 /// Gives every metric its help text and unit in the installed recorder; called by every start.
@@ -144,9 +143,9 @@ impl JobMetrics {
         }
     }
 
-    /// Counts a claim the guard could not answer.
-    pub(crate) fn guard_error(&self, error: &GuardError) {
-        counter!("cronguard_guard_errors_total", "job" => self.job.clone(), "kind" => error.kind())
+    /// Counts a claim the guard could not answer, by the kind of failure (`GuardError::kind`).
+    pub(crate) fn guard_error(&self, kind: &'static str) {
+        counter!("cronguard_guard_errors_total", "job" => self.job.clone(), "kind" => kind)
             .increment(1);
     }
 

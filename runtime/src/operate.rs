@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::control::{ControlError, ManualRun, Pause};
+use crate::control::{ManualRun, Pause};
 use crate::executor::{lock, GuardView, Inbox, JobControl, JobSlot, ShardJobs};
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
@@ -348,4 +348,44 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
             }
         }
     }
+}
+
+/// Why a control ([`Cronguard::pause`](crate::Cronguard::pause), `resume`, `trigger`, `add`,
+/// `remove`) was not carried out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// No job of this scheduler has this name.
+    #[error("no job is named `{0}`; `Cronguard::jobs` lists the jobs this process runs")]
+    UnknownJob(String),
+    /// A job of this name already runs here.
+    #[error(
+        "a job named `{0}` already runs here; remove it first or give the new one another `name`"
+    )]
+    DuplicateName(String),
+    /// The job's settings are wrong; the message says what to change.
+    #[error("job `{job}` cannot be added: {problem}")]
+    InvalidJob {
+        /// The job.
+        job: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The job's guard does not keep pauses or manual runs (a custom guard that does not
+    /// implement [`Guard::set_pause`](crate::guard::Guard::set_pause) and
+    /// [`Guard::claim_manual`](crate::guard::Guard::claim_manual)).
+    #[error("the guard of job `{0}` does not support this control; implement `Guard::set_pause` and `Guard::claim_manual` in it")]
+    Unsupported(String),
+    /// The guard's store could not be reached or refused the request; nothing changed.
+    #[error("the guard of job `{job}` could not store the control; nothing changed, try again")]
+    Guard {
+        /// The job.
+        job: String,
+        /// What failed.
+        #[source]
+        source: GuardError,
+    },
+    /// The scheduler has shut down.
+    #[error("the scheduler has shut down")]
+    Stopped,
 }

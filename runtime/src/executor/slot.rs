@@ -263,7 +263,7 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
-                self.metrics.guard_error(&e);
+                self.metrics.guard_error(e.kind());
                 let error = crate::error::Chain(&e).to_string();
                 match outage::failed(&mut self.outage, now) {
                     Say::First => {
