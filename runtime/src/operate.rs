@@ -52,6 +52,8 @@ struct Found {
     idx: u32,
     guard: GuardView,
     lock: Lock,
+    /// The job runs here (not only watched).
+    enabled: bool,
 }
 
 impl ControlPlane {
@@ -67,6 +69,7 @@ impl ControlPlane {
                     idx,
                     guard: slot.guard(),
                     lock: slot.model().spec().lock.clone(),
+                    enabled: slot.model().spec().enabled,
                 });
             }
         }
@@ -168,6 +171,10 @@ impl ControlPlane {
                 return Err(ControlError::Unsupported(name.to_owned()));
             }
         }
+        let watched = !found.enabled;
+        if watched && !self.feeds.contains_key(found.lock.as_str()) {
+            return Err(ControlError::NotRunHere(name.to_owned()));
+        }
         let run = ManualRun {
             id: fastrand::u64(1..),
             requested_at: self.clock.now(),
@@ -175,7 +182,11 @@ impl ControlPlane {
         self.send(&found, JobControl::Trigger(run))?;
         self.publish(name, &found.lock, ControlAction::Trigger(run));
         let key = crate::fire::run_key(name, run.requested_at, Some(run.id));
-        tracing::info!(job = %name, run_key = %key, "run asked for");
+        if watched {
+            tracing::info!(job = %name, run_key = %key, "run asked for; this replica only watches the job, so a replica that runs it takes the run (if none does within the misfire grace, no run happens)");
+        } else {
+            tracing::info!(job = %name, run_key = %key, "run asked for");
+        }
         Ok(key)
     }
 
@@ -227,6 +238,7 @@ impl ControlPlane {
             idx,
             guard: GuardView::Local(None),
             lock: Lock::Local,
+            enabled: true,
         };
         self.send(&found, JobControl::Schedule)?;
         if let Some((feed, entry)) = roster {
@@ -376,8 +388,9 @@ pub enum ControlError {
     /// [`Guard::claim_manual`](crate::guard::Guard::claim_manual)).
     #[error("the guard of job `{0}` does not support this control; implement `Guard::set_pause` and `Guard::claim_manual` in it")]
     Unsupported(String),
-    /// The guard's store could not be reached or refused the request; nothing changed.
-    #[error("the guard of job `{job}` could not store the control; nothing changed, try again")]
+    /// The guard's store could not be reached, refused the request or did not answer in time:
+    /// the control may or may not have been stored.
+    #[error("the guard of job `{job}` could not confirm the control (it may or may not have been stored); try again, repeating a pause or resume is harmless")]
     Guard {
         /// The job.
         job: String,
@@ -385,6 +398,10 @@ pub enum ControlError {
         #[source]
         source: GuardError,
     },
+    /// The job is only watched here (`CRONGUARD_JOBS`) and its guard has no control feed to
+    /// hand a run to the replicas that run it.
+    #[error("job `{0}` does not run on this replica (`CRONGUARD_JOBS` leaves it out) and its guard cannot hand the run to another one; ask a replica that runs it")]
+    NotRunHere(String),
     /// The scheduler has shut down.
     #[error("the scheduler has shut down")]
     Stopped,
