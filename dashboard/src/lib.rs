@@ -27,7 +27,8 @@
 //! # }
 //! ```
 //!
-//! The page is served at the mount path with a trailing slash (`/ops/`); `/ops` redirects there.
+//! The page is served at the mount path (`/ops`); its links are relative to it, so a proxy that
+//! serves it under another prefix needs no setting.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -142,8 +143,8 @@ impl Dashboard {
     }
 
     /// The routes: `GET /` (the page), `POST /pause`, `POST /resume` and `POST /run` (form field
-    /// `job`). Mount it with [`Router::nest`]; the page is at the mount path with a trailing
-    /// slash.
+    /// `job`). Mount it with [`Router::nest`]; the page is at the mount path (`/ops`), or at `/`
+    /// when the router is served as it is.
     ///
     /// Starts the task that feeds the strips (one per dashboard; it ends when the router is
     /// dropped and an event arrives, or when the scheduler's stream closes), so it must be called
@@ -191,23 +192,7 @@ async fn show(
     OriginalUri(uri): OriginalUri,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    // Relative links resolve against the page's URL, so it must end with a slash.
-    let path = uri.path();
-    if !path.ends_with('/') {
-        let last = path.rsplit('/').next().unwrap_or_default();
-        let target = match uri.query() {
-            Some(q) => format!("{last}/?{q}"),
-            None => format!("{last}/"),
-        };
-        return match HeaderValue::from_str(&target) {
-            Ok(location) => (
-                StatusCode::PERMANENT_REDIRECT,
-                [(header::LOCATION, location)],
-            )
-                .into_response(),
-            Err(_) => text(StatusCode::BAD_REQUEST, "a path that cannot be redirected"),
-        };
-    }
+    let here = page::Here::of(uri.path());
     let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
         None => app.page_size,
         Some(Ok(limit)) if (1..=MAX_PAGE_SIZE).contains(&limit) => limit,
@@ -234,6 +219,7 @@ async fn show(
         limit,
         default_limit: app.page_size,
         controls: app.authorize.is_some(),
+        here: &here,
     });
     let mut headers = HeaderMap::new();
     let fixed = [
@@ -301,6 +287,10 @@ async fn control(app: &App, action: Action, request: Request) -> Response {
         return text(StatusCode::FORBIDDEN, NOT_CONFIGURED);
     };
     let (parts, body) = request.into_parts();
+    let posted_to = parts
+        .extensions
+        .get::<OriginalUri>()
+        .map_or_else(|| parts.uri.path().to_owned(), |o| o.path().to_owned());
     if cross_site(&parts.headers) {
         return text(
             StatusCode::FORBIDDEN,
@@ -323,7 +313,7 @@ async fn control(app: &App, action: Action, request: Request) -> Response {
     };
     match done {
         Ok(()) => {
-            let back = page::page_link(
+            let back = page::Here::back_from(&posted_to).link(
                 Some(form.after.as_str()).filter(|a| !a.is_empty()),
                 form.limit.parse().ok(),
             );

@@ -18,6 +18,7 @@ pub(crate) struct View<'a> {
     pub(crate) limit: usize,
     pub(crate) default_limit: usize,
     pub(crate) controls: bool,
+    pub(crate) here: &'a Here,
 }
 
 /// `s` escaped for HTML text and quoted attribute values.
@@ -49,19 +50,63 @@ pub(crate) fn encode(s: &str) -> String {
     out
 }
 
-/// The relative link to the page of jobs after `after`, with `limit` if given.
-pub(crate) fn page_link(after: Option<&str>, limit: Option<usize>) -> String {
-    let mut query = Vec::new();
-    if let Some(after) = after {
-        query.push(format!("after={}", encode(after)));
+/// Where the page is, as relative links from the page itself (and from its forms' targets) see
+/// it: the last segment of its path, so that they work under any mount path and behind a proxy
+/// that adds a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Here {
+    /// The page's last path segment (`ops` for `/x/ops`), empty when its path ends with `/`.
+    segment: String,
+    /// Whether the links are seen from a form's target (`/x/ops/pause`), one level deeper.
+    from_child: bool,
+}
+
+impl Here {
+    /// The page at `path`.
+    pub(crate) fn of(path: &str) -> Self {
+        Here {
+            segment: path.rsplit('/').next().unwrap_or_default().to_owned(),
+            from_child: false,
+        }
     }
-    if let Some(limit) = limit {
-        query.push(format!("limit={limit}"));
+
+    /// The page whose form posted to `path` (`/x/ops/pause`).
+    pub(crate) fn back_from(path: &str) -> Self {
+        let page = path.rsplit_once('/').map_or("", |(page, _)| page);
+        Here {
+            from_child: true,
+            ..Here::of(page)
+        }
     }
-    if query.is_empty() {
-        "./".to_owned()
-    } else {
-        format!("./?{}", query.join("&"))
+
+    /// The relative link to the page, listing the jobs after `after`, `limit` of them if given.
+    pub(crate) fn link(&self, after: Option<&str>, limit: Option<usize>) -> String {
+        let mut query = Vec::new();
+        if let Some(after) = after {
+            query.push(format!("after={}", encode(after)));
+        }
+        if let Some(limit) = limit {
+            query.push(format!("limit={limit}"));
+        }
+        let page = match (self.segment.is_empty(), self.from_child) {
+            (true, _) => "./".to_owned(),
+            (false, false) => self.segment.clone(),
+            (false, true) => format!("../{}", self.segment),
+        };
+        if query.is_empty() {
+            page
+        } else {
+            format!("{page}?{}", query.join("&"))
+        }
+    }
+
+    /// The relative link to the form target `action` (`pause`).
+    pub(crate) fn action(&self, action: &str) -> String {
+        if self.segment.is_empty() {
+            action.to_owned()
+        } else {
+            format!("{}/{action}", self.segment)
+        }
     }
 }
 
@@ -140,7 +185,7 @@ pub(crate) fn render(view: &View<'_>) -> String {
         view.total,
         if view.total == 1 { "" } else { "s" },
         time(now),
-        escape(&page_link(
+        escape(&view.here.link(
             view.after,
             (view.limit != view.default_limit).then_some(view.limit)
         )),
@@ -185,7 +230,7 @@ pub(crate) fn render(view: &View<'_>) -> String {
         let _ = write!(
             html,
             "<a href=\"{}\" rel=\"first\">first page</a> ",
-            escape(&page_link(None, limit))
+            escape(&view.here.link(None, limit))
         );
     }
     if let Some(next) = &view.jobs.next {
@@ -193,7 +238,7 @@ pub(crate) fn render(view: &View<'_>) -> String {
         let _ = write!(
             html,
             "<a href=\"{}\" rel=\"next\">next page</a>",
-            escape(&page_link(Some(next), limit))
+            escape(&view.here.link(Some(next), limit))
         );
     }
     html.push_str("</nav>\n</body></html>\n");
@@ -366,9 +411,10 @@ fn buttons(html: &mut String, view: &View<'_>, job: &JobStatus) {
         ("pause", "Pause")
     };
     for (action, label) in [(action, label), ("run", "Run now")] {
+        let target = escape(&view.here.action(action));
         let _ = write!(
             html,
-            "<form method=\"post\" action=\"{action}\" data-action=\"{action}\" \
+            "<form method=\"post\" action=\"{target}\" data-action=\"{action}\" \
              data-job=\"{name}\"><input type=\"hidden\" name=\"job\" value=\"{name}\">\
              <input type=\"hidden\" name=\"after\" value=\"{after}\">\
              <input type=\"hidden\" name=\"limit\" value=\"{limit}\">\
@@ -391,11 +437,17 @@ mod tests {
 
     #[test]
     fn links_are_relative_and_encoded() {
-        assert_eq!(page_link(None, None), "./");
+        let root = Here::of("/");
+        assert_eq!(root.link(None, None), "./");
+        assert_eq!(root.action("pause"), "pause");
+        assert_eq!(Here::back_from("/pause").link(None, None), "./");
+        let ops = Here::of("/x/ops");
         assert_eq!(
-            page_link(Some("a b&c/d"), Some(5)),
-            "./?after=a%20b%26c%2Fd&limit=5"
+            ops.link(Some("a b&c/d"), Some(5)),
+            "ops?after=a%20b%26c%2Fd&limit=5"
         );
+        assert_eq!(ops.action("run"), "ops/run");
+        assert_eq!(Here::back_from("/x/ops/run").link(None, None), "../ops");
         assert_eq!(encode("é"), "%C3%A9");
     }
 
