@@ -178,10 +178,10 @@ pub(crate) fn render(view: &View<'_>) -> String {
     );
     html.push_str(STYLE);
     html.push_str("</style></head><body>\n<h1>Scheduled jobs</h1>\n");
-    let _ = write!(
+    let _ = writeln!(
         html,
         "<p class=\"meta\">{} job{} in this process · checked {} · <a href=\"{}\">refresh</a> \
-         (every 30 s by itself)</p>\n",
+         (every 30 s by itself)</p>",
         view.total,
         if view.total == 1 { "" } else { "s" },
         time(now),

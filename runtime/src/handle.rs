@@ -296,7 +296,7 @@ impl Monitor {
         for shard in self.shards.iter() {
             for job in lock(shard)
                 .iter()
-                .filter(|j| !j.removed && wanted(&**j.name()))
+                .filter(|j| !j.removed && wanted(j.name()))
             {
                 let grace = job.model().spec().misfire_grace;
                 let due = job.model().due_by(now);
