@@ -280,10 +280,24 @@ impl Monitor {
     /// last claimed fire, each with a 2 s timeout; a guard that cannot answer makes the job's
     /// state [`HealthState::Unknown`] and the whole report unhealthy.
     pub async fn health(&self) -> Health {
+        self.health_where(None).await
+    }
+
+    /// [`health`](Monitor::health) of the jobs named in `jobs` only (names of no job are left
+    /// out), so that a dashboard showing a page of jobs asks the guards about that page only.
+    pub async fn health_of(&self, jobs: &[&str]) -> Health {
+        self.health_where(Some(jobs)).await
+    }
+
+    async fn health_where(&self, only: Option<&[&str]>) -> Health {
         let now = self.clock.now();
         let mut asks = Vec::new();
+        let wanted = |name: &str| only.is_none_or(|names| names.contains(&name));
         for shard in self.shards.iter() {
-            for job in lock(shard).iter().filter(|j| !j.removed) {
+            for job in lock(shard)
+                .iter()
+                .filter(|j| !j.removed && wanted(j.name()))
+            {
                 let grace = job.model().spec().misfire_grace;
                 let due = job.model().due_by(now);
                 let paused = job.model().paused().cloned();
