@@ -1,10 +1,11 @@
 //! `lock = "postgres"`: mutual exclusion, per-fire uniqueness and run history in PostgreSQL.
 //!
 //! The state of a job is one row of `<schema>.jobs` (see [`schema`] for every column). A claim is
-//! one statement, one round trip: `SELECT … FROM <schema>.claim_v1(…)`, a function that locks the
+//! one statement, one round trip: `SELECT … FROM <schema>.claim_v2(…)`, a function that locks the
 //! job's row (`SELECT … FOR UPDATE`), so that concurrent claims of one job are decided one after
 //! the other on the latest row, and answers exactly as the Redis guard's claim script does
-//! (acquired, already ran, busy, lapsed, too early, superseded). Every time comes from the
+//! (acquired, already ran, busy, lapsed, too early, superseded, paused). A manual run is claimed
+//! by `claim_manual_v1`, one statement of its own (manual runs are rare, so they are not batched). Every time comes from the
 //! database's `clock_timestamp()`, never from a replica: the lease is `lease_until` on the
 //! database clock. Renewal, release and abandon compare the claimant's token first.
 //!
@@ -16,9 +17,14 @@
 //! [`query_typed`]: tokio_postgres::Client::query_typed
 
 mod batch;
+mod feed;
 pub(crate) mod schema;
 #[cfg(test)]
 mod server_tests;
+
+// Built by the scheduler's control wiring, which lands separately.
+#[allow(unused_imports)]
+pub(crate) use feed::PostgresFeed;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -32,6 +38,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{NoTls, Row};
 
 use super::{Claim, Guard, GuardError, Lease, Renewal};
+use crate::control::{ManualRun, Pause};
 use crate::history::{HistoryEntry, Outcome, HISTORY_LIMIT};
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
@@ -76,6 +83,9 @@ pub(crate) enum Open {
 
 struct Statements {
     claim_batch: String,
+    claim_manual: String,
+    set_pause: String,
+    pause: String,
     renew_batch: String,
     release_batch: String,
     abandon: String,
@@ -93,13 +103,22 @@ impl Statements {
             // Each row of the batch is a call of the function a single claim would make, in the
             // order of the arrays (sorted by job, so that replicas lock rows in one order).
             claim_batch: format!(
-                "SELECT c.answer, c.val, c.ignored FROM unnest($1::text[], $2::timestamptz[], \
+                "SELECT c.answer, c.val, c.ignored, c.paused_at, c.paused_by FROM unnest($1::text[], $2::timestamptz[], \
                  $3::text[], $4::bigint[], $5::boolean[], $6::boolean[], $7::text[], $8::text[], \
                  $9::boolean[]) WITH ORDINALITY \
                  AS b(job, fire, token, lease_ms, replace, skip, nonce, instance, history, ord) \
-                 CROSS JOIN LATERAL {s}.claim_v1(b.job, b.fire, b.token, b.lease_ms, b.replace, \
+                 CROSS JOIN LATERAL {s}.claim_v2(b.job, b.fire, b.token, b.lease_ms, b.replace, \
                  b.skip, b.nonce, $10, b.instance, b.history) AS c ORDER BY b.ord"
             ),
+            claim_manual: format!(
+                "SELECT answer, val FROM {s}.claim_manual_v1($1, $2, $3, $4, $5, $6, $7)"
+            ),
+            set_pause: format!(
+                "INSERT INTO {s}.jobs (job, paused_at, paused_by) VALUES ($1, $2, $3) \
+                 ON CONFLICT (job) DO UPDATE SET paused_at = EXCLUDED.paused_at, \
+                 paused_by = EXCLUDED.paused_by"
+            ),
+            pause: format!("SELECT paused_at, paused_by FROM {s}.jobs WHERE job = $1"),
             renew_batch: format!(
                 "SELECT r.answer FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY \
                  AS b(job, token, lease_ms, ord) \
@@ -511,7 +530,7 @@ impl Guard for PostgresGuard {
                     history,
                 }))
                 .await?;
-            let batch::Reply::Claim(answer, value, ignored) = reply else {
+            let batch::Reply::Claim(answer, value, ignored, paused) = reply else {
                 return Err(GuardError::Postgres(
                     "the batch answered a claim with another kind of answer".to_owned(),
                 ));
@@ -529,6 +548,17 @@ impl Guard for PostgresGuard {
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },
+                6 => {
+                    let (at, by) = paused.ok_or_else(|| {
+                        GuardError::Postgres(
+                            "the claim function answered paused without the pause".to_owned(),
+                        )
+                    })?;
+                    Claim::Paused {
+                        pause: Pause::new(by, at),
+                        first_report: value == 1,
+                    }
+                }
                 3 => Claim::Lapsed,
                 4 => Claim::TooEarly {
                     ahead: Duration::from_millis(value),
@@ -674,6 +704,88 @@ impl Guard for PostgresGuard {
                 .map(|row| history_entry(&job, row))
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some)
+        })
+    }
+
+    fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        Box::pin(async move {
+            let at = pause.as_ref().map(|p| p.at);
+            let by = pause.map(|p| p.by);
+            db.query(
+                &db.sql.set_pause,
+                &[
+                    (&&*job, Type::TEXT),
+                    (&at, Type::TIMESTAMPTZ),
+                    (&by, Type::TEXT),
+                ],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn pause(&self) -> BoxFuture<Result<Option<Pause>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        Box::pin(async move {
+            let rows = db.query(&db.sql.pause, &[(&&*job, Type::TEXT)]).await?;
+            let Some(row) = rows.first() else {
+                return Ok(None);
+            };
+            let at: Option<DateTime<Utc>> = row.try_get(0).map_err(|e| pg_err(&e))?;
+            let by: Option<String> = row.try_get(1).map_err(|e| pg_err(&e))?;
+            Ok(at.map(|at| Pause::new(by.unwrap_or_default(), at)))
+        })
+    }
+
+    fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        let instance = Arc::clone(&self.instance);
+        let id = format!("{:016x}", run.id);
+        // The same for every claim of this run by this guard value; never a scheduled fire's.
+        let token = format!("{}:manual:{id}", self.nonce);
+        let (lease, history) = (self.lease, self.history);
+        Box::pin(async move {
+            let ms = lease_ms(lease)?;
+            let sent_at = Instant::now();
+            let rows = db
+                .query(
+                    &db.sql.claim_manual,
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&id, Type::TEXT),
+                        (&token, Type::TEXT),
+                        (&ms, Type::INT8),
+                        (&run.requested_at, Type::TIMESTAMPTZ),
+                        (&&*instance, Type::TEXT),
+                        (&history, Type::BOOL),
+                    ],
+                )
+                .await?;
+            let row = first(&rows)?;
+            let answer: i32 = row.try_get(0).map_err(|e| pg_err(&e))?;
+            let value: i64 = row.try_get(1).map_err(|e| pg_err(&e))?;
+            Ok(match answer {
+                0 => Claim::AlreadyRan,
+                1 => Claim::Busy { first_report: true },
+                3 => Claim::Lapsed,
+                2 => Claim::Acquired(Box::new(PostgresLease {
+                    db,
+                    job,
+                    token,
+                    fencing_token: u64::try_from(value).unwrap_or(0),
+                    lease,
+                    sent_at,
+                })),
+                other => {
+                    return Err(GuardError::Postgres(format!(
+                        "the manual claim function answered {other}, which this version of cronguard does not know; run one version of cronguard against one schema, or set another with `Builder::postgres_schema`"
+                    )))
+                }
+            })
         })
     }
 }

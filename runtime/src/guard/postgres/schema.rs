@@ -11,9 +11,14 @@ use tokio_postgres::types::Type;
 ///   `lease_until` (the database clock); `cancel_holder` names a holder another replica asked to
 ///   stop (`overlap = "replace"`); `lapsed` a last claimed fire given up unstarted;
 ///   `recent_fires`/`recent_tokens` the last eight claims, so that a retried claim is recognised
-///   and a passed-over fire told apart from one that ran.
+///   and a passed-over fire told apart from one that ran; `paused_at`/`paused_by` the job's pause
+///   (none while both are null); `manual_ids`/`manual_tokens` the last eight manual runs (id in
+///   hex, claimant's token), kept apart from the scheduled fires.
 /// - `reports`: who first reported each dropped fire (rows older than an hour are deleted).
 /// - `runs`: the run history, when enabled: one row per claimed run, and one per dropped fire.
+/// - `controls`: the control feed (pause, resume, run now), read by every replica; rows older
+///   than seven days are deleted when a request is published.
+/// - `roster`: the jobs the replicas run, one row per job, as the last replica announced it.
 const CREATE: &str = r#"
 CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE TABLE IF NOT EXISTS {schema}.jobs (
@@ -26,8 +31,18 @@ CREATE TABLE IF NOT EXISTS {schema}.jobs (
   cancel_holder  text,
   lapsed         timestamptz,
   recent_fires   timestamptz[] NOT NULL DEFAULT '{}',
-  recent_tokens  text[] NOT NULL DEFAULT '{}'
+  recent_tokens  text[] NOT NULL DEFAULT '{}',
+  paused_at      timestamptz,
+  paused_by      text,
+  manual_ids     text[] NOT NULL DEFAULT '{}',
+  manual_tokens  text[] NOT NULL DEFAULT '{}'
 );
+-- Added after the first release of the table: a table made before gets them here.
+ALTER TABLE {schema}.jobs
+  ADD COLUMN IF NOT EXISTS paused_at timestamptz,
+  ADD COLUMN IF NOT EXISTS paused_by text,
+  ADD COLUMN IF NOT EXISTS manual_ids text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_tokens text[] NOT NULL DEFAULT '{}';
 CREATE TABLE IF NOT EXISTS {schema}.reports (
   job          text NOT NULL,
   fire         timestamptz NOT NULL,
@@ -50,11 +65,26 @@ CREATE TABLE IF NOT EXISTS {schema}.runs (
 CREATE INDEX IF NOT EXISTS runs_job_fire ON {schema}.runs (job, fire);
 CREATE INDEX IF NOT EXISTS runs_running ON {schema}.runs (job) WHERE outcome = 'running';
 CREATE INDEX IF NOT EXISTS runs_fire ON {schema}.runs (fire);
+CREATE TABLE IF NOT EXISTS {schema}.controls (
+  id        bigserial PRIMARY KEY,
+  job       text NOT NULL,
+  action    text NOT NULL,
+  argument  text NOT NULL,
+  at        timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS controls_at ON {schema}.controls (at);
+CREATE TABLE IF NOT EXISTS {schema}.roster (
+  job       text PRIMARY KEY,
+  schedule  text NOT NULL,
+  instance  text NOT NULL,
+  at        timestamptz NOT NULL
+);
 
-CREATE OR REPLACE FUNCTION {schema}.claim_v1(
+CREATE OR REPLACE FUNCTION {schema}.claim_v2(
   p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
   p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
-  OUT answer integer, OUT val bigint, OUT ignored boolean)
+  OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
+  OUT paused_by text)
 LANGUAGE plpgsql AS $claim$
 DECLARE
   v_now timestamptz := clock_timestamp();
@@ -115,6 +145,19 @@ BEGIN
     END IF;
     RETURN;
   END IF;
+  IF r.paused_at IS NOT NULL THEN
+    -- A paused fire is dropped whatever the overlap: its report is recorded as for a busy skip.
+    answer := 6;
+    paused_at := r.paused_at;
+    paused_by := r.paused_by;
+    INSERT INTO {schema}.reports (job, fire, reporter) VALUES (p_job, p_fire, p_nonce)
+      ON CONFLICT (job, fire) DO NOTHING;
+    IF FOUND OR EXISTS (SELECT 1 FROM {schema}.reports
+                        WHERE job = p_job AND fire = p_fire AND reporter = p_nonce) THEN
+      val := 1;
+    END IF;
+    RETURN;
+  END IF;
   IF v_held THEN
     answer := 1;
     IF p_replace THEN
@@ -147,6 +190,76 @@ BEGIN
   val := v_fence;
 END
 $claim$;
+
+-- The claim of binaries that predate pauses: claim_v2 with a paused fire answered as busy (1), so
+-- that they do not run a paused job either.
+CREATE OR REPLACE FUNCTION {schema}.claim_v1(
+  p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
+  p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
+  OUT answer integer, OUT val bigint, OUT ignored boolean)
+LANGUAGE sql AS $claim_v1$
+  SELECT CASE WHEN c.answer = 6 THEN 1 ELSE c.answer END, c.val, c.ignored
+  FROM {schema}.claim_v2(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
+                         p_tolerance_ms, p_instance, p_history) AS c
+$claim_v1$;
+
+CREATE OR REPLACE FUNCTION {schema}.claim_manual_v1(
+  p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
+  p_instance text, p_history boolean, OUT answer integer, OUT val bigint)
+LANGUAGE plpgsql AS $manual$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  r {schema}.jobs%ROWTYPE;
+  v_claimed_by text;
+  v_fence bigint;
+BEGIN
+  answer := 0; val := 0;
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
+    SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  FOR i IN 1 .. coalesce(cardinality(r.manual_ids), 0) LOOP
+    IF r.manual_ids[i] = p_id THEN
+      v_claimed_by := r.manual_tokens[i];
+    END IF;
+  END LOOP;
+  IF v_claimed_by = p_token THEN
+    IF r.lease_holder IS DISTINCT FROM p_token OR r.lease_until <= v_now THEN
+      answer := 3;
+      RETURN;
+    END IF;
+    UPDATE {schema}.jobs SET lease_until = v_now + p_lease_ms * interval '1 millisecond'
+      WHERE job = p_job;
+    answer := 2;
+    val := r.fence;
+    RETURN;
+  END IF;
+  IF v_claimed_by IS NOT NULL THEN
+    RETURN;
+  END IF;
+  IF r.lease_holder IS NOT NULL AND r.lease_until > v_now THEN
+    answer := 1;
+    val := 1;
+    RETURN;
+  END IF;
+  v_fence := greatest(r.fence + 1, floor(extract(epoch FROM v_now) * 1000000)::bigint);
+  UPDATE {schema}.jobs SET
+    fence = v_fence, lease_holder = p_token,
+    lease_until = v_now + p_lease_ms * interval '1 millisecond', cancel_holder = NULL,
+    manual_ids = (r.manual_ids || p_id)[greatest(1, cardinality(r.manual_ids) - 6):],
+    manual_tokens = (r.manual_tokens || p_token)[greatest(1, cardinality(r.manual_tokens) - 6):]
+    WHERE job = p_job;
+  IF p_history THEN
+    UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';
+    INSERT INTO {schema}.runs (job, fire, instance, fence, started, outcome, lateness_ms)
+      VALUES (p_job, p_requested, p_instance, v_fence, v_now, 'running',
+              greatest(0, floor(extract(epoch FROM v_now - p_requested) * 1000)));
+  END IF;
+  answer := 2;
+  val := v_fence;
+END
+$manual$;
 
 CREATE OR REPLACE FUNCTION {schema}.abandon_v1(p_job text, p_fire timestamptz, p_token text)
 RETURNS boolean LANGUAGE plpgsql AS $abandon$
@@ -207,6 +320,10 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("jobs", "lapsed", "timestamp with time zone"),
     ("jobs", "recent_fires", "ARRAY"),
     ("jobs", "recent_tokens", "ARRAY"),
+    ("jobs", "paused_at", "timestamp with time zone"),
+    ("jobs", "paused_by", "text"),
+    ("jobs", "manual_ids", "ARRAY"),
+    ("jobs", "manual_tokens", "ARRAY"),
     ("reports", "job", "text"),
     ("reports", "fire", "timestamp with time zone"),
     ("reports", "reporter", "text"),
@@ -221,10 +338,35 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("runs", "outcome", "text"),
     ("runs", "error", "text"),
     ("runs", "lateness_ms", "bigint"),
+    ("controls", "id", "bigint"),
+    ("controls", "job", "text"),
+    ("controls", "action", "text"),
+    ("controls", "argument", "text"),
+    ("controls", "at", "timestamp with time zone"),
+    ("roster", "job", "text"),
+    ("roster", "schedule", "text"),
+    ("roster", "instance", "text"),
+    ("roster", "at", "timestamp with time zone"),
 ];
 
-const TABLES: &[&str] = &["jobs", "reports", "runs"];
-const FUNCTIONS: &[&str] = &["claim_v1", "abandon_v1", "renew_v1", "release_v1"];
+/// Columns added to a table after its first release: a table without them is cronguard's, made
+/// by an earlier version, and gets them from the `ALTER TABLE` of [`CREATE`].
+const ADDED_COLUMNS: &[(&str, &str)] = &[
+    ("jobs", "paused_at"),
+    ("jobs", "paused_by"),
+    ("jobs", "manual_ids"),
+    ("jobs", "manual_tokens"),
+];
+
+const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster"];
+const FUNCTIONS: &[&str] = &[
+    "claim_v1",
+    "claim_v2",
+    "claim_manual_v1",
+    "abandon_v1",
+    "renew_v1",
+    "release_v1",
+];
 
 /// The SQL that creates the schema `schema` (what [`ensure`] runs when something is missing).
 pub(crate) fn create_sql(schema: &str) -> String {
@@ -277,6 +419,7 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
             COLUMNS.iter().filter(|(t, ..)| t == table).collect();
         for (_, column, ty) in &expected {
             match present.iter().find(|(_, c, _)| c == column) {
+                None if ADDED_COLUMNS.contains(&(*table, *column)) => complete = false,
                 None => {
                     return Err(unrecognised(
                         schema,

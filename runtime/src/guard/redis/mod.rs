@@ -46,6 +46,7 @@ use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
 use tokio::time::Instant;
 
 use super::{Claim, Guard, GuardError, Lease, Renewal};
+use crate::control::{ManualRun, Pause};
 use crate::clock::epoch_millis;
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
@@ -56,6 +57,7 @@ mod cluster;
 mod cluster_tests;
 mod connection;
 pub(crate) mod failure;
+mod feed;
 mod scripts;
 mod sentinel;
 #[cfg(test)]
@@ -70,6 +72,9 @@ pub(crate) use batch::Batcher;
 #[cfg(all(test, feature = "redis-tls"))]
 pub(crate) use connection::connect_with;
 pub(crate) use connection::{connect, open_with, Open, RedisConn};
+// Built by the scheduler's control wiring, which lands separately.
+#[allow(unused_imports)]
+pub(crate) use feed::RedisFeed;
 use scripts::op;
 pub(crate) use scripts::BATCH_LUA;
 pub(crate) use tls::TlsFiles;
@@ -275,6 +280,54 @@ async fn call_one(batcher: &Batcher, op: batch::Op) -> Result<i64, GuardError> {
         .ok_or_else(|| GuardError::Invalid("the batch script answered nothing".to_owned()))
 }
 
+/// A claim's answer: `(answer, value, ignored, the pause as stored)`; the pause only with answer
+/// `6`.
+fn claim_answer(value: Value) -> Result<(i64, i64, i64, Option<String>), GuardError> {
+    let mismatch = |what: &dyn std::fmt::Debug| {
+        GuardError::Invalid(format!(
+            "the claim answered {what:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+        ))
+    };
+    let paused = match &value {
+        Value::Array(items) if items.len() == 4 && matches!(items[0], Value::Int(6)) => Some(
+            <String as redis::FromRedisValue>::from_redis_value_ref(&items[3])
+                .map_err(|_| mismatch(&items[3]))?,
+        ),
+        _ => None,
+    };
+    let value = match (value, paused.is_some()) {
+        (Value::Array(mut items), true) => {
+            items.truncate(3);
+            Value::Array(items)
+        }
+        (value, _) => value,
+    };
+    match answer(value)?[..] {
+        [code, value, ignored] => Ok((code, value, ignored, paused)),
+        ref other => Err(mismatch(&other)),
+    }
+}
+
+/// The field `paused` of a job's state hash as it is stored: `<at ms> <by>`.
+fn format_pause(pause: &Pause) -> String {
+    format!("{} {}", pause.at.timestamp_millis(), pause.by)
+}
+
+/// Reads what [`format_pause`] wrote.
+fn parse_pause(state_key: &str, stored: &str) -> Result<Pause, GuardError> {
+    stored
+        .split_once(' ')
+        .and_then(|(at, by)| {
+            let at = DateTime::<Utc>::from_timestamp_millis(at.parse().ok()?)?;
+            Some(Pause::new(by, at))
+        })
+        .ok_or_else(|| {
+            GuardError::Invalid(format!(
+                "the field `paused` of the hash {state_key} holds `{stored}`, not `<Unix ms> <who>`; resume the job (HDEL {state_key} paused) and pause it again"
+            ))
+        })
+}
+
 impl Guard for RedisGuard {
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
         let batcher = Arc::clone(&self.batcher);
@@ -346,14 +399,7 @@ impl Guard for RedisGuard {
                     (answers.remove(0), Some(acked))
                 }
             };
-            let (code, value, ignored) = match answer(value)?[..] {
-                [code, value, ignored] => (code, value, ignored),
-                ref other => {
-                    return Err(GuardError::Invalid(format!(
-                        "the claim answered {other:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
-                    )))
-                }
-            };
+            let (code, value, ignored, paused) = claim_answer(value)?;
             if ignored == 1 {
                 tracing::error!(
                     key = %state_key,
@@ -375,6 +421,10 @@ impl Guard for RedisGuard {
             Ok(match code {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy {
+                    first_report: value == 1,
+                },
+                6 => Claim::Paused {
+                    pause: parse_pause(&state_key, paused.as_deref().unwrap_or(""))?,
                     first_report: value == 1,
                 },
                 3 => Claim::Lapsed,
@@ -468,6 +518,90 @@ impl Guard for RedisGuard {
                 redis::from_redis_value(reply).map_err(|e| redis_err(e.into()))?;
             Ok(DateTime::<Utc>::from_timestamp(secs, 0)
                 .map(|t| t + chrono::TimeDelta::microseconds(micros)))
+        })
+    }
+
+    fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
+        let state_key = Arc::clone(&self.state_key);
+        let mut conn = self.conn.clone();
+        Box::pin(async move {
+            let cmd = match &pause {
+                Some(pause) => {
+                    let mut cmd = redis::cmd("HSET");
+                    cmd.arg(&*state_key).arg("paused").arg(format_pause(pause));
+                    cmd
+                }
+                None => {
+                    let mut cmd = redis::cmd("HDEL");
+                    cmd.arg(&*state_key).arg("paused");
+                    cmd
+                }
+            };
+            let _: i64 = cmd.query_async(&mut conn).await.map_err(redis_err)?;
+            Ok(())
+        })
+    }
+
+    fn pause(&self) -> BoxFuture<Result<Option<Pause>, GuardError>> {
+        let state_key = Arc::clone(&self.state_key);
+        let mut conn = self.conn.clone();
+        Box::pin(async move {
+            let stored: Option<String> = redis::cmd("HGET")
+                .arg(&*state_key)
+                .arg("paused")
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            stored
+                .map(|stored| parse_pause(&state_key, &stored))
+                .transpose()
+        })
+    }
+
+    fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
+        let batcher = Arc::clone(&self.batcher);
+        let lock_key = Arc::clone(&self.lock_key);
+        let state_key = Arc::clone(&self.state_key);
+        let cancel_key = Arc::clone(&self.cancel_key);
+        let lease = self.lease;
+        // The same for every claim of this run by this guard value; never a scheduled fire's.
+        let token = format!("{}:manual:{:016x}", self.nonce, run.id);
+        Box::pin(async move {
+            let px = lease_px(lease)?;
+            let sent_at = Instant::now();
+            let op = batch::Op {
+                code: op::MANUAL,
+                keys: vec![Arc::clone(&lock_key), state_key],
+                args: vec![format!("{:016x}", run.id), token.clone(), px.to_string()],
+            };
+            let value = batcher.call(op).await.map_err(redis_err)?;
+            let (code, value) = match answer(value)?[..] {
+                [code, value, _] => (code, value),
+                ref other => {
+                    return Err(GuardError::Invalid(format!(
+                        "the manual claim answered {other:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                    )))
+                }
+            };
+            Ok(match code {
+                0 => Claim::AlreadyRan,
+                1 => Claim::Busy { first_report: true },
+                3 => Claim::Lapsed,
+                2 => Claim::Acquired(Box::new(RedisLease {
+                    batcher,
+                    lock_key,
+                    cancel_key,
+                    token,
+                    fencing_token: u64::try_from(value).unwrap_or(0),
+                    lease,
+                    sent_at,
+                })),
+                other => {
+                    return Err(GuardError::Invalid(format!(
+                        "the manual claim answered {other}, which this version of cronguard does not know; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                    )))
+                }
+            })
         })
     }
 }

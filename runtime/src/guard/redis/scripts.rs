@@ -24,13 +24,18 @@ pub(super) mod op {
     pub(in super::super) const ABANDON: &str = "a";
     /// KEYS: the report record of the fire. ARGV: the guard value's nonce, the record's TTL (ms).
     pub(in super::super) const FIRST_REPORT: &str = "f";
+    /// A manual run. KEYS: lock, state. ARGV: the run's id (16 hex digits), the claimant's token,
+    /// lease (ms).
+    pub(in super::super) const MANUAL: &str = "m";
 }
 
 /// Answers one table per operation, in order: a claim `{answer, value, ignored}` (answer `0`
 /// already ran, `1` busy (value: first report), `2` acquired (value: the fencing token), `3`
-/// lapsed, `4` too early (value: ms ahead of the server's clock), `5` superseded; `ignored` is `1`
-/// when a recorded `last` far ahead of the server's clock was ignored); any other operation
-/// `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
+/// lapsed, `4` too early (value: ms ahead of the server's clock), `5` superseded, `6` paused
+/// (value: first report; a fourth element carries the pause as stored, `<at ms> <by>`); `ignored`
+/// is `1` when a recorded `last` far ahead of the server's clock was ignored); a manual claim
+/// `{answer, value, 0}` with the answers `0`, `1`, `2` and `3` of a claim (busy always with value
+/// `1`: nothing is recorded); any other operation `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
 /// operation, never the batch. A node that takes no writes (`READONLY`, `NOREPLICAS`) fails the
 /// whole call with that error.
 pub(crate) const BATCH_LUA: &str = r#"
@@ -64,7 +69,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   if fire > now + tolerance then
     return {4, fire - now, 0}
   end
-  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n')
+  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused')
   local last = tonumber(state[1])
   local ignored = 0
   if last and last > now + tolerance then
@@ -99,6 +104,14 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     end
     return {0, 0, ignored}
   end
+  -- A paused fire is dropped whatever the overlap: its report is recorded as for a busy skip.
+  if state[5] then
+    local first = 0
+    if redis.call('SET', report, nonce, 'NX', 'PX', ttl) or redis.call('GET', report) == nonce then
+      first = 1
+    end
+    return {6, first, ignored, state[5]}
+  end
   if not redis.call('SET', lock, token, 'NX', 'PX', px) then
     if replace == '1' then
       redis.call('SET', cancel, redis.call('GET', lock), 'PX', px)
@@ -116,6 +129,42 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   redis.call('HSET', state_key, 'last', fire_arg, 'fence', string.format('%.0f', fence), 'holder', token,
     'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
   return {2, fence, ignored}
+end
+
+-- A manual run takes the lock and a fencing token like a claim, and is recorded only in a ring of
+-- its own (m0..m7 as `<id> <token>`, written at mn % 8), so that the record of scheduled fires
+-- (last, holder, the ring r0..r7) is untouched and the pause is not read.
+local function manual(lock, state_key, id, token, px)
+  local state = redis.call('HMGET', state_key, 'fence', 'mn', 'm0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7')
+  local claimed_by = false
+  for i = 3, 10 do
+    if state[i] then
+      local run, tok = string.match(state[i], '^(%S+) (%S+)$')
+      if run == id then claimed_by = tok end
+    end
+  end
+  if claimed_by == token then
+    if redis.call('GET', lock) ~= token then
+      return {3, 0, 0}
+    end
+    local fence = tonumber(state[1])
+    if not fence then
+      return {-1, 'the hash ' .. state_key .. ' holds no valid fencing token; delete it to reset the job'}
+    end
+    redis.call('PEXPIRE', lock, px)
+    return {2, fence, 0}
+  end
+  if claimed_by then
+    return {0, 0, 0}
+  end
+  if not redis.call('SET', lock, token, 'NX', 'PX', px) then
+    return {1, 1, 0}
+  end
+  local fence = math.max((tonumber(state[1]) or 0) + 1, now_us)
+  local n = tonumber(state[2]) or 0
+  redis.call('HSET', state_key, 'fence', string.format('%.0f', fence), 'mn', n + 1,
+    'm' .. (n % 8), id .. ' ' .. token)
+  return {2, fence, 0}
 end
 
 local function release(lock, cancel, token)
@@ -181,6 +230,9 @@ while a <= #ARGV do
   elseif code == 'a' then
     ok, res = pcall(abandon, KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2])
     k, a = k + 3, a + 3
+  elseif code == 'm' then
+    ok, res = pcall(manual, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+    k, a = k + 2, a + 4
   elseif code == 'f' then
     ok, res = pcall(first_report, KEYS[k], ARGV[a + 1], ARGV[a + 2])
     k, a = k + 1, a + 3

@@ -1,0 +1,170 @@
+//! The control feed and the roster in PostgreSQL (see [`ControlFeed`]): the tables
+//! `<schema>.controls`, one row per request in the order of its `id`, and `<schema>.roster`, one
+//! row per job. A cursor is the `id` of the last request read. Requests older than seven days are
+//! deleted by the statement that publishes one, through the index on `at`.
+
+// Used by the scheduler's control wiring, which lands separately.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::types::Type;
+use tokio_postgres::Row;
+
+use super::{first, pg_err, Database};
+use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH};
+use crate::guard::GuardError;
+use crate::registry::BoxFuture;
+
+/// The control feed and roster of the `postgres` guards of one schema.
+pub(crate) struct PostgresFeed {
+    db: Arc<Database>,
+    publish: Arc<str>,
+    end: Arc<str>,
+    read: Arc<str>,
+    announce: Arc<str>,
+    roster: Arc<str>,
+}
+
+impl PostgresFeed {
+    pub(crate) fn new(db: Arc<Database>) -> Self {
+        let s = db.schema.clone();
+        PostgresFeed {
+            db,
+            publish: Arc::from(format!(
+                "WITH pruned AS (DELETE FROM {s}.controls \
+                   WHERE at < clock_timestamp() - interval '7 days') \
+                 INSERT INTO {s}.controls (job, action, argument, at) VALUES ($1, $2, $3, $4)"
+            )),
+            end: Arc::from(format!("SELECT coalesce(max(id), 0) FROM {s}.controls")),
+            read: Arc::from(format!(
+                "SELECT id, job, action, argument, at FROM {s}.controls \
+                 WHERE id > $1 ORDER BY id LIMIT $2"
+            )),
+            announce: Arc::from(format!(
+                "INSERT INTO {s}.roster (job, schedule, instance, at) \
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) \
+                 ON CONFLICT (job) DO UPDATE SET schedule = EXCLUDED.schedule, \
+                 instance = EXCLUDED.instance, at = EXCLUDED.at"
+            )),
+            roster: Arc::from(format!(
+                "SELECT job, schedule, instance, at FROM {s}.roster ORDER BY job"
+            )),
+        }
+    }
+}
+
+fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Result<T, GuardError> {
+    row.try_get(i).map_err(|e| pg_err(&e))
+}
+
+impl ControlFeed for PostgresFeed {
+    fn publish(&self, request: ControlRequest) -> BoxFuture<Result<(), GuardError>> {
+        let db = Arc::clone(&self.db);
+        let sql = Arc::clone(&self.publish);
+        Box::pin(async move {
+            let (word, argument) = (request.action.word(), request.action.argument());
+            db.query(
+                &sql,
+                &[
+                    (&request.job, Type::TEXT),
+                    (&word, Type::TEXT),
+                    (&argument, Type::TEXT),
+                    (&request.at, Type::TIMESTAMPTZ),
+                ],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn read(
+        &self,
+        cursor: Option<String>,
+    ) -> BoxFuture<Result<(Vec<ControlRequest>, String), GuardError>> {
+        let db = Arc::clone(&self.db);
+        let (end, read) = (Arc::clone(&self.end), Arc::clone(&self.read));
+        Box::pin(async move {
+            let Some(cursor) = cursor else {
+                let rows = db.query(&end, &[]).await?;
+                let last: i64 = get(first(&rows)?, 0)?;
+                return Ok((Vec::new(), last.to_string()));
+            };
+            let after: i64 = cursor.parse().map_err(|_| {
+                GuardError::Invalid(format!(
+                    "the control feed's cursor `{cursor}` is not a row id of `controls`; read from the feed's end (no cursor) instead"
+                ))
+            })?;
+            let limit = FEED_BATCH as i64;
+            let rows = db
+                .query(&read, &[(&after, Type::INT8), (&limit, Type::INT8)])
+                .await?;
+            let mut last = after;
+            let mut requests = Vec::with_capacity(rows.len());
+            for row in &rows {
+                last = get(row, 0)?;
+                let (job, word, argument): (String, String, String) =
+                    (get(row, 1)?, get(row, 2)?, get(row, 3)?);
+                let at: DateTime<Utc> = get(row, 4)?;
+                match ControlAction::parse(&word, &argument, at) {
+                    Some(action) => requests.push(ControlRequest { job, action, at }),
+                    None => tracing::warn!(
+                        id = last,
+                        action = %word,
+                        "skipped a control request that this version of cronguard cannot read"
+                    ),
+                }
+            }
+            Ok((requests, last.to_string()))
+        })
+    }
+
+    fn announce(&self, jobs: Vec<RosterEntry>) -> BoxFuture<Result<(), GuardError>> {
+        let db = Arc::clone(&self.db);
+        let sql = Arc::clone(&self.announce);
+        Box::pin(async move {
+            // One row per job: the upsert cannot change a row twice in one statement.
+            let mut latest: std::collections::BTreeMap<&str, &RosterEntry> = Default::default();
+            for entry in &jobs {
+                latest.insert(&entry.job, entry);
+            }
+            if latest.is_empty() {
+                return Ok(());
+            }
+            let names: Vec<&str> = latest.keys().copied().collect();
+            let schedules: Vec<&str> = latest.values().map(|e| e.schedule.as_str()).collect();
+            let instances: Vec<&str> = latest.values().map(|e| e.instance.as_str()).collect();
+            let ats: Vec<DateTime<Utc>> = latest.values().map(|e| e.at).collect();
+            db.query(
+                &sql,
+                &[
+                    (&names, Type::TEXT_ARRAY),
+                    (&schedules, Type::TEXT_ARRAY),
+                    (&instances, Type::TEXT_ARRAY),
+                    (&ats, Type::TIMESTAMPTZ_ARRAY),
+                ],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn roster(&self) -> BoxFuture<Result<Vec<RosterEntry>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let sql = Arc::clone(&self.roster);
+        Box::pin(async move {
+            let rows = db.query(&sql, &[]).await?;
+            rows.iter()
+                .map(|row| {
+                    Ok(RosterEntry {
+                        job: get(row, 0)?,
+                        schedule: get(row, 1)?,
+                        instance: get(row, 2)?,
+                        at: get(row, 3)?,
+                    })
+                })
+                .collect()
+        })
+    }
+}

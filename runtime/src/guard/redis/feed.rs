@@ -1,0 +1,222 @@
+//! The control feed and the roster in Redis (see [`ControlFeed`]):
+//!
+//! - `<prefix>:controls`: a stream, one entry per request with the fields `job`, `action`
+//!   (`pause`, `resume`, `trigger`), `argument` (who, or the manual run's id in hex) and `at` (Unix
+//!   ms), trimmed to about the last 10,000 entries (`MAXLEN ~`);
+//! - `<prefix>:roster`: a hash, field the job's name, value `<at ms> <length of instance>
+//!   <instance><schedule>` (the length makes the split unambiguous whatever the texts hold).
+//!
+//! Both are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
+//! slot, and every command here touches one key.
+
+// Used by the scheduler's control wiring, which lands separately.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use chrono::{DateTime, Utc};
+use redis::Value;
+
+use super::{redis_err, RedisConn};
+use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH};
+use crate::guard::GuardError;
+use crate::registry::BoxFuture;
+
+/// Entries the stream keeps, about (`XADD ... MAXLEN ~`).
+const STREAM_LENGTH: u32 = 10_000;
+
+/// The control feed and roster of the Redis guards under one key prefix.
+pub(crate) struct RedisFeed {
+    conn: RedisConn,
+    stream: String,
+    roster: String,
+}
+
+impl RedisFeed {
+        pub(crate) fn new(conn: RedisConn, prefix: &str) -> Self {
+        RedisFeed {
+            conn,
+            stream: format!("{prefix}:controls"),
+            roster: format!("{prefix}:roster"),
+        }
+    }
+}
+
+fn invalid(what: String) -> GuardError {
+    GuardError::Invalid(format!(
+        "{what}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+    ))
+}
+
+/// One stream entry as a request; `None` (logged) for an entry this version cannot read, so that
+/// one bad entry does not stop the feed.
+fn request(stream: &str, id: &str, fields: &[String]) -> Option<ControlRequest> {
+    let field = |name: &str| {
+        fields
+            .chunks_exact(2)
+            .find(|pair| pair[0] == name)
+            .map(|pair| pair[1].as_str())
+    };
+    let parsed = (|| {
+        let at = DateTime::<Utc>::from_timestamp_millis(field("at")?.parse().ok()?)?;
+        let action = ControlAction::parse(field("action")?, field("argument")?, at)?;
+        Some(ControlRequest {
+            job: field("job")?.to_owned(),
+            action,
+            at,
+        })
+    })();
+    if parsed.is_none() {
+        tracing::warn!(key = %stream, id = %id, "skipped a control request that this version of cronguard cannot read");
+    }
+    parsed
+}
+
+fn entries(stream: &str, value: Value) -> Result<Vec<(String, Vec<String>)>, GuardError> {
+    redis::from_redis_value(value)
+        .map_err(|e| invalid(format!("the stream {stream} holds entries that are not cronguard's controls ({e})")))
+}
+
+/// The roster value of `entry` (see the module documentation).
+fn roster_value(entry: &RosterEntry) -> String {
+    format!(
+        "{} {} {}{}",
+        entry.at.timestamp_millis(),
+        entry.instance.len(),
+        entry.instance,
+        entry.schedule
+    )
+}
+
+fn roster_entry(job: String, value: &str) -> Option<RosterEntry> {
+    let (at, rest) = value.split_once(' ')?;
+    let (len, rest) = rest.split_once(' ')?;
+    let len: usize = len.parse().ok()?;
+    let (instance, schedule) = (rest.get(..len)?, rest.get(len..)?);
+    Some(RosterEntry {
+        job,
+        schedule: schedule.to_owned(),
+        instance: instance.to_owned(),
+        at: DateTime::<Utc>::from_timestamp_millis(at.parse().ok()?)?,
+    })
+}
+
+impl ControlFeed for RedisFeed {
+    fn publish(&self, request: ControlRequest) -> BoxFuture<Result<(), GuardError>> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(&self.stream)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(STREAM_LENGTH)
+            .arg("*")
+            .arg("job")
+            .arg(&request.job)
+            .arg("action")
+            .arg(request.action.word())
+            .arg("argument")
+            .arg(request.action.argument())
+            .arg("at")
+            .arg(request.at.timestamp_millis());
+        Box::pin(async move {
+            let _: String = cmd.query_async(&mut conn).await.map_err(redis_err)?;
+            Ok(())
+        })
+    }
+
+    fn read(
+        &self,
+        cursor: Option<String>,
+    ) -> BoxFuture<Result<(Vec<ControlRequest>, String), GuardError>> {
+        let mut conn = self.conn.clone();
+        let stream = self.stream.clone();
+        Box::pin(async move {
+            let Some(cursor) = cursor else {
+                let last: Value = redis::cmd("XREVRANGE")
+                    .arg(&stream)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(redis_err)?;
+                let end = entries(&stream, last)?
+                    .pop()
+                    .map_or_else(|| "0-0".to_owned(), |(id, _)| id);
+                return Ok((Vec::new(), end));
+            };
+            let read: Value = redis::cmd("XRANGE")
+                .arg(&stream)
+                .arg(format!("({cursor}"))
+                .arg("+")
+                .arg("COUNT")
+                .arg(FEED_BATCH)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            let read = entries(&stream, read)?;
+            let next = read.last().map_or(cursor, |(id, _)| id.clone());
+            let requests = read
+                .iter()
+                .filter_map(|(id, fields)| request(&stream, id, fields))
+                .collect();
+            Ok((requests, next))
+        })
+    }
+
+    fn announce(&self, jobs: Vec<RosterEntry>) -> BoxFuture<Result<(), GuardError>> {
+        let mut conn = self.conn.clone();
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(&self.roster);
+        for entry in &jobs {
+            cmd.arg(&entry.job).arg(roster_value(entry));
+        }
+        Box::pin(async move {
+            if jobs.is_empty() {
+                return Ok(());
+            }
+            let _: i64 = cmd.query_async(&mut conn).await.map_err(redis_err)?;
+            Ok(())
+        })
+    }
+
+    fn roster(&self) -> BoxFuture<Result<Vec<RosterEntry>, GuardError>> {
+        let mut conn = self.conn.clone();
+        let key = self.roster.clone();
+        Box::pin(async move {
+            let all: Vec<(String, String)> = redis::cmd("HGETALL")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            let mut roster = Vec::with_capacity(all.len());
+            for (job, value) in all {
+                match roster_entry(job, &value) {
+                    Some(entry) => roster.push(entry),
+                    None => {
+                        tracing::warn!(key = %key, value = %value, "skipped a roster entry that this version of cronguard cannot read")
+                    }
+                }
+            }
+            roster.sort_by(|a, b| a.job.cmp(&b.job));
+            Ok(roster)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roster_values_split_whatever_the_texts_hold() {
+        let entry = RosterEntry {
+            job: "report".to_owned(),
+            schedule: "cron = \"0 * * * *\" tz = \"Europe/Berlin\"".to_owned(),
+            instance: "web 1 (blue)".to_owned(),
+            at: DateTime::<Utc>::from_timestamp_millis(1_700_000_000_123).expect("in range"),
+        };
+        let value = roster_value(&entry);
+        assert_eq!(roster_entry("report".to_owned(), &value), Some(entry));
+        assert_eq!(roster_entry("x".to_owned(), "12 99 short"), None);
+    }
+}
