@@ -7,9 +7,11 @@
 //! per-fire uniqueness also after release, rising fencing tokens, drops reported once, a
 //! repeated claim recognised as the same claimant, releases and renewals by the owner only,
 //! expiring leases, `Lapsed` after a lost reply, abandon, `overlap = "replace"` asking the holder
-//! to stop, and fires far ahead of the guard's clock refused. Checks that need a feature the
-//! guard does not have (an expiring lease, a clock of its own) are skipped and listed in the
-//! [`Report`].
+//! to stop, fires far ahead of the guard's clock refused, pauses (a paused fire reported once,
+//! a held lease untouched) and manual runs (their own identity, the shared fencing tokens, the
+//! record of scheduled fires untouched). Checks that need a feature the guard does not have (an
+//! expiring lease, a clock of its own, pauses or manual runs: [`GuardError::Unsupported`]) are
+//! skipped and listed in the [`Report`].
 //!
 //! Every check uses job names of its own with a random suffix, so the suite can run against a
 //! store that keeps data between runs. It takes a few seconds: leases of 300 ms are waited out.
@@ -30,7 +32,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{Claim, Guard, GuardSpec, Lease, Renewal};
+use super::{Claim, Guard, GuardError, GuardSpec, Lease, Renewal};
+use crate::control::{ManualRun, Pause};
 use crate::options::Overlap;
 
 /// A rule the guard broke.
@@ -299,7 +302,315 @@ where
             .skipped
             .push(("a_fire_far_ahead_is_refused", "it has no clock of its own"));
     }
+    const PAUSES: &str = "a_paused_fire_is_reported_once_and_leases_go_on";
+    match a_paused_fire_is_reported_once_and_leases_go_on(&suite, base).await? {
+        Supported::Yes => report.passed.push(PAUSES),
+        Supported::No => report
+            .skipped
+            .push((PAUSES, "it does not support pauses (`Guard::set_pause`)")),
+    }
+    const MANUAL: &str = "manual_runs_share_the_lease_and_fence_not_the_fires";
+    match manual_runs_share_the_lease_and_fence_not_the_fires(&suite, base).await? {
+        Supported::Yes => report.passed.push(MANUAL),
+        Supported::No => report.skipped.push((
+            MANUAL,
+            "it does not support manual runs (`Guard::claim_manual`)",
+        )),
+    }
     Ok(report)
+}
+
+/// Whether the guard supports what a check is about.
+enum Supported {
+    Yes,
+    No,
+}
+
+async fn set_pause(
+    check: &'static str,
+    guard: &dyn Guard,
+    pause: Option<Pause>,
+) -> Outcome<Supported> {
+    match guard.set_pause(pause).await {
+        Ok(()) => Ok(Supported::Yes),
+        Err(GuardError::Unsupported(_)) => Ok(Supported::No),
+        Err(e) => Err(fail(check, format!("set_pause failed: {e}"))),
+    }
+}
+
+async fn paused(check: &'static str, guard: &dyn Guard) -> Outcome<Option<Pause>> {
+    guard
+        .pause()
+        .await
+        .map_err(|e| fail(check, format!("pause() failed: {e}")))
+}
+
+async fn claim_manual(check: &'static str, guard: &dyn Guard, run: ManualRun) -> Outcome<Claim> {
+    guard.claim_manual(run).await.map_err(|e| {
+        fail(
+            check,
+            format!("the claim of manual run {:x} failed: {e}", run.id),
+        )
+    })
+}
+
+async fn acquire_manual(
+    check: &'static str,
+    guard: &dyn Guard,
+    run: ManualRun,
+) -> Outcome<Box<dyn Lease>> {
+    match claim_manual(check, guard, run).await? {
+        Claim::Acquired(lease) => Ok(lease),
+        other => Err(fail(
+            check,
+            format!(
+                "the claim of manual run {:x} answered {}, expected Acquired",
+                run.id,
+                name(&other)
+            ),
+        )),
+    }
+}
+
+async fn a_paused_fire_is_reported_once_and_leases_go_on<F>(
+    suite: &Suite<F>,
+    base: DateTime<Utc>,
+) -> Outcome<Supported>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "a_paused_fire_is_reported_once_and_leases_go_on";
+    let (a, b) = (suite.process("paused"), suite.process("paused"));
+    // Under `queue` a busy fire waits, but a paused one is dropped: it is reported all the same.
+    let q = suite.guard("paused", Duration::from_secs(30), Overlap::Queue);
+    let held = acquire(C, &*a, at(base, 1)).await?;
+    let pause = Pause::new("conformance operator", now());
+    if let Supported::No = set_pause(C, &*a, Some(pause.clone())).await? {
+        release(C, held).await?;
+        return Ok(Supported::No);
+    }
+    let seen = paused(C, &*b).await?;
+    ensure!(
+        C,
+        seen.as_ref() == Some(&pause),
+        "pause() answered {seen:?} on another process, expected {pause:?}"
+    );
+    for fire in [2, 3] {
+        let mut firsts = Vec::new();
+        for (i, g) in [&a, &b, &q].into_iter().enumerate() {
+            match claim(C, &**g, at(base, fire)).await? {
+                Claim::Paused {
+                    pause: told,
+                    first_report,
+                } => {
+                    ensure!(
+                        C,
+                        told == pause,
+                        "a paused claim told {told:?}, expected {pause:?}"
+                    );
+                    if first_report {
+                        firsts.push(i);
+                    }
+                }
+                other => {
+                    return Err(fail(
+                        C,
+                        format!(
+                            "a claim of a paused job answered {}, expected Paused (also while a run holds the lease)",
+                            name(&other)
+                        ),
+                    ))
+                }
+            }
+        }
+        ensure!(
+            C,
+            firsts.len() == 1,
+            "{} processes were told they report paused fire {fire} first; exactly one must be",
+            firsts.len()
+        );
+        let again = [&a, &b, &q][firsts[0]];
+        ensure!(
+            C,
+            matches!(
+                claim(C, &**again, at(base, fire)).await?,
+                Claim::Paused {
+                    first_report: true,
+                    ..
+                }
+            ),
+            "the process that reported paused fire {fire} first must be first again when it asks again"
+        );
+    }
+    ensure!(
+        C,
+        renew(C, &*held).await? == Renewal::Renewed,
+        "a pause must not stop a run that holds the lease: its renewal failed"
+    );
+    let shifted = at(base, 4);
+    ensure!(
+        C,
+        matches!(set_pause(C, &*b, None).await?, Supported::Yes),
+        "resume is supported where pause is"
+    );
+    ensure!(
+        C,
+        paused(C, &*a).await?.is_none(),
+        "pause() must answer None once the job is resumed"
+    );
+    ensure!(
+        C,
+        renew(C, &*held).await? == Renewal::Renewed,
+        "a resume must not touch the lease of a run"
+    );
+    release(C, held).await?;
+    let next = answer(C, &*b, shifted).await?;
+    ensure!(
+        C,
+        next == "Acquired",
+        "after the resume, the next fire answered {next}, expected Acquired"
+    );
+    Ok(Supported::Yes)
+}
+
+async fn manual_runs_share_the_lease_and_fence_not_the_fires<F>(
+    suite: &Suite<F>,
+    base: DateTime<Utc>,
+) -> Outcome<Supported>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "manual_runs_share_the_lease_and_fence_not_the_fires";
+    let (a, b) = (suite.process("manual"), suite.process("manual"));
+    let scheduled = acquire(C, &*a, at(base, 10)).await?;
+    let mut last = scheduled.fencing_token();
+    release(C, scheduled).await?;
+    let run = ManualRun {
+        id: fastrand::u64(..),
+        requested_at: now(),
+    };
+    let manual = match a.claim_manual(run).await {
+        Err(GuardError::Unsupported(_)) => return Ok(Supported::No),
+        Err(e) => return Err(fail(C, format!("the claim of a manual run failed: {e}"))),
+        Ok(Claim::Acquired(lease)) => lease,
+        Ok(other) => {
+            return Err(fail(
+                C,
+                format!(
+                    "the claim of a manual run of a free job answered {}, expected Acquired",
+                    name(&other)
+                ),
+            ))
+        }
+    };
+    ensure!(
+        C,
+        manual.fencing_token() > last,
+        "a manual run's fencing token must rise above the scheduled runs': {} after {last}",
+        manual.fencing_token()
+    );
+    last = manual.fencing_token();
+    // The reply was "lost": the same claimant asks again while its lease is held.
+    let again = acquire_manual(C, &*a, run).await?;
+    ensure!(
+        C,
+        again.fencing_token() == last,
+        "a manual claim repeated by the same guard value must carry the stored fencing token {last}, not {}",
+        again.fencing_token()
+    );
+    drop(again);
+    let other = name(&claim_manual(C, &*b, run).await?);
+    ensure!(
+        C,
+        other == "AlreadyRan",
+        "a manual run taken by another process answered {other}, expected AlreadyRan"
+    );
+    let busy = answer(C, &*b, at(base, 11)).await?;
+    ensure!(
+        C,
+        busy == "Busy",
+        "a scheduled fire while a manual run holds the lease answered {busy}, expected Busy"
+    );
+    release(C, manual).await?;
+    let seen = last_claimed(C, &*b).await?;
+    ensure!(
+        C,
+        seen == Some(at(base, 10)),
+        "a manual run must not change last_claimed: it answered {seen:?}, expected {}",
+        at(base, 10)
+    );
+    let scheduled = acquire(C, &*b, at(base, 11)).await.map_err(|f| {
+        fail(
+            C,
+            format!(
+                "the next scheduled fire after a manual run must still be claimed ({})",
+                f.message
+            ),
+        )
+    })?;
+    ensure!(
+        C,
+        scheduled.fencing_token() > last,
+        "the scheduled run after a manual one must get a higher fencing token: {} after {last}",
+        scheduled.fencing_token()
+    );
+    last = scheduled.fencing_token();
+    let second = ManualRun {
+        id: fastrand::u64(..),
+        requested_at: now(),
+    };
+    match claim_manual(C, &*a, second).await? {
+        Claim::Busy { first_report: true } => {}
+        other => {
+            return Err(fail(
+                C,
+                format!(
+                    "a manual run while a scheduled run holds the lease answered {}, expected Busy {{ first_report: true }}",
+                    name(&other)
+                ),
+            ))
+        }
+    }
+    release(C, scheduled).await?;
+    // A pause holds back scheduled fires only.
+    let pausing = set_pause(C, &*a, Some(Pause::new("conformance operator", now()))).await?;
+    let lease = acquire_manual(C, &*a, second).await.map_err(|f| {
+        fail(
+            C,
+            format!(
+                "a manual run refused while busy must be claimable once the lease is free, also while paused ({})",
+                f.message
+            ),
+        )
+    })?;
+    ensure!(
+        C,
+        lease.fencing_token() > last,
+        "fencing tokens must rise: {} after {last}",
+        lease.fencing_token()
+    );
+    release(C, lease).await?;
+    if let Supported::Yes = pausing {
+        set_pause(C, &*a, None).await?;
+    }
+    let released = name(&claim_manual(C, &*b, second).await?);
+    ensure!(
+        C,
+        released == "AlreadyRan",
+        "a manual run that ran and was released answered {released} to another process, expected AlreadyRan"
+    );
+    ensure!(
+        C,
+        last_claimed(C, &*a).await? == Some(at(base, 11)),
+        "manual runs must not change last_claimed"
+    );
+    let next = answer(C, &*b, at(base, 12)).await?;
+    ensure!(
+        C,
+        next == "Acquired",
+        "the next scheduled fire after manual runs answered {next}, expected Acquired"
+    );
+    Ok(Supported::Yes)
 }
 
 async fn exclusion_and_uniqueness<F>(suite: &Suite<F>, base: DateTime<Utc>) -> Outcome<()>

@@ -456,3 +456,150 @@ async fn a_thousand_claims_due_at_once_share_a_few_statements_with_single_answer
         .get(0);
     assert_eq!(held, 0, "every lease is released");
 }
+
+fn feed_requests(base: DateTime<Utc>) -> Vec<crate::guard::feed::ControlRequest> {
+    use crate::control::ManualRun;
+    use crate::guard::feed::{ControlAction, ControlRequest};
+    let at = |ms: i64| base + TimeDelta::milliseconds(ms);
+    vec![
+        ControlRequest {
+            job: "report".to_owned(),
+            action: ControlAction::Pause {
+                by: "ops on call".to_owned(),
+            },
+            at: at(1),
+        },
+        ControlRequest {
+            job: "report".to_owned(),
+            action: ControlAction::Trigger(ManualRun {
+                id: u64::MAX - 1,
+                requested_at: at(2),
+            }),
+            at: at(2),
+        },
+        ControlRequest {
+            job: "cleanup".to_owned(),
+            action: ControlAction::Resume {
+                by: "cli".to_owned(),
+            },
+            at: at(3),
+        },
+    ]
+}
+
+#[tokio::test]
+async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
+    use crate::guard::feed::{ControlFeed, RosterEntry};
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let feed = super::PostgresFeed::new(Arc::clone(&db));
+    // Recent: a publish deletes requests older than seven days.
+    let base = now() - TimeDelta::minutes(1);
+    let (none, cursor) = feed.read(None).await.expect("reads the end");
+    assert!(none.is_empty());
+    for request in feed_requests(base) {
+        feed.publish(request).await.expect("publishes");
+    }
+    let (read, cursor) = feed.read(Some(cursor)).await.expect("reads");
+    assert_eq!(read, feed_requests(base));
+    let (again, same) = feed.read(Some(cursor.clone())).await.expect("reads");
+    assert!(again.is_empty(), "{again:?}");
+    assert_eq!(same, cursor);
+    assert_eq!(feed.read(None).await.expect("reads the end").1, cursor);
+    assert!(
+        feed.read(Some("x".to_owned())).await.is_err(),
+        "a cursor that is not an id"
+    );
+
+    // Requests older than seven days go when the next one is published.
+    let raw = client(&server).await;
+    raw.batch_execute("UPDATE cronguard.controls SET at = now() - interval '8 days'")
+        .await
+        .expect("ages the requests");
+    let mut fresh = feed_requests(base).remove(0);
+    fresh.at = now();
+    feed.publish(fresh.clone()).await.expect("publishes");
+    let left: i64 = raw
+        .query_one("SELECT count(*) FROM cronguard.controls", &[])
+        .await
+        .expect("counts")
+        .get(0);
+    assert_eq!(left, 1, "only the fresh request is kept");
+    assert_eq!(feed.read(Some(cursor)).await.expect("reads").0, vec![fresh]);
+
+    let entry = |job: &str, instance: &str, s: i64| RosterEntry {
+        job: job.to_owned(),
+        schedule: "every = \"5m\"".to_owned(),
+        instance: instance.to_owned(),
+        at: DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 0).expect("in range"),
+    };
+    feed.announce(vec![
+        entry("report", "a", 1),
+        entry("cleanup", "a", 1),
+        entry("report", "a", 2),
+    ])
+    .await
+    .expect("announces, the same job twice too");
+    feed.announce(vec![entry("report", "b", 3)])
+        .await
+        .expect("announces");
+    assert_eq!(
+        feed.roster().await.expect("lists"),
+        vec![entry("cleanup", "a", 1), entry("report", "b", 3)]
+    );
+}
+
+#[tokio::test]
+async fn a_schema_made_before_pauses_gets_them_at_start() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "older", 30_000, false);
+    let fire = now() - TimeDelta::seconds(10);
+    match g.claim(fire).await.expect("answers") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("{other:?}"),
+    }
+    drop((g, db));
+    // What an earlier version made: no pause or manual-run columns, no claim_v2, no feed tables.
+    let raw = client(&server).await;
+    raw.batch_execute(
+        "DROP FUNCTION cronguard.claim_v1; DROP FUNCTION cronguard.claim_v2; \
+         DROP FUNCTION cronguard.claim_manual_v1; DROP TABLE cronguard.controls, cronguard.roster; \
+         ALTER TABLE cronguard.jobs DROP COLUMN paused_at, DROP COLUMN paused_by, \
+         DROP COLUMN manual_ids, DROP COLUMN manual_tokens",
+    )
+    .await
+    .expect("rolls the schema back");
+    let db = database(&server).await;
+    let g = guard(&db, "older", 30_000, false);
+    assert!(
+        matches!(g.claim(fire).await.expect("answers"), Claim::AlreadyRan),
+        "the job's record survived the upgrade"
+    );
+    g.set_pause(Some(crate::control::Pause::new("ops", now())))
+        .await
+        .expect("pauses");
+    assert!(matches!(
+        g.claim(fire + TimeDelta::seconds(1))
+            .await
+            .expect("answers"),
+        Claim::Paused { .. }
+    ));
+    // A binary that predates pauses calls claim_v1: it sees a paused fire as busy.
+    let (answer, first): (i32, i64) = {
+        let row = raw
+            .query_one(
+                "SELECT answer, val FROM cronguard.claim_v1('older', now() - interval '5 seconds', \
+                 'old-binary', 30000, false, true, 'old-nonce', 1000, 'old', false)",
+                &[],
+            )
+            .await
+            .expect("claim_v1 still answers");
+        (row.get(0), row.get(1))
+    };
+    assert_eq!((answer, first), (1, 1), "busy, first report");
+}

@@ -31,7 +31,7 @@ pub(crate) struct RedisFeed {
 }
 
 impl RedisFeed {
-        pub(crate) fn new(conn: RedisConn, prefix: &str) -> Self {
+    pub(crate) fn new(conn: RedisConn, prefix: &str) -> Self {
         RedisFeed {
             conn,
             stream: format!("{prefix}:controls"),
@@ -71,8 +71,11 @@ fn request(stream: &str, id: &str, fields: &[String]) -> Option<ControlRequest> 
 }
 
 fn entries(stream: &str, value: Value) -> Result<Vec<(String, Vec<String>)>, GuardError> {
-    redis::from_redis_value(value)
-        .map_err(|e| invalid(format!("the stream {stream} holds entries that are not cronguard's controls ({e})")))
+    redis::from_redis_value(value).map_err(|e| {
+        invalid(format!(
+            "the stream {stream} holds entries that are not cronguard's controls ({e})"
+        ))
+    })
 }
 
 /// The roster value of `entry` (see the module documentation).
@@ -218,5 +221,115 @@ mod tests {
         let value = roster_value(&entry);
         assert_eq!(roster_entry("report".to_owned(), &value), Some(entry));
         assert_eq!(roster_entry("x".to_owned(), "12 99 short"), None);
+    }
+}
+
+#[cfg(test)]
+mod server_tests {
+    use super::*;
+    use crate::control::ManualRun;
+    use crate::guard::redis::connect;
+    use cronguard_testkit::{RedisCluster, RedisServer};
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_millis(1_767_225_600_000 + ms).expect("in range")
+    }
+
+    fn requests() -> Vec<ControlRequest> {
+        vec![
+            ControlRequest {
+                job: "report".to_owned(),
+                action: ControlAction::Pause {
+                    by: "ops on call".to_owned(),
+                },
+                at: at(1),
+            },
+            ControlRequest {
+                job: "report".to_owned(),
+                action: ControlAction::Trigger(ManualRun {
+                    id: 0xdead_beef_0000_0001,
+                    requested_at: at(2),
+                }),
+                at: at(2),
+            },
+            ControlRequest {
+                job: "cleanup".to_owned(),
+                action: ControlAction::Resume {
+                    by: "cli".to_owned(),
+                },
+                at: at(3),
+            },
+        ]
+    }
+
+    /// Publish, read from the end taken before, read again; announce and list the roster.
+    async fn round_trip(feed: &RedisFeed) {
+        let (none, cursor) = feed.read(None).await.expect("reads the end");
+        assert!(none.is_empty(), "reading from the end replays nothing");
+        for request in requests() {
+            feed.publish(request).await.expect("publishes");
+        }
+        let (read, cursor) = feed.read(Some(cursor)).await.expect("reads");
+        assert_eq!(read, requests());
+        let (again, same) = feed.read(Some(cursor.clone())).await.expect("reads");
+        assert!(again.is_empty(), "{again:?}");
+        assert_eq!(same, cursor, "the cursor stays where nothing new came");
+        let (_, end) = feed.read(None).await.expect("reads the end");
+        assert_eq!(end, cursor, "the end is the last request");
+
+        let entry = |job: &str, instance: &str, ms: i64| RosterEntry {
+            job: job.to_owned(),
+            schedule: "cron = \"*/5 * * * *\"".to_owned(),
+            instance: instance.to_owned(),
+            at: at(ms),
+        };
+        feed.announce(vec![entry("report", "a", 10), entry("cleanup", "a", 10)])
+            .await
+            .expect("announces");
+        feed.announce(vec![entry("report", "b 2", 20)])
+            .await
+            .expect("announces");
+        feed.announce(Vec::new())
+            .await
+            .expect("nothing to announce");
+        assert_eq!(
+            feed.roster().await.expect("lists"),
+            vec![entry("cleanup", "a", 10), entry("report", "b 2", 20)]
+        );
+    }
+
+    #[tokio::test]
+    async fn redis_feed_carries_requests_in_order_and_the_roster() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let conn = connect(&server.url()).await.expect("connects");
+        round_trip(&RedisFeed::new(conn.clone(), "cronguard")).await;
+        // An entry another version wrote is skipped, not an error, and the cursor moves past it.
+        let feed = RedisFeed::new(conn.clone(), "cronguard");
+        let (_, cursor) = feed.read(None).await.expect("reads the end");
+        let mut raw = conn;
+        let _: String = redis::cmd("XADD")
+            .arg("cronguard:controls")
+            .arg("*")
+            .arg("job")
+            .arg("report")
+            .arg("action")
+            .arg("explode")
+            .query_async(&mut raw)
+            .await
+            .expect("XADD");
+        let (read, next) = feed.read(Some(cursor.clone())).await.expect("reads");
+        assert!(read.is_empty(), "{read:?}");
+        assert_ne!(next, cursor);
+    }
+
+    #[tokio::test]
+    async fn redis_feed_works_on_a_cluster() {
+        let Some(cluster) = RedisCluster::start(3, 0) else {
+            return;
+        };
+        let conn = connect(&cluster.url()).await.expect("connects");
+        round_trip(&RedisFeed::new(conn, "cronguard")).await;
     }
 }

@@ -46,8 +46,8 @@ use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
 use tokio::time::Instant;
 
 use super::{Claim, Guard, GuardError, Lease, Renewal};
-use crate::control::{ManualRun, Pause};
 use crate::clock::epoch_millis;
+use crate::control::{ManualRun, Pause};
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
