@@ -303,7 +303,8 @@ fn history_table(entries: &[HistoryEntry]) -> String {
                 time(e.fire_time),
                 e.outcome.to_string(),
                 e.instance.clone(),
-                e.fencing_token.map_or_else(|| "-".to_owned(), |t| t.to_string()),
+                e.fencing_token
+                    .map_or_else(|| "-".to_owned(), |t| t.to_string()),
                 e.lateness.map_or_else(
                     || "-".to_owned(),
                     |l| humantime::format_duration(l).to_string(),
@@ -342,7 +343,10 @@ mod tests {
     fn tables_align_their_columns() {
         let out = table(
             &["A", "BB"],
-            vec![vec!["long".into(), "x".into()], vec!["s".into(), "y".into()]],
+            vec![
+                vec!["long".into(), "x".into()],
+                vec!["s".into(), "y".into()],
+            ],
         );
         assert_eq!(out, "A     BB\nlong  x\ns     y\n");
     }

@@ -194,27 +194,26 @@ impl Store {
             store: shown.clone(),
             problem,
         };
-        let conn = match tokio::time::timeout(STORE_WAIT, open_with(url, &TlsFiles::default()))
-            .await
-        {
-            Ok(Open::Ready(conn)) => conn,
-            Ok(Open::Unreachable(_, why)) => {
-                return Err(open(format!(
-                    "it cannot be reached ({why}); check the URL and that the server is up"
-                )))
-            }
-            Ok(Open::Misconfigured(why)) => {
-                return Err(open(format!(
-                    "{why}; check the URL, the user and the password"
-                )))
-            }
-            Err(_) => {
-                return Err(open(
-                    "it did not answer within 5 s; check the URL and that the server is up"
-                        .to_owned(),
-                ))
-            }
-        };
+        let conn =
+            match tokio::time::timeout(STORE_WAIT, open_with(url, &TlsFiles::default())).await {
+                Ok(Open::Ready(conn)) => conn,
+                Ok(Open::Unreachable(_, why)) => {
+                    return Err(open(format!(
+                        "it cannot be reached ({why}); check the URL and that the server is up"
+                    )))
+                }
+                Ok(Open::Misconfigured(why)) => {
+                    return Err(open(format!(
+                        "{why}; check the URL, the user and the password"
+                    )))
+                }
+                Err(_) => {
+                    return Err(open(
+                        "it did not answer within 5 s; check the URL and that the server is up"
+                            .to_owned(),
+                    ))
+                }
+            };
         Ok(Store {
             feed: Arc::new(crate::guard::redis::RedisFeed::new(conn.clone(), prefix)),
             backend: Backend::Redis {
@@ -238,20 +237,22 @@ impl Store {
     pub async fn postgres(url: &str, schema: &str) -> Result<Store, AdminError> {
         use crate::guard::postgres::{redact, Database};
         let shown = format!("PostgreSQL at `{}`", redact(url));
-        let db = match tokio::time::timeout(STORE_WAIT * 2, Database::connect(url, schema)).await
-        {
+        let db = match tokio::time::timeout(STORE_WAIT * 2, Database::connect(url, schema)).await {
             Ok(Ok(db)) => Arc::new(db),
             Ok(Err(problem)) => {
                 return Err(AdminError::Open {
                     store: shown,
-                    problem: format!("{problem}; check the URL, the user, the password and the schema"),
+                    problem: format!(
+                        "{problem}; check the URL, the user, the password and the schema"
+                    ),
                 })
             }
             Err(_) => {
                 return Err(AdminError::Open {
                     store: shown,
-                    problem: "it did not answer within 10 s; check the URL and that the server is up"
-                        .to_owned(),
+                    problem:
+                        "it did not answer within 10 s; check the URL and that the server is up"
+                            .to_owned(),
                 })
             }
         };

@@ -786,6 +786,17 @@ impl JobGuards {
             }
             let feed: Option<Arc<dyn ControlFeed>> = match lock {
                 Lock::File => Some(Arc::new(crate::guard::file::FileFeed::new(&self.lock_dir))),
+                #[cfg(feature = "redis")]
+                Lock::Redis => self.redis.as_ref().map(|redis| {
+                    Arc::new(crate::guard::redis::RedisFeed::new(
+                        redis.conn.clone(),
+                        &self.redis_prefix,
+                    )) as Arc<dyn ControlFeed>
+                }),
+                #[cfg(feature = "postgres")]
+                Lock::Postgres => self.stores.postgres().map(|db| {
+                    Arc::new(crate::guard::postgres::PostgresFeed::new(db)) as Arc<dyn ControlFeed>
+                }),
                 _ => None,
             };
             if let Some(feed) = feed {

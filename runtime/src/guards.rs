@@ -144,6 +144,12 @@ impl Stores {
         }
     }
 
+    /// The PostgreSQL database, when some job uses it.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(&self) -> Option<Arc<crate::guard::postgres::Database>> {
+        self.postgres.clone()
+    }
+
     /// Deletes old run history now and every hour, when some job keeps it in PostgreSQL.
     pub(crate) fn spawn_retention(&self, stop: &CancellationToken) {
         #[cfg(feature = "postgres")]

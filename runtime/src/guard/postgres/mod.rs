@@ -788,6 +788,10 @@ impl Guard for PostgresGuard {
             })
         })
     }
+
+    fn supports_controls(&self) -> bool {
+        true
+    }
 }
 
 fn history_entry(job: &str, row: &Row) -> Result<HistoryEntry, GuardError> {

@@ -604,6 +604,10 @@ impl Guard for RedisGuard {
             })
         })
     }
+
+    fn supports_controls(&self) -> bool {
+        true
+    }
 }
 
 struct RedisLease {
