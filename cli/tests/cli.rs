@@ -89,7 +89,7 @@ fn paused_skip(e: &Event) -> bool {
 }
 
 /// The whole round against one store: `scheduler` runs job `tick` (every second) on it.
-async fn operate(store: Vec<String>, scheduler: Cronguard) {
+async fn operate(store: Vec<String>, scheduler: Cronguard, keeps_history: bool) {
     let mut events = scheduler.subscribe();
     // By its first run the replica has announced its jobs.
     event(&mut events, "started", started).await;
@@ -138,8 +138,20 @@ async fn operate(store: Vec<String>, scheduler: Cronguard) {
     .await;
     assert!(run.manual.is_some());
 
-    let history = fails(&store, &["history", "tick"]).await;
-    assert!(history.contains("no run history"), "{history}");
+    if keeps_history {
+        event(&mut events, "end of the manual run", |e| {
+            e.kind.name() == "succeeded" && &*e.run_key == key
+        })
+        .await;
+        let history = ok(&store, &["history", "tick", "--since", "1h"]).await;
+        assert!(
+            history.starts_with("FIRE") && history.contains("replica-a"),
+            "{history}"
+        );
+    } else {
+        let history = fails(&store, &["history", "tick"]).await;
+        assert!(history.contains("no run history"), "{history}");
+    }
 
     scheduler.shutdown().await;
 }
@@ -166,7 +178,7 @@ async fn operates_the_jobs_of_a_lock_dir() {
         .await
         .expect("starts");
     let store = vec!["--lock-dir".to_owned(), dir.display().to_string()];
-    operate(store, scheduler).await;
+    operate(store, scheduler, false).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -190,7 +202,25 @@ async fn operates_the_jobs_of_a_redis_server() {
         "--prefix".to_owned(),
         "cli-test".to_owned(),
     ];
-    operate(store, scheduler).await;
+    operate(store, scheduler, false).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operates_the_jobs_of_a_postgres_server() {
+    let Some(postgres) = cronguard_testkit::PostgresServer::start() else {
+        return;
+    };
+    let scheduler = cronguard::builder()
+        .registered_jobs(false)
+        .postgres_url(postgres.url())
+        .instance("replica-a")
+        .job(job(Lock::Postgres).history(true))
+        .start()
+        .await
+        .expect("starts");
+    let store = vec!["--postgres".to_owned(), postgres.url()];
+    operate(store, scheduler, true).await;
 }
 
 #[tokio::test]
