@@ -999,7 +999,7 @@ async fn connect_redis(
 /// `password` and `sentinel_password` query parameters (`redis+unix:///run/redis.sock?pass=...`,
 /// `redis+sentinel://...?sentinel_password=...`) become `***`.
 #[cfg(feature = "redis")]
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     // Query parameters first, so that an `@` in a masked value is gone before the userinfo is
     // looked for.
     let url = match url.split_once('?') {

@@ -123,6 +123,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin;
 mod cancel;
 mod clock;
 mod config;

@@ -3,7 +3,6 @@
 //! for a run and resumes it; the replicas honour the pause at their next claim, report each
 //! paused fire once, and run the requested run exactly once among them.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use cronguard::{Cronguard, Job, Lock, Schedule};
@@ -13,7 +12,7 @@ use cronguard_tests::Entry;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_shared_worker");
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const SETTINGS: Settings = Settings {
     lease_ms: 3000,
@@ -128,7 +127,7 @@ async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_replicas_honour_pause_resume_and_run_now() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(redis) = RedisServer::start() else {
         return;
     };
@@ -143,7 +142,7 @@ async fn redis_replicas_honour_pause_resume_and_run_now() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_replicas_honour_pause_resume_and_run_now() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(db) = PostgresServer::start() else {
         return;
     };

@@ -110,6 +110,5 @@ pub(crate) trait ControlFeed: Send + Sync + 'static {
     fn announce(&self, jobs: Vec<RosterEntry>) -> BoxFuture<Result<(), GuardError>>;
 
     /// Every job in the roster, sorted by name.
-    #[allow(dead_code)] // read by the command-line tool's store
     fn roster(&self) -> BoxFuture<Result<Vec<RosterEntry>, GuardError>>;
 }

@@ -3,9 +3,6 @@
 //! row per job. A cursor is the `id` of the last request read. Requests older than seven days are
 //! deleted by the statement that publishes one, through the index on `at`.
 
-// Used by the scheduler's control wiring, which lands separately.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};

@@ -9,8 +9,6 @@
 //! Both are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
 //! slot, and every command here touches one key.
 
-// Used by the scheduler's control wiring, which lands separately.
-
 use chrono::{DateTime, Utc};
 use redis::Value;
 

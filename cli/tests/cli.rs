@@ -1,0 +1,256 @@
+//! The `cronguard` binary against a running scheduler that shares its store: a lock dir, and a
+//! real `redis-server`. What the tool does must reach the replica: `list` shows its job, `pause`
+//! makes its next fire a paused skip, `resume` lets it run again, `trigger` runs it under the
+//! printed key.
+
+use std::process::Command;
+use std::time::Duration;
+
+use cronguard::{Cronguard, Event, Job, Lock, Schedule};
+use cronguard_testkit::RedisServer;
+use tokio::sync::broadcast::Receiver;
+
+const CLI: &str = env!("CARGO_BIN_EXE_cronguard");
+
+/// How long a test waits for an event the tool should cause (the feed is read every second).
+const WAIT: Duration = Duration::from_secs(10);
+
+/// What one run of the tool printed.
+struct Output {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `cronguard <store> <args>` without the store variables of the environment.
+async fn cli(store: &[String], args: &[&str]) -> Output {
+    let mut cmd = Command::new(CLI);
+    cmd.args(store).args(args);
+    for var in [
+        "CRONGUARD_REDIS_URL",
+        "CRONGUARD_POSTGRES_URL",
+        "CRONGUARD_LOCK_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("joins")
+        .expect("the binary runs");
+    Output {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+async fn ok(store: &[String], args: &[&str]) -> String {
+    let out = cli(store, args).await;
+    assert!(
+        out.ok && out.stderr.is_empty(),
+        "`cronguard {args:?}` failed: {}",
+        out.stderr
+    );
+    out.stdout
+}
+
+async fn fails(store: &[String], args: &[&str]) -> String {
+    let out = cli(store, args).await;
+    assert!(!out.ok, "`cronguard {args:?}` succeeded: {}", out.stdout);
+    assert!(
+        !out.stderr.contains("panicked") && out.stderr.starts_with("cronguard: "),
+        "{}",
+        out.stderr
+    );
+    out.stderr
+}
+
+/// The first event that `wanted` accepts, within [`WAIT`].
+async fn event(events: &mut Receiver<Event>, what: &str, wanted: impl Fn(&Event) -> bool) -> Event {
+    let found = tokio::time::timeout(WAIT, async {
+        loop {
+            match events.recv().await {
+                Ok(e) if wanted(&e) => return e,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("the scheduler's events ended: {e}"),
+            }
+        }
+    })
+    .await;
+    found.unwrap_or_else(|_| panic!("no {what} event within {WAIT:?}"))
+}
+
+fn started(e: &Event) -> bool {
+    e.kind.name() == "started"
+}
+
+fn paused_skip(e: &Event) -> bool {
+    matches!(e.kind, cronguard::EventKind::Skipped { paused: true, .. })
+}
+
+/// The whole round against one store: `scheduler` runs job `tick` (every second) on it.
+async fn operate(store: Vec<String>, scheduler: Cronguard, keeps_history: bool) {
+    let mut events = scheduler.subscribe();
+    // By its first run the replica has announced its jobs.
+    event(&mut events, "started", started).await;
+
+    let list = ok(&store, &["list"]).await;
+    assert!(list.starts_with("JOB"), "{list}");
+    let row = list
+        .lines()
+        .find(|l| l.starts_with("tick "))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(
+        row.contains("every 1s") && row.trim_end().ends_with('-'),
+        "{row}"
+    );
+
+    let refused = fails(&store, &["pause", "tock"]).await;
+    assert!(
+        refused.contains("no replica announced job `tock`"),
+        "{refused}"
+    );
+
+    ok(&store, &["pause", "tick", "--by", "tester"]).await;
+    let skip = event(&mut events, "paused skip", paused_skip).await;
+    assert_eq!(&*skip.job, "tick");
+    let list = ok(&store, &["list"]).await;
+    assert!(list.contains("by tester at "), "{list}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&store, &["list", "--json"]).await).expect("JSON");
+    assert_eq!(json[0]["name"], "tick");
+    assert_eq!(json[0]["paused"]["by"], "tester");
+
+    ok(&store, &["resume", "tick"]).await;
+    event(&mut events, "started after resume", started).await;
+    let list = ok(&store, &["list"]).await;
+    assert!(!list.contains("by tester"), "{list}");
+
+    let key = ok(&store, &["trigger", "tick"]).await;
+    let key = key.trim();
+    assert!(
+        key.starts_with("tick@manual:") && key.len() == "tick@manual:".len() + 16,
+        "{key}"
+    );
+    let run = event(&mut events, "started of the manual run", |e| {
+        started(e) && &*e.run_key == key
+    })
+    .await;
+    assert!(run.manual.is_some());
+
+    if keeps_history {
+        event(&mut events, "end of the manual run", |e| {
+            e.kind.name() == "succeeded" && &*e.run_key == key
+        })
+        .await;
+        let history = ok(&store, &["history", "tick", "--since", "1h"]).await;
+        assert!(
+            history.starts_with("FIRE") && history.contains("replica-a"),
+            "{history}"
+        );
+    } else {
+        let history = fails(&store, &["history", "tick"]).await;
+        assert!(history.contains("no run history"), "{history}");
+    }
+
+    scheduler.shutdown().await;
+}
+
+fn job(lock: Lock) -> Job {
+    Job::new(
+        "tick",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .lock(lock)
+    .run(|_| async {})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operates_the_jobs_of_a_lock_dir() {
+    let dir = std::env::temp_dir().join(format!("cronguard-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let scheduler = cronguard::builder()
+        .registered_jobs(false)
+        .lock_dir(&dir)
+        .instance("replica-a")
+        .job(job(Lock::File))
+        .start()
+        .await
+        .expect("starts");
+    let store = vec!["--lock-dir".to_owned(), dir.display().to_string()];
+    operate(store, scheduler, false).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operates_the_jobs_of_a_redis_server() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let scheduler = cronguard::builder()
+        .registered_jobs(false)
+        .redis_url(redis.url())
+        .redis_prefix("cli-test")
+        .instance("replica-a")
+        .job(job(Lock::Redis))
+        .start()
+        .await
+        .expect("starts");
+    let store = vec![
+        "--redis".to_owned(),
+        redis.url(),
+        "--prefix".to_owned(),
+        "cli-test".to_owned(),
+    ];
+    operate(store, scheduler, false).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operates_the_jobs_of_a_postgres_server() {
+    let Some(postgres) = cronguard_testkit::PostgresServer::start() else {
+        return;
+    };
+    let scheduler = cronguard::builder()
+        .registered_jobs(false)
+        .postgres_url(postgres.url())
+        .instance("replica-a")
+        .job(job(Lock::Postgres).history(true))
+        .start()
+        .await
+        .expect("starts");
+    let store = vec!["--postgres".to_owned(), postgres.url()];
+    operate(store, scheduler, true).await;
+}
+
+#[tokio::test]
+async fn a_store_must_be_named_once() {
+    let none = fails(&[], &["list"]).await;
+    assert!(none.contains("no store given"), "{none}");
+    let two = fails(
+        &[
+            "--lock-dir".into(),
+            "/tmp".into(),
+            "--redis".into(),
+            "redis://127.0.0.1:1".into(),
+        ],
+        &["list"],
+    )
+    .await;
+    assert!(two.contains("several stores given"), "{two}");
+    let missing = fails(
+        &["--lock-dir".into(), "/nonexistent/cronguard".into()],
+        &["list"],
+    )
+    .await;
+    assert!(missing.contains("cannot use the lock dir"), "{missing}");
+    let down = fails(
+        &[
+            "--redis".into(),
+            format!("redis://127.0.0.1:{}", cronguard_testkit::free_port()),
+        ],
+        &["list"],
+    )
+    .await;
+    assert!(down.contains("cannot be reached"), "{down}");
+}

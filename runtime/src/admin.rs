@@ -1,0 +1,498 @@
+//! Operating the jobs of a shared store without running them: list the jobs the replicas
+//! announced, pause, resume, run now, and read the run history — through exactly the code a
+//! replica uses, so that a job paused here is paused for every replica. The command-line tool
+//! `cronguard` (package `cronguard-cli`, README, "The command-line tool") is built on this.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), cronguard::admin::AdminError> {
+//! use cronguard::admin::Store;
+//!
+//! let store = Store::lock_dir("/run/cronguard")?;
+//! for job in store.jobs().await? {
+//!     println!("{} {} next {:?}", job.name, job.schedule, job.next_fire);
+//! }
+//! store.pause("nightly-report", "alice@ops").await?;
+//! let run_key = store.trigger("cleanup").await?; // `cleanup@manual:<16 hex digits>`
+//! # let _ = run_key;
+//! # Ok(()) }
+//! ```
+//!
+//! Only jobs that a running replica announced in the store's roster can be controlled, so that a
+//! mistyped name is an error instead of a pause nobody reads. A pause is stored with the job's
+//! state (every claim honours it) and published on the store's control feed, which every replica
+//! reads about once a second; a run asked for with [`Store::trigger`] is published there and
+//! claimed by the replicas that run the job, exactly one of which runs it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use cronguard_schedule::Schedule;
+
+use crate::control::{ManualRun, Pause};
+use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry};
+use crate::guard::file::{FileFeed, FileGuard};
+use crate::guard::{Guard, GuardError};
+use crate::history::HistoryEntry;
+
+/// How long one request may wait for the store.
+const STORE_WAIT: Duration = Duration::from_secs(5);
+
+/// The instance name the tool's requests carry where a store records one.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+const ADMIN_INSTANCE: &str = "cronguard-admin";
+
+/// A job as the replicas announced it, with what its guard's store knows of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct StoredJob {
+    /// The job's name.
+    pub name: String,
+    /// Its schedule as the replica shows it (`cron `0 2 * * *` in Europe/Berlin`, `every 30s`).
+    pub schedule: String,
+    /// The next fire after now, when the schedule could be read and fires again.
+    pub next_fire: Option<DateTime<Utc>>,
+    /// The latest fire claimed anywhere the guard reaches (see
+    /// [`Guard::last_claimed`](crate::guard::Guard::last_claimed)).
+    pub last_claimed: Option<DateTime<Utc>>,
+    /// Who paused it, and when; `None` when it runs.
+    pub paused: Option<Pause>,
+    /// The replica (`CRONGUARD_INSTANCE`) that announced it last.
+    pub announced_by: String,
+    /// When it was announced last: a replica announces its jobs when it starts.
+    pub announced_at: DateTime<Utc>,
+}
+
+/// Why an operation on a store failed. Each message says what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdminError {
+    /// No replica announced a job of this name in the store's roster.
+    #[error("no replica announced job `{0}` in this store; `cronguard list` shows the jobs (check the name, and that the replicas use this store and have started)")]
+    UnknownJob(String),
+    /// The store could not be opened: a wrong URL, credentials, schema or lock dir.
+    #[error("cannot use {store}: {problem}")]
+    Open {
+        /// The store (its URL without passwords, or the lock dir).
+        store: String,
+        /// What is wrong, and what to change.
+        problem: String,
+    },
+    /// The store did not answer, or answered with an error; nothing was changed by this request.
+    #[error("{store} could not carry out the request; check that it is up and reachable, then try again")]
+    Store {
+        /// The store (its URL without passwords, or the lock dir).
+        store: String,
+        /// What failed.
+        #[source]
+        source: GuardError,
+    },
+    /// The change is stored (and holds at every claim), but the control feed could not be
+    /// written, so the replicas' status shows it from their next fire on.
+    #[error("the change to job `{job}` is stored and holds at every claim, but the replicas could not be told at once through the control feed (their status shows it from their next fire on)")]
+    Feed {
+        /// The job.
+        job: String,
+        /// What failed.
+        #[source]
+        source: GuardError,
+    },
+    /// The job's guard keeps no run history.
+    #[error("job `{0}` has no run history in this store: only `lock = \"postgres\"` with `history = true` keeps one; read the replicas' logs or events for the other guards")]
+    NoHistory(String),
+    /// The store's guard does not keep pauses or manual runs.
+    #[error("the guard of job `{0}` does not support pause, resume or run now")]
+    Unsupported(String),
+}
+
+/// Where the store lives.
+enum Backend {
+    LockDir(PathBuf),
+    #[cfg(feature = "redis")]
+    Redis {
+        conn: crate::guard::redis::RedisConn,
+        batcher: Arc<crate::guard::redis::Batcher>,
+        prefix: String,
+    },
+    #[cfg(feature = "postgres")]
+    Postgres(Arc<crate::guard::postgres::Database>),
+}
+
+/// A shared guard's store: a lock dir (`lock = "file"`), Redis (`lock = "redis"`) or PostgreSQL
+/// (`lock = "postgres"`), as the replicas use it.
+pub struct Store {
+    backend: Backend,
+    feed: Arc<dyn ControlFeed>,
+    /// The store as messages name it (no passwords).
+    shown: String,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("store", &self.shown).finish()
+    }
+}
+
+impl Store {
+    /// The lock dir of `lock = "file"` jobs (the replicas' `CRONGUARD_LOCK_DIR`). It must exist
+    /// and, on Unix, belong to the user this process runs as, so that the files written here
+    /// stay readable and writable by the replicas.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Open`] when the folder is missing, not a folder or another user's.
+    pub fn lock_dir(dir: impl AsRef<Path>) -> Result<Store, AdminError> {
+        let dir = dir.as_ref().to_owned();
+        let shown = format!("the lock dir `{}`", dir.display());
+        let open = |problem: String| AdminError::Open {
+            store: shown.clone(),
+            problem,
+        };
+        let meta = std::fs::metadata(&dir).map_err(|e| {
+            open(format!(
+                "{e}; give the `CRONGUARD_LOCK_DIR` of the replicas (a replica creates it when it starts)"
+            ))
+        })?;
+        if !meta.is_dir() {
+            return Err(open(
+                "it is not a folder; give the `CRONGUARD_LOCK_DIR` of the replicas".to_owned(),
+            ));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let uid = nix::unistd::Uid::effective().as_raw();
+            if meta.uid() != uid {
+                return Err(open(format!(
+                    "it belongs to uid {}, not to uid {uid} that this runs as; run this as the replicas' user (`sudo -u`), so that the files it writes stay theirs",
+                    meta.uid()
+                )));
+            }
+        }
+        Ok(Store {
+            feed: Arc::new(FileFeed::new(&dir)),
+            backend: Backend::LockDir(dir),
+            shown,
+        })
+    }
+
+    /// The Redis of `lock = "redis"` jobs (the replicas' `CRONGUARD_REDIS_URL`: one server,
+    /// `rediss://`, `redis+sentinel://`, `redis+cluster://`), under their key prefix
+    /// (`Builder::redis_prefix`, `cronguard` by default).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Open`] when the URL is wrong or the server does not answer.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub async fn redis(url: &str, prefix: &str) -> Result<Store, AdminError> {
+        use crate::guard::redis::{open_with, Open, TlsFiles};
+        let shown = format!("Redis at `{}`", crate::config::redact(url));
+        let open = |problem: String| AdminError::Open {
+            store: shown.clone(),
+            problem,
+        };
+        let conn =
+            match tokio::time::timeout(STORE_WAIT, open_with(url, &TlsFiles::default())).await {
+                Ok(Open::Ready(conn)) => conn,
+                Ok(Open::Unreachable(_, why)) => {
+                    return Err(open(format!(
+                        "it cannot be reached ({why}); check the URL and that the server is up"
+                    )))
+                }
+                Ok(Open::Misconfigured(why)) => {
+                    return Err(open(format!(
+                        "{why}; check the URL, the user and the password"
+                    )))
+                }
+                Err(_) => {
+                    return Err(open(
+                        "it did not answer within 5 s; check the URL and that the server is up"
+                            .to_owned(),
+                    ))
+                }
+            };
+        Ok(Store {
+            feed: Arc::new(crate::guard::redis::RedisFeed::new(conn.clone(), prefix)),
+            backend: Backend::Redis {
+                batcher: crate::guard::redis::Batcher::new(conn.clone()),
+                conn,
+                prefix: prefix.to_owned(),
+            },
+            shown,
+        })
+    }
+
+    /// The PostgreSQL of `lock = "postgres"` jobs (the replicas' `CRONGUARD_POSTGRES_URL`), in
+    /// their schema (`Builder::postgres_schema`, `cronguard` by default).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Open`] when the URL, the credentials or the schema are wrong, or the server
+    /// does not answer.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub async fn postgres(url: &str, schema: &str) -> Result<Store, AdminError> {
+        use crate::guard::postgres::{redact, Database};
+        let shown = format!("PostgreSQL at `{}`", redact(url));
+        let db = match tokio::time::timeout(STORE_WAIT * 2, Database::connect(url, schema)).await {
+            Ok(Ok(db)) => Arc::new(db),
+            Ok(Err(problem)) => {
+                return Err(AdminError::Open {
+                    store: shown,
+                    problem: format!(
+                        "{problem}; check the URL, the user, the password and the schema"
+                    ),
+                })
+            }
+            Err(_) => {
+                return Err(AdminError::Open {
+                    store: shown,
+                    problem:
+                        "it did not answer within 10 s; check the URL and that the server is up"
+                            .to_owned(),
+                })
+            }
+        };
+        Ok(Store {
+            feed: Arc::new(crate::guard::postgres::PostgresFeed::new(Arc::clone(&db))),
+            backend: Backend::Postgres(db),
+            shown,
+        })
+    }
+
+    /// The guard of `job` on this store, as a replica builds it (lease and overlap do not
+    /// matter to what the tool asks).
+    fn guard(&self, job: &str) -> Arc<dyn Guard> {
+        match &self.backend {
+            Backend::LockDir(dir) => Arc::new(FileGuard::new(dir, job)),
+            #[cfg(feature = "redis")]
+            Backend::Redis {
+                conn,
+                batcher,
+                prefix,
+            } => Arc::new(crate::guard::redis::RedisGuard::new(
+                conn.clone(),
+                Arc::clone(batcher),
+                prefix,
+                job,
+                crate::DEFAULT_LEASE,
+                crate::Overlap::Skip,
+            )),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(db) => Arc::new(crate::guard::postgres::PostgresGuard::new(
+                Arc::clone(db),
+                job,
+                Arc::from(ADMIN_INSTANCE),
+                crate::DEFAULT_LEASE,
+                crate::Overlap::Skip,
+                true,
+            )),
+        }
+    }
+
+    /// One request to the store, within [`STORE_WAIT`].
+    async fn ask<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, GuardError>>,
+    ) -> Result<T, AdminError> {
+        match tokio::time::timeout(STORE_WAIT, request).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(source)) => Err(AdminError::Store {
+                store: self.shown.clone(),
+                source,
+            }),
+            Err(_) => Err(AdminError::Store {
+                store: self.shown.clone(),
+                source: GuardError::Invalid("no answer within 5 s".to_owned()),
+            }),
+        }
+    }
+
+    async fn roster(&self) -> Result<Vec<RosterEntry>, AdminError> {
+        self.ask(self.feed.roster()).await
+    }
+
+    /// The roster entry of `job`, or [`AdminError::UnknownJob`].
+    async fn announced(&self, job: &str) -> Result<RosterEntry, AdminError> {
+        self.roster()
+            .await?
+            .into_iter()
+            .find(|entry| entry.job == job)
+            .ok_or_else(|| AdminError::UnknownJob(job.to_owned()))
+    }
+
+    /// Every job the replicas announced in the store's roster, sorted by name, with its next
+    /// fire, the last fire claimed and its pause.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store does not answer.
+    pub async fn jobs(&self) -> Result<Vec<StoredJob>, AdminError> {
+        let roster = self.roster().await?;
+        let now = Utc::now();
+        let jobs = roster.into_iter().map(|entry| async move {
+            let guard = self.guard(&entry.job);
+            let (last_claimed, paused) = futures_util::future::try_join(
+                self.ask(guard.last_claimed()),
+                self.ask(guard.pause()),
+            )
+            .await?;
+            Ok::<_, AdminError>(StoredJob {
+                next_fire: parse_shown(&entry.schedule).and_then(|s| s.next_after(now)),
+                name: entry.job,
+                schedule: entry.schedule,
+                last_claimed,
+                paused,
+                announced_by: entry.instance,
+                announced_at: entry.at,
+            })
+        });
+        futures_util::future::try_join_all(jobs).await
+    }
+
+    /// Pauses `job` for every replica: its fires are reported as `skipped` (reason `paused`)
+    /// until it is resumed. `by` names who paused it (an operator, a tool).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownJob`] when no replica announced it, [`AdminError::Store`] when the
+    /// pause could not be stored (nothing changed), [`AdminError::Feed`] when it was stored but
+    /// the replicas could not be told at once.
+    pub async fn pause(&self, job: &str, by: &str) -> Result<(), AdminError> {
+        let pause = Pause::new(by, Utc::now());
+        self.set_pause(job, Some(pause), ControlAction::Pause { by: by.to_owned() })
+            .await
+    }
+
+    /// Resumes `job` for every replica; `by` names who resumed it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::pause`].
+    pub async fn resume(&self, job: &str, by: &str) -> Result<(), AdminError> {
+        self.set_pause(job, None, ControlAction::Resume { by: by.to_owned() })
+            .await
+    }
+
+    async fn set_pause(
+        &self,
+        job: &str,
+        pause: Option<Pause>,
+        action: ControlAction,
+    ) -> Result<(), AdminError> {
+        self.announced(job).await?;
+        let guard = self.guard(job);
+        match self.ask(guard.set_pause(pause)).await {
+            Err(AdminError::Store {
+                source: GuardError::Unsupported(_),
+                ..
+            }) => return Err(AdminError::Unsupported(job.to_owned())),
+            other => other?,
+        }
+        self.publish(job, action).await
+    }
+
+    /// Asks the replicas that run `job` to run it now, outside its schedule; exactly one of them
+    /// runs it (within the job's misfire grace). Returns the run's key,
+    /// `job@manual:<16 hex digits>`, which its events and logs carry.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownJob`] when no replica announced it, [`AdminError::Feed`] when the
+    /// request could not be published (then nothing runs).
+    pub async fn trigger(&self, job: &str) -> Result<String, AdminError> {
+        self.announced(job).await?;
+        if !self.guard(job).supports_controls() {
+            return Err(AdminError::Unsupported(job.to_owned()));
+        }
+        let run = ManualRun {
+            id: fastrand::u64(1..),
+            requested_at: Utc::now(),
+        };
+        self.publish(job, ControlAction::Trigger(run)).await?;
+        Ok(crate::fire::run_key(job, run.requested_at, Some(run.id)))
+    }
+
+    async fn publish(&self, job: &str, action: ControlAction) -> Result<(), AdminError> {
+        let request = ControlRequest {
+            job: job.to_owned(),
+            action,
+            at: Utc::now(),
+        };
+        match self.ask(self.feed.publish(request)).await {
+            Ok(()) => Ok(()),
+            Err(AdminError::Store { source, .. }) => Err(AdminError::Feed {
+                job: job.to_owned(),
+                source,
+            }),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The run history of `job` from fire `since` on, oldest first, at most
+    /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) entries, where its guard keeps one
+    /// (`lock = "postgres"` with `history = true`).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::NoHistory`] when the guard keeps none, [`AdminError::UnknownJob`] when there
+    /// is none and no replica announced the job, [`AdminError::Store`] when the store does not
+    /// answer.
+    pub async fn history(
+        &self,
+        job: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<HistoryEntry>, AdminError> {
+        let entries = self.ask(self.guard(job).history(since)).await?;
+        match entries {
+            None => {
+                self.announced(job).await?;
+                Err(AdminError::NoHistory(job.to_owned()))
+            }
+            Some(entries) if entries.is_empty() => {
+                self.announced(job).await?;
+                Ok(entries)
+            }
+            Some(entries) => Ok(entries),
+        }
+    }
+}
+
+/// Reads a schedule back from its `Display` (`cron `<expr>` in <zone>`, `every <duration>`), the
+/// form the roster keeps.
+fn parse_shown(text: &str) -> Option<Schedule> {
+    if let Some(rest) = text.strip_prefix("cron `") {
+        let (expr, zone) = rest.rsplit_once("` in ")?;
+        return Schedule::cron(expr, zone).ok();
+    }
+    let interval = cronguard_schedule::parse_duration(text.strip_prefix("every ")?).ok()?;
+    Schedule::every(interval).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedules_read_back_from_how_they_are_shown() {
+        let schedules = [
+            Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid"),
+            Schedule::cron("*/5 * * * * *", "UTC").expect("valid"),
+            Schedule::cron("@daily", "America/New_York").expect("valid"),
+            Schedule::every(Duration::from_secs(1)).expect("valid"),
+            Schedule::every(Duration::from_millis(90_061_500)).expect("valid"),
+            Schedule::every(Duration::from_secs(86_400 * 400)).expect("valid"),
+        ];
+        let now = Utc::now();
+        for schedule in schedules {
+            let shown = schedule.to_string();
+            let read = parse_shown(&shown).unwrap_or_else(|| panic!("reads back `{shown}`"));
+            assert_eq!(read.to_string(), shown);
+            assert_eq!(read.next_after(now), schedule.next_after(now), "{shown}");
+        }
+        assert!(parse_shown("something else").is_none());
+    }
+}
