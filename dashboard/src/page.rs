@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use cronguard::{Health, HealthState, JobStatus, JobsPage};
 
-use crate::strip::{Fate, Mark, Strips};
+use crate::strip::{time, Fate, Mark, Strips};
 
 /// What one page shows.
 pub(crate) struct View<'a> {
@@ -108,11 +108,6 @@ impl Here {
             format!("{}/{action}", self.segment)
         }
     }
-}
-
-/// An instant as the page writes it.
-pub(crate) fn time(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
 /// How far `t` is from `now`, in words: `in 4 s`, `3 min ago`.

@@ -158,7 +158,7 @@ impl Strips {
             EventKind::Misfired { reason, .. } => (Fate::Misfired, reason.clone()),
             EventKind::Coalesced { covered_by } => (
                 Fate::Coalesced,
-                format!("covered by the fire of {}", crate::page::time(*covered_by)),
+                format!("covered by the fire of {}", time(*covered_by)),
             ),
             EventKind::ClaimedElsewhere => (Fate::Elsewhere, String::new()),
             // A cancelled event follows; the strip shows that one.
@@ -246,4 +246,9 @@ pub(crate) async fn follow(strips: Weak<Strips>, mut events: Receiver<Event>) {
             Err(RecvError::Closed) => return,
         }
     }
+}
+
+/// An instant as the page writes it.
+pub(crate) fn time(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
