@@ -64,6 +64,9 @@ impl FromStr for Schedule {
     type Err = ScheduleError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if let Some(shown) = parse_shown(text) {
+            return shown;
+        }
         let trimmed = text.trim_start_matches([' ', '\t']);
         if let Some(interval) = strip_prefix_ignore_case(trimmed, "@every") {
             if interval.starts_with([' ', '\t']) {
@@ -83,6 +86,17 @@ impl FromStr for Schedule {
         }
         Schedule::cron(text, "UTC")
     }
+}
+
+/// A schedule as its `Display` writes it (`cron `<expr>` in <zone>`, `every <duration>`), so
+/// that what a program shows (a status, a roster) reads back; `None` when `text` is not that form.
+fn parse_shown(text: &str) -> Option<Result<Schedule, ScheduleError>> {
+    if let Some(rest) = text.strip_prefix("cron `") {
+        let (expr, zone) = rest.rsplit_once("` in ")?;
+        return Some(Schedule::cron(expr, zone));
+    }
+    let interval = text.strip_prefix("every ")?;
+    Some(Schedule::from_settings(None, Some(interval), None))
 }
 
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {

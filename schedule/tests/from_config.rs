@@ -128,3 +128,25 @@ fn deserialize_from_a_string_or_a_table() {
         assert!(err.to_string().contains(expected), "{json}: {err}");
     }
 }
+
+#[test]
+fn what_a_schedule_shows_reads_back_as_the_same_schedule() {
+    let schedules = [
+        Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid"),
+        Schedule::cron("*/5 * * * * *", "UTC").expect("valid"),
+        Schedule::cron("@daily", "America/New_York").expect("valid"),
+        Schedule::every(std::time::Duration::from_secs(1)).expect("valid"),
+        Schedule::every(std::time::Duration::from_millis(90_061_500)).expect("valid"),
+        Schedule::every(std::time::Duration::from_secs(86_400 * 400)).expect("valid"),
+    ];
+    let now = chrono::Utc::now();
+    for schedule in schedules {
+        let shown = schedule.to_string();
+        let read: Schedule = shown
+            .parse()
+            .unwrap_or_else(|e| panic!("reads back `{shown}`: {e}"));
+        assert_eq!(read.to_string(), shown);
+        assert_eq!(read.next_after(now), schedule.next_after(now), "{shown}");
+    }
+    assert!("cron `61 * * * *` in UTC".parse::<Schedule>().is_err());
+}
