@@ -13,15 +13,25 @@ use crate::clock::after;
 pub(crate) struct Fire {
     /// The scheduled instant: the fire's identity in every process.
     pub(crate) t: DateTime<Utc>,
-    /// `t + misfire_grace`: the fire is a misfire if it has not started by then.
+    /// `t` plus the job's jitter delay: the fire never starts earlier.
+    pub(crate) start: DateTime<Utc>,
+    /// `start + misfire_grace`: the fire is a misfire if it has not started by then.
     pub(crate) deadline: DateTime<Utc>,
 }
 
 impl Fire {
+    #[cfg(test)]
     pub(crate) fn new(t: DateTime<Utc>, grace: Duration) -> Self {
+        Fire::delayed(t, Duration::ZERO, grace)
+    }
+
+    /// A fire that starts `delay` after `t` (its jitter).
+    pub(crate) fn delayed(t: DateTime<Utc>, delay: Duration, grace: Duration) -> Self {
+        let start = after(t, delay);
         Fire {
             t,
-            deadline: after(t, grace),
+            start,
+            deadline: after(start, grace),
         }
     }
 }

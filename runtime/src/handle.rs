@@ -194,7 +194,7 @@ impl Monitor {
         let mut asks = Vec::new();
         for shard in self.shards.iter() {
             for job in lock(shard).iter() {
-                let grace = job.model().spec().misfire_grace;
+                let grace = job.model().due_grace();
                 let due = job.model().due_by(now);
                 asks.push((job.name().to_string(), due, job.guard(), grace));
             }

@@ -152,7 +152,7 @@ pub use crate::config::{builder, start, Builder, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use crate::context::{CancelHandle, JobContext, JobContextBuilder};
 pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
-    CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
+    CancelReason, Event, EventKind, FailureReason, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
 pub use crate::guards::{DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA};
 pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};

@@ -4,7 +4,7 @@
 //!
 //! | name | kind | labels |
 //! | --- | --- | --- |
-//! | `cronguard_runs_total` | counter | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` |
+//! | `cronguard_runs_total` | counter | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` \| `retried` (a failed attempt tried again) |
 //! | `cronguard_dropped_fires_total` | counter | `job`, `reason` = `skipped` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
 //! | `cronguard_run_duration_seconds` | histogram | `job` |
 //! | `cronguard_fire_lateness_seconds` | histogram | `job` |
@@ -66,12 +66,17 @@ impl JobMetrics {
 
     pub(crate) fn record(&self, event: &Occurrence) {
         match &event.kind {
+            // A retry's start is not a fire's start: its lateness was recorded once.
+            EventKind::Started if event.attempt.unwrap_or(1) > 1 => {}
             EventKind::Started => {
                 if let Some(l) = event.lateness {
                     self.lateness.record(l.as_secs_f64());
                 }
             }
             EventKind::Succeeded => self.succeeded.increment(1),
+            EventKind::Failed {
+                retry_at: Some(_), ..
+            } => self.runs("retried").increment(1),
             EventKind::Failed { .. } => self.runs("failed").increment(1),
             EventKind::Cancelled { .. } => self.runs("cancelled").increment(1),
             EventKind::Skipped { .. } => self.dropped("skipped").increment(1),
