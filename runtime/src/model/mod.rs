@@ -13,6 +13,8 @@ mod attempts;
 pub(crate) mod due;
 pub(crate) mod limits;
 #[cfg(test)]
+mod limits_tests;
+#[cfg(test)]
 mod tests;
 pub(crate) mod window;
 
