@@ -363,3 +363,114 @@ pub(super) fn release_soon(lease: Box<dyn Lease>, job: Arc<str>, tasks: &TaskTra
         tasks.spawn(releasing);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    fn ctx(cancel: &RunCancel) -> JobContext {
+        let mut ctx = JobContext::builder("limited").build();
+        ctx.cancel = cancel.clone();
+        ctx
+    }
+
+    /// Drops its flag's `false` when dropped: tells that the body was dropped, not finished.
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_async_body_is_dropped_at_its_timeout() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&dropped);
+        let body = Body::Async(Arc::new(move |_ctx| {
+            let guard = Dropped(Arc::clone(&flag));
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_secs(3_600)).await;
+                drop(guard);
+                Ok(())
+            })
+        }));
+        let cancel = RunCancel::default();
+        let started = Instant::now();
+        let end = run_body(
+            body,
+            ctx(&cancel),
+            cancel.clone(),
+            Some(Duration::from_secs(5)),
+        )
+        .await;
+        assert_eq!(end, RunEnd::TimedOut);
+        assert_eq!(started.elapsed(), Duration::from_secs(5), "at the deadline");
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the body is not polled again"
+        );
+        assert!(!cancel.is_cancelled(), "only the attempt is cancelled");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_blocking_body_sees_the_timeout_and_is_waited_for() {
+        let (saw, seen) = std::sync::mpsc::channel();
+        let (began, begun) = tokio::sync::oneshot::channel::<()>();
+        let began = std::sync::Mutex::new(Some(began));
+        let body = Body::Blocking(Arc::new(move |ctx: JobContext| {
+            if let Some(began) = began.lock().ok().and_then(|mut b| b.take()) {
+                let _ = began.send(());
+            }
+            // Real time: the body polls its flag as a blocking job would.
+            while !ctx.is_cancelled() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let _ = saw.send(ctx.attempt());
+            Ok(())
+        }));
+        let cancel = RunCancel::default();
+        let mut running = tokio::spawn(run_body(
+            body,
+            ctx(&cancel),
+            cancel.clone(),
+            Some(Duration::from_secs(5)),
+        ));
+        // The deadline is set before the body begins; a running blocking body keeps tokio's
+        // paused clock from moving on its own, so the test moves it.
+        begun.await.expect("the body begins");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let end = (&mut running).await.expect("the attempt ends");
+        assert_eq!(
+            end,
+            RunEnd::TimedOut,
+            "reported as a timeout even though it returned Ok"
+        );
+        assert_eq!(
+            seen.try_recv(),
+            Ok(1),
+            "it returned before the attempt ended"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_within_its_timeout_ends_as_it_returns() {
+        let body = Body::Async(Arc::new(|_ctx| {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Err("boom".to_owned())
+            })
+        }));
+        let cancel = RunCancel::default();
+        let end = run_body(
+            body,
+            ctx(&cancel),
+            cancel.clone(),
+            Some(Duration::from_secs(5)),
+        )
+        .await;
+        assert_eq!(end, RunEnd::Failed("boom".to_owned()));
+    }
+}
