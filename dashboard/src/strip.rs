@@ -142,7 +142,20 @@ impl Strips {
         let (fate, detail) = match &event.kind {
             EventKind::Started => (Fate::Running, String::new()),
             EventKind::Succeeded => (Fate::Ran, String::new()),
-            EventKind::Failed { error } => (Fate::Failed, error.clone()),
+            // A failed attempt that will be retried: the run goes on.
+            EventKind::Failed {
+                error,
+                retry_at: Some(at),
+                ..
+            } => (
+                Fate::Running,
+                format!(
+                    "attempt {} failed, retrying at {}: {error}",
+                    event.attempt.unwrap_or(1),
+                    time(*at)
+                ),
+            ),
+            EventKind::Failed { error, .. } => (Fate::Failed, error.clone()),
             EventKind::Cancelled { reason } => (Fate::Cancelled, reason.to_string()),
             EventKind::Skipped { reason, paused } => (
                 Fate::Skipped,

@@ -20,6 +20,10 @@ pub(crate) const ARGUMENTS: &[&str] = &[
     "overlap",
     "coalesce",
     "misfire_grace",
+    "timeout",
+    "retries",
+    "backoff",
+    "jitter",
     "name",
     "history",
     "crate",
@@ -45,6 +49,15 @@ const ALIASES: &[(&str, &str)] = &[
     ("misfire", "misfire_grace"),
     ("grace", "misfire_grace"),
     ("id", "name"),
+    ("deadline", "timeout"),
+    ("max_runtime", "timeout"),
+    ("retry", "retries"),
+    ("max_retries", "retries"),
+    ("attempts", "retries"),
+    ("retry_delay", "backoff"),
+    ("retry_backoff", "backoff"),
+    ("splay", "jitter"),
+    ("spread", "jitter"),
 ];
 
 /// One argument as written.

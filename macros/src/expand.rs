@@ -95,6 +95,10 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
     let lease_millis = Literal::u64_suffixed(job.lease_millis);
     let max_instances = Literal::u32_suffixed(job.max_instances);
     let misfire_grace_millis = Literal::u64_suffixed(job.misfire_grace_millis);
+    let timeout_millis = Literal::u64_suffixed(job.limits.timeout_millis);
+    let retries = Literal::u32_suffixed(job.limits.retries);
+    let backoff_millis = Literal::u64_suffixed(job.limits.backoff_millis);
+    let jitter_millis = Literal::u64_suffixed(job.limits.jitter_millis);
     let coalesce = job.coalesce;
     let history = job.history;
     let body = body(ident, job, &krate);
@@ -123,6 +127,10 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
                     overlap: #overlap,
                     coalesce: #coalesce,
                     misfire_grace_millis: #misfire_grace_millis,
+                    timeout_millis: #timeout_millis,
+                    retries: #retries,
+                    backoff_millis: #backoff_millis,
+                    jitter_millis: #jitter_millis,
                     body: #private::JobBody::#variant(__cronguard_body),
                     states: &[#(<#params as #private::FromContext>::required),*],
                     file: ::core::file!(),

@@ -36,6 +36,10 @@ use proc_macro::TokenStream;
 /// | `overlap = "skip" \| "queue" \| "replace"` | what a fire does when no slot is free | `skip` |
 /// | `coalesce` | of several waiting fires run only the latest | off |
 /// | `misfire_grace = "60s"` | how late a fire may still start | `60s` |
+/// | `timeout = "5m"` | each run is cancelled at this deadline and reported as failed (timeout); 1 ms to 7 days | none |
+/// | `retries = N` | retry a failed run under the same fire, lease and token while the next attempt fits the fire's window; at most 100 | `0` |
+/// | `backoff = "10s"` | pause before the first retry, doubled per retry, capped at 1 h; needs `retries` | `1s` |
+/// | `jitter = "30s"` | delay each start by a deterministic amount in `[0, jitter)` from (job, `T`); 1 ms to 24 h | none |
 /// | `name = "..."` | the job's identity in locks, logs and events | `module_path::fn_name` |
 /// | `crate = "..."` | the path of `cronguard` when it is re-exported or renamed | `::cronguard` |
 ///

@@ -38,11 +38,22 @@ pub(crate) struct Job {
     pub(crate) coalesce: bool,
     /// How late a fire may still start.
     pub(crate) misfire_grace_millis: u64,
+    /// `timeout`, `retries`, `backoff` and `jitter`.
+    pub(crate) limits: Limits,
     /// The parts of the signature the expansion needs.
     pub(crate) signature: Signature,
     /// `crate = "..."`: the path of the `cronguard` crate, for a re-exported or renamed
     /// dependency; `None` for `::cronguard`.
     pub(crate) krate: Option<syn::Path>,
+}
+
+/// The per-job limits, in milliseconds; 0 where not given.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) timeout_millis: u64,
+    pub(crate) retries: u32,
+    pub(crate) backoff_millis: u64,
+    pub(crate) jitter_millis: u64,
 }
 
 /// When a job fires.
@@ -293,7 +304,10 @@ fn did_you_mean(written: &str, candidates: &[&str]) -> String {
 }
 
 fn is_duration(key: &str) -> bool {
-    matches!(key, "every" | "lease" | "misfire_grace")
+    matches!(
+        key,
+        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter"
+    )
 }
 
 /// An example of a correct argument, for error messages.
@@ -307,6 +321,10 @@ fn example(key: &str) -> &'static str {
         "max_instances" => "max_instances = 2",
         "overlap" => "overlap = \"queue\"",
         "misfire_grace" => "misfire_grace = \"60s\"",
+        "timeout" => "timeout = \"5m\"",
+        "retries" => "retries = 3",
+        "backoff" => "backoff = \"10s\"",
+        "jitter" => "jitter = \"30s\"",
         "name" => "name = \"billing::settle_orders\"",
         "crate" => "crate = \"my_framework::cronguard\"",
         _ => "coalesce",
@@ -347,7 +365,9 @@ fn valid_unquoted(key: &str, text: &str) -> bool {
         "lock" => LOCKS.contains(&text),
         "overlap" => OVERLAPS.contains(&text),
         "tz" => cronguard_schedule::parse_time_zone(text).is_ok(),
-        "every" | "lease" | "misfire_grace" => cronguard_schedule::parse_duration(text).is_ok(),
+        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter" => {
+            cronguard_schedule::parse_duration(text).is_ok()
+        }
         _ => false,
     }
 }
@@ -380,6 +400,7 @@ fn check_args(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<Job> 
         .string("misfire_grace", errors)
         .map(|lit| duration_or_report(&lit, errors))
         .unwrap_or(Some(DEFAULT_MISFIRE_GRACE_MILLIS));
+    let limits = check_limits(args, errors);
     let name = args.string("name", errors);
     if let Some(name) = &name {
         if let Err(message) = check_name(&name.value()) {
@@ -397,6 +418,7 @@ fn check_args(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<Job> 
         overlap: overlap?,
         coalesce,
         misfire_grace_millis: misfire_grace_millis?,
+        limits: limits?,
         signature: Signature {
             is_async: false,
             params: Vec::new(),
@@ -605,6 +627,83 @@ fn lease_in_range(lease: Option<&LitStr>, millis: Option<u64>, errors: &mut Erro
         Ok(()) => Some(ms),
         Err(range) => {
             errors.on(lit, format!("`lease = \"{}\"` {range}", lit.value()));
+            None
+        }
+    }
+}
+
+/// `timeout`, `retries`, `backoff` and `jitter`, within the ranges shared with the runtime.
+fn check_limits(args: &Args, errors: &mut Errors) -> Option<Limits> {
+    use cronguard_schedule::{check_backoff, check_jitter, check_timeout};
+    let timeout_millis = limit_duration(args, "timeout", check_timeout, errors);
+    let backoff_millis = limit_duration(args, "backoff", check_backoff, errors);
+    let jitter_millis = limit_duration(args, "jitter", check_jitter, errors);
+    let retries = check_retries(args, errors);
+    if let (Some(key), Some(0)) = (args.key("backoff"), retries) {
+        errors.at(
+            key.span(),
+            "`backoff` is the pause between retries, but this job has no `retries`; add `retries = N` (for example `retries = 3`) or remove `backoff`",
+        );
+        return None;
+    }
+    Some(Limits {
+        timeout_millis: timeout_millis?,
+        retries: retries?,
+        backoff_millis: backoff_millis?,
+        jitter_millis: jitter_millis?,
+    })
+}
+
+/// A duration limit in milliseconds (0 when not given), checked against its shared range.
+fn limit_duration(
+    args: &Args,
+    key: &str,
+    check: fn(std::time::Duration) -> Result<(), String>,
+    errors: &mut Errors,
+) -> Option<u64> {
+    let Some(lit) = args.string(key, errors) else {
+        return (!args.has(key)).then_some(0);
+    };
+    let millis = duration_or_report(&lit, errors)?;
+    match check(std::time::Duration::from_millis(millis)) {
+        Ok(()) => Some(millis),
+        Err(range) => {
+            errors.on(&lit, format!("`{key} = \"{}\"` {range}", lit.value()));
+            None
+        }
+    }
+}
+
+fn check_retries(args: &Args, errors: &mut Errors) -> Option<u32> {
+    let Some(value) = args.integer("retries", errors) else {
+        return (!args.has("retries")).then_some(0);
+    };
+    let max = cronguard_schedule::MAX_RETRIES;
+    let int = match value {
+        Ok(int) => int,
+        Err(negative) => {
+            errors.on(
+                &negative,
+                format!("`retries` cannot be negative; give how often a failed run is tried again, from 0 to {max}"),
+            );
+            return None;
+        }
+    };
+    let count = int.base10_parse::<u32>().ok();
+    match count.map(|n| (n, cronguard_schedule::check_retries(n))) {
+        Some((n, Ok(()))) => Some(n),
+        Some((n, Err(range))) => {
+            errors.on(&int, format!("`retries = {n}` {range}"));
+            None
+        }
+        None => {
+            errors.on(
+                &int,
+                format!(
+                    "`retries = {}` is too many; give at most {max} retries",
+                    int.base10_digits()
+                ),
+            );
             None
         }
     }
@@ -1290,6 +1389,81 @@ mod tests {
                 errors[0].starts_with("`crate` takes the path of the cronguard crate"),
                 "{bad}: {errors:?}"
             );
+        }
+    }
+
+    #[test]
+    fn reads_the_limits() {
+        let job = job(
+            quote!(
+                every = "1m",
+                timeout = "5m",
+                retries = 3,
+                backoff = "10s",
+                jitter = "30s"
+            ),
+            plain(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            job.limits,
+            Limits {
+                timeout_millis: 300_000,
+                retries: 3,
+                backoff_millis: 10_000,
+                jitter_millis: 30_000,
+            }
+        );
+        let none = job_of_every();
+        assert_eq!(none.limits, Limits::default());
+    }
+
+    fn job_of_every() -> Job {
+        job(quote!(every = "1s"), plain()).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    #[test]
+    fn rejects_limits_out_of_range() {
+        let cases: &[(TokenStream, &str)] = &[
+            (
+                quote!(every = "1s", backoff = "10s"),
+                "`backoff` is the pause between retries, but this job has no `retries`",
+            ),
+            (
+                quote!(every = "1s", retries = 101),
+                "`retries = 101` is too many; give at most 100 retries",
+            ),
+            (
+                quote!(every = "1s", retries = -1),
+                "`retries` cannot be negative",
+            ),
+            (
+                quote!(every = "1s", retries = 99999999999),
+                "`retries = 99999999999` is too many",
+            ),
+            (
+                quote!(every = "1s", retries = 2, backoff = "2h"),
+                "`backoff = \"2h\"` is out of range; give a duration from 1ms to 1h",
+            ),
+            (
+                quote!(every = "1s", timeout = "8d"),
+                "`timeout = \"8d\"` is out of range; give a duration from 1ms to 7d",
+            ),
+            (
+                quote!(every = "1s", jitter = "25h"),
+                "`jitter = \"25h\"` is out of range; give a duration from 1ms to 24h",
+            ),
+            (quote!(every = "1s", jitter = "0s"), "is zero"),
+            (quote!(every = "1s", timeout = "soon"), "is not a duration"),
+            (
+                quote!(every = "1s", timeout = 30),
+                "`timeout` takes a string literal with a unit; write `timeout = \"30s\"`",
+            ),
+        ];
+        for (args, expected) in cases {
+            let errors = errors_of(args.clone());
+            assert_eq!(errors.len(), 1, "{args}: {errors:?}");
+            assert!(errors[0].contains(expected), "{args}: {errors:?}");
         }
     }
 }

@@ -16,6 +16,7 @@ pub struct JobContext {
     pub(crate) fire_time: DateTime<Utc>,
     pub(crate) fencing_token: u64,
     pub(crate) manual: Option<u64>,
+    pub(crate) attempt: u32,
     pub(crate) cancel: RunCancel,
     pub(crate) states: Arc<States>,
 }
@@ -71,6 +72,7 @@ impl JobContext {
             job: Arc::from(job_name.into()),
             fire_time: DateTime::<Utc>::UNIX_EPOCH,
             fencing_token: 1,
+            attempt: 1,
             cancel: RunCancel::default(),
             states: States::default(),
         }
@@ -89,6 +91,12 @@ impl JobContext {
     /// A token that strictly increases with every claimed run of this job.
     pub fn fencing_token(&self) -> u64 {
         self.fencing_token
+    }
+
+    /// Which attempt of the fire this is: 1 for the first, one more for every retry (`retries`).
+    /// Every attempt has the same fire time, run key and fencing token.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
     }
 
     /// `job@T`, a natural unique key for idempotent writes; `job@manual:<id>` for a run asked
@@ -138,6 +146,7 @@ pub struct JobContextBuilder {
     job: Arc<str>,
     fire_time: DateTime<Utc>,
     fencing_token: u64,
+    attempt: u32,
     cancel: RunCancel,
     states: States,
 }
@@ -152,6 +161,12 @@ impl JobContextBuilder {
     /// The run's fencing token.
     pub fn fencing_token(mut self, token: u64) -> Self {
         self.fencing_token = token;
+        self
+    }
+
+    /// Which attempt of the fire the run is (default 1; see [`JobContext::attempt`]).
+    pub fn attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
         self
     }
 
@@ -175,6 +190,7 @@ impl JobContextBuilder {
             fire_time: self.fire_time,
             fencing_token: self.fencing_token,
             manual: None,
+            attempt: self.attempt,
             cancel: self.cancel,
             states: Arc::new(self.states),
         }

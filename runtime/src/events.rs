@@ -34,8 +34,12 @@ pub struct Event {
     pub first_report: bool,
     /// For a run (`started` and its end): its start minus its fire time.
     pub lateness: Option<Duration>,
-    /// For the end of a run (`succeeded`, `failed`, `cancelled`): how long it ran.
+    /// For the end of a run (`succeeded`, `failed`, `cancelled`): how long it ran (this attempt,
+    /// when the job has `retries`).
     pub duration: Option<Duration>,
+    /// For the events of a run: which attempt of the fire they are about, 1 for the first and one
+    /// more for every retry (`retries`). `None` for a dropped fire.
+    pub attempt: Option<u32>,
     /// What happened.
     pub kind: EventKind,
 }
@@ -53,11 +57,16 @@ pub enum EventKind {
     Started,
     /// The run returned `Ok` or `()`.
     Succeeded,
-    /// The run returned `Err` or panicked.
+    /// The run returned `Err`, panicked, or passed its `timeout`.
     Failed {
         /// The error's text with its chain of causes (`{:#}`, which anyhow and eyre print as
-        /// `outer: cause: root cause`), or the panic message.
+        /// `outer: cause: root cause`), the panic message, or what the timeout was.
         error: String,
+        /// Whether it returned an error, panicked or timed out.
+        reason: FailureReason,
+        /// When the next attempt of the same fire starts (`retries`); `None` when this failure
+        /// is the run's end.
+        retry_at: Option<DateTime<Utc>>,
     },
     /// The run was cancelled before it finished.
     Cancelled {
@@ -95,6 +104,33 @@ pub enum EventKind {
         /// Why the lease was lost.
         reason: String,
     },
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "snake_case")
+)]
+#[non_exhaustive]
+pub enum FailureReason {
+    /// The body returned an error.
+    Error,
+    /// The body panicked.
+    Panic,
+    /// The run did not finish within its `timeout` and was cancelled there.
+    Timeout,
+}
+
+impl fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FailureReason::Error => "error",
+            FailureReason::Panic => "panic",
+            FailureReason::Timeout => "timeout",
+        })
+    }
 }
 
 /// Why a run was cancelled.
@@ -169,6 +205,7 @@ pub(crate) struct Occurrence {
     pub(crate) first_report: bool,
     pub(crate) lateness: Option<Duration>,
     pub(crate) duration: Option<Duration>,
+    pub(crate) attempt: Option<u32>,
     pub(crate) kind: EventKind,
     /// The id of a manual run ([`Event::manual`]).
     pub(crate) manual: Option<u64>,
@@ -189,6 +226,7 @@ impl Occurrence {
             first_report,
             lateness: None,
             duration: None,
+            attempt: None,
             kind,
             manual: None,
         }
@@ -212,6 +250,7 @@ impl Occurrence {
             first_report: self.first_report,
             lateness: self.lateness,
             duration: self.duration,
+            attempt: self.attempt,
             kind: self.kind.clone(),
         }
     }
@@ -403,6 +442,9 @@ fn level(kind: &EventKind, first_report: bool) -> tracing::Level {
     match kind {
         EventKind::Started | EventKind::Succeeded | EventKind::Coalesced { .. } => Level::INFO,
         EventKind::Skipped { paused: true, .. } if first_report => Level::INFO,
+        EventKind::Failed {
+            retry_at: Some(_), ..
+        } => Level::WARN,
         EventKind::Failed { .. } | EventKind::LeaseLost { .. } => Level::ERROR,
         EventKind::Cancelled { .. } => Level::WARN,
         EventKind::Skipped { .. } | EventKind::Misfired { .. } if first_report => Level::WARN,
@@ -429,14 +471,24 @@ fn log(e: &Event) {
     let token = Token(e.fencing_token);
     let (lateness_ms, duration_ms) = (ms(e.lateness), ms(e.duration));
     match &e.kind {
+        EventKind::Started if e.attempt.unwrap_or(1) > 1 => {
+            tracing::info!(job = %e.job, fire_time = %t, fencing_token = %token, attempt = e.attempt.unwrap_or(1), "run retried")
+        }
         EventKind::Started => {
             tracing::info!(job = %e.job, fire_time = %t, fencing_token = %token, lateness_ms, "run started")
         }
         EventKind::Succeeded => {
             tracing::info!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, "run succeeded")
         }
-        EventKind::Failed { error } => {
-            tracing::error!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, error = %error, "run failed")
+        EventKind::Failed {
+            error,
+            reason,
+            retry_at: Some(at),
+        } => {
+            tracing::warn!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, attempt = e.attempt.unwrap_or(1), reason = %reason, retry_at = %Rfc3339(*at), error = %error, "run attempt failed; retrying")
+        }
+        EventKind::Failed { error, reason, .. } => {
+            tracing::error!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, attempt = e.attempt.unwrap_or(1), reason = %reason, error = %error, "run failed")
         }
         EventKind::Cancelled { reason } => {
             tracing::warn!(job = %e.job, fire_time = %t, fencing_token = %token, duration_ms, reason = %reason, "run cancelled")

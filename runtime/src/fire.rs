@@ -14,7 +14,9 @@ use crate::control::ManualRun;
 pub(crate) struct Fire {
     /// The scheduled instant: the fire's identity in every process.
     pub(crate) t: DateTime<Utc>,
-    /// `t + misfire_grace`: the fire is a misfire if it has not started by then.
+    /// `t` plus the job's jitter delay: the fire never starts earlier.
+    pub(crate) start: DateTime<Utc>,
+    /// `start + misfire_grace`: the fire is a misfire if it has not started by then.
     pub(crate) deadline: DateTime<Utc>,
     /// The id of a run asked for outside the schedule ([`ManualRun`]): then `t` is when it was
     /// asked for, and the id, not `t`, is its identity.
@@ -22,10 +24,18 @@ pub(crate) struct Fire {
 }
 
 impl Fire {
+    #[cfg(test)]
     pub(crate) fn new(t: DateTime<Utc>, grace: Duration) -> Self {
+        Fire::delayed(t, Duration::ZERO, grace)
+    }
+
+    /// A fire that starts `delay` after `t` (its jitter).
+    pub(crate) fn delayed(t: DateTime<Utc>, delay: Duration, grace: Duration) -> Self {
+        let start = after(t, delay);
         Fire {
             t,
-            deadline: after(t, grace),
+            start,
+            deadline: after(start, grace),
             manual: None,
         }
     }
@@ -34,9 +44,11 @@ impl Fire {
     /// when it was asked for, or from `now` if the request reached this process late or from a
     /// clock behind.
     pub(crate) fn manual(run: ManualRun, now: DateTime<Utc>, grace: Duration) -> Self {
+        let start = run.requested_at.max(now);
         Fire {
             t: run.requested_at,
-            deadline: after(run.requested_at.max(now), grace),
+            start,
+            deadline: after(start, grace),
             manual: Some(run.id),
         }
     }

@@ -298,7 +298,7 @@ impl Monitor {
                 .iter()
                 .filter(|j| !j.removed && wanted(j.name()))
             {
-                let grace = job.model().spec().misfire_grace;
+                let grace = job.model().due_grace();
                 let due = job.model().due_by(now);
                 let paused = job.model().paused().cloned();
                 asks.push((job.name().to_string(), due, job.guard(), grace, paused));

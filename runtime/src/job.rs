@@ -59,6 +59,10 @@ pub struct Job {
     pub(crate) overlap: Overlap,
     pub(crate) coalesce: bool,
     pub(crate) misfire_grace: Duration,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) retries: u32,
+    pub(crate) backoff: Option<Duration>,
+    pub(crate) jitter: Option<Duration>,
     pub(crate) body: Option<Body>,
     pub(crate) defined_at: Option<String>,
     pub(crate) enabled: bool,
@@ -80,6 +84,10 @@ impl Job {
             overlap: Overlap::Skip,
             coalesce: false,
             misfire_grace: DEFAULT_MISFIRE_GRACE,
+            timeout: None,
+            retries: 0,
+            backoff: None,
+            jitter: None,
             body: None,
             defined_at: None,
             enabled: true,
@@ -130,6 +138,43 @@ impl Job {
     /// How late a fire may still start (`misfire_grace = "..."`).
     pub fn misfire_grace(mut self, grace: Duration) -> Self {
         self.misfire_grace = grace;
+        self
+    }
+
+    /// Cancels each run (each attempt, with [`retries`](Job::retries)) after `timeout` and
+    /// reports it as failed with [`FailureReason::Timeout`](crate::FailureReason::Timeout)
+    /// (`timeout = "..."`, from 1 ms to [`MAX_TIMEOUT`](cronguard_schedule::MAX_TIMEOUT), 7 days).
+    /// An async body is dropped at the `.await` it waits in; a blocking body sees
+    /// [`JobContext::is_cancelled`] and keeps its slot until it returns.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Tries a failed run (an error, a panic or a timeout) again up to `retries` times under the
+    /// same fire, lease and fencing token, while the next attempt can still start before the
+    /// fire's misfire deadline and before the job's next fire (`retries = N`, at most
+    /// [`MAX_RETRIES`](cronguard_schedule::MAX_RETRIES), 100).
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// The pause before the first retry (`backoff = "..."`, default
+    /// [`DEFAULT_BACKOFF`](cronguard_schedule::DEFAULT_BACKOFF), 1 s); it doubles for every
+    /// further retry and is capped at [`MAX_BACKOFF`](cronguard_schedule::MAX_BACKOFF) (1 h).
+    /// Needs [`retries`](Job::retries).
+    pub fn backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = Some(backoff);
+        self
+    }
+
+    /// Delays each fire's start by an amount in `[0, jitter)` that every replica derives alike
+    /// from the job's name and the fire time (`jitter = "..."`, from 1 ms to
+    /// [`MAX_JITTER`](cronguard_schedule::MAX_JITTER), 24 h). The fire keeps its time `T` as its
+    /// identity; its misfire grace counts from the delayed start.
+    pub fn jitter(mut self, jitter: Duration) -> Self {
+        self.jitter = Some(jitter);
         self
     }
 
@@ -218,6 +263,11 @@ impl Job {
         self.lease.unwrap_or(DEFAULT_LEASE)
     }
 
+    /// The pause before the first retry.
+    pub(crate) fn backoff_or_default(&self) -> Duration {
+        self.backoff.unwrap_or(cronguard_schedule::DEFAULT_BACKOFF)
+    }
+
     /// Every problem with this job, in words that say how to fix it.
     pub(crate) fn problems(&self) -> Vec<Problem> {
         let mut problems = self.setting_problems();
@@ -274,7 +324,41 @@ impl Job {
                 "job `{name}`: `misfire_grace` is zero; give a positive grace such as 60 s"
             ));
         }
+        self.limit_problems(&mut problems);
         problems
+    }
+
+    /// The problems of `timeout`, `retries`, `backoff` and `jitter`.
+    fn limit_problems(&self, problems: &mut Vec<String>) {
+        let name = &self.name;
+        if let Err(range) = cronguard_schedule::check_retries(self.retries) {
+            problems.push(format!(
+                "job `{name}`: `retries = {}` {range}",
+                self.retries
+            ));
+        }
+        if self.backoff.is_some() && self.retries == 0 {
+            problems.push(format!(
+                "job `{name}`: `backoff` is the pause between retries, but the job has no `retries`; add `retries = N` or remove `backoff`"
+            ));
+        }
+        let durations = [
+            (
+                "timeout",
+                self.timeout,
+                cronguard_schedule::check_timeout as fn(Duration) -> _,
+            ),
+            ("backoff", self.backoff, cronguard_schedule::check_backoff),
+            ("jitter", self.jitter, cronguard_schedule::check_jitter),
+        ];
+        for (key, value, check) in durations {
+            if let Some(Err(range)) = value.map(check) {
+                problems.push(format!(
+                    "job `{name}`: `{key}` of {value:?} {range}",
+                    value = value.unwrap_or_default()
+                ));
+            }
+        }
     }
 
     /// Converts a `#[scheduled]` registration. Its settings were validated at compile time by the
@@ -303,10 +387,16 @@ impl Job {
             .max_instances(s.max_instances)
             .overlap(s.overlap)
             .coalesce(s.coalesce)
-            .misfire_grace(Duration::from_millis(s.misfire_grace_millis));
+            .misfire_grace(Duration::from_millis(s.misfire_grace_millis))
+            .retries(s.retries);
         if leased {
             job = job.lease(Duration::from_millis(s.lease_millis));
         }
+        // Zero milliseconds: not given (the macro rejects a zero duration).
+        let given = |millis: u64| (millis > 0).then(|| Duration::from_millis(millis));
+        job.timeout = given(s.timeout_millis);
+        job.backoff = given(s.backoff_millis);
+        job.jitter = given(s.jitter_millis);
         job.body = Some(body);
         for key in s.states.iter().filter_map(|required| required()) {
             if !job.states.contains(&key) {
@@ -330,6 +420,10 @@ impl fmt::Debug for Job {
             .field("overlap", &self.overlap)
             .field("coalesce", &self.coalesce)
             .field("misfire_grace", &self.misfire_grace)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .field("backoff", &self.backoff)
+            .field("jitter", &self.jitter)
             .field("states", &self.states)
             .finish_non_exhaustive()
     }

@@ -27,6 +27,10 @@ use crate::options::{Lock, Overlap};
 /// overlap = "queue"            # skip (default), queue or replace
 /// coalesce = true              # default false
 /// misfire_grace = "10m"        # default 60s
+/// timeout = "5m"               # default none
+/// retries = 3                  # default 0, at most 100
+/// backoff = "10s"              # needs retries; default 1s, doubles per retry, capped at 1h
+/// jitter = "30s"               # default none
 /// enabled = true               # default true
 /// ```
 ///
@@ -83,6 +87,18 @@ pub struct JobConfig {
     /// How late a fire may still start (`misfire_grace = "60s"`).
     #[cfg_attr(feature = "serde", serde(default))]
     pub misfire_grace: Option<String>,
+    /// Each run's deadline (`timeout = "5m"`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub timeout: Option<String>,
+    /// How often a failed run is tried again (`retries = 3`); default 0.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub retries: Option<u32>,
+    /// The pause before the first retry (`backoff = "10s"`); needs `retries`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub backoff: Option<String>,
+    /// The spread of each fire's start (`jitter = "30s"`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub jitter: Option<String>,
     /// Whether the guard keeps the job's run history (`history`; `postgres` or a custom guard).
     #[cfg_attr(feature = "serde", serde(default))]
     pub history: bool,
@@ -146,6 +162,9 @@ impl JobConfig {
             self.misfire_grace.as_deref(),
             duration,
         );
+        let timeout = parse(&mut problems, "timeout", self.timeout.as_deref(), duration);
+        let backoff = parse(&mut problems, "backoff", self.backoff.as_deref(), duration);
+        let jitter = parse(&mut problems, "jitter", self.jitter.as_deref(), duration);
         // The combinations (`lease` without `redis`, `max_instances` with a shared guard, the
         // name, the lease's range) are the checks every job passes at start: run them now, also
         // when the schedule is invalid (on a stand-in), so that every problem is reported at once.
@@ -166,6 +185,10 @@ impl JobConfig {
             if let Some(lease) = lease {
                 job = job.lease(lease);
             }
+            job.retries = self.retries.unwrap_or(0);
+            job.timeout = timeout.flatten();
+            job.backoff = backoff.flatten();
+            job.jitter = jitter.flatten();
             problems.extend(job.setting_problems());
             if problems.is_empty() && schedule.is_some() {
                 return Ok(job);
@@ -294,6 +317,44 @@ mod tests {
             .expect_err("invalid")
             .problems()
             .to_vec()
+    }
+
+    #[test]
+    fn limits_are_read_and_checked_like_the_attribute() {
+        let job = config(|c| {
+            c.timeout = Some("5m".to_owned());
+            c.retries = Some(3);
+            c.backoff = Some("10s".to_owned());
+            c.jitter = Some("30s".to_owned());
+        })
+        .into_job()
+        .expect("valid");
+        assert_eq!(job.timeout, Some(Duration::from_secs(300)));
+        assert_eq!(job.retries, 3);
+        assert_eq!(job.backoff, Some(Duration::from_secs(10)));
+        assert_eq!(job.jitter, Some(Duration::from_secs(30)));
+        let wrong = problems(config(|c| {
+            c.timeout = Some("soon".to_owned());
+            c.retries = Some(500);
+            c.jitter = Some("2d".to_owned());
+        }));
+        assert_eq!(wrong.len(), 3, "{wrong:?}");
+        assert!(
+            wrong[0].starts_with("`timeout`: `soon` is not a duration"),
+            "{wrong:?}"
+        );
+        assert!(
+            wrong[1].contains("`retries = 500` is too many; give at most 100"),
+            "{wrong:?}"
+        );
+        assert!(
+            wrong[2]
+                .contains("`jitter` of 172800s is out of range; give a duration from 1ms to 24h"),
+            "{wrong:?}"
+        );
+        let backoff_alone = problems(config(|c| c.backoff = Some("10s".to_owned())));
+        assert_eq!(backoff_alone.len(), 1, "{backoff_alone:?}");
+        assert!(backoff_alone[0].contains("`backoff` is the pause between retries, but the job has no `retries`; add `retries = N`"), "{backoff_alone:?}");
     }
 
     #[test]

@@ -39,7 +39,7 @@
 //! compile time and started by [`start`] or [`Builder::start`]. The attribute's arguments are
 //! checked at compile time: `cron` or `every`, `tz`, `lock` (`"local"`, `"file"`, `"redis"`,
 //! `"postgres"`, `"custom:<name>"`), `lease`, `history`, `max_instances`, `overlap` (`"skip"`, `"queue"`, `"replace"`), `coalesce`,
-//! `misfire_grace`, `name`, and `crate` (the path of this crate when it is re-exported). See
+//! `misfire_grace`, `timeout`, `retries`, `backoff`, `jitter`, `name`, and `crate` (the path of this crate when it is re-exported). See
 //! [`scheduled`] for each one.
 //!
 //! A job function may be `async fn` or a plain `fn` (run on tokio's blocking pool), take a
@@ -157,7 +157,7 @@ pub use crate::context::{CancelHandle, JobContext, JobContextBuilder};
 pub use crate::control::{ManualRun, Pause};
 pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
-    CancelReason, Event, EventKind, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
+    CancelReason, Event, EventKind, FailureReason, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
 pub use crate::guards::{DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA};
 pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};

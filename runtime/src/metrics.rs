@@ -5,7 +5,7 @@
 //!
 //! | name | kind | unit | labels |
 //! | --- | --- | --- | --- |
-//! | `cronguard_runs_total` | counter | count | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` |
+//! | `cronguard_runs_total` | counter | count | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` \| `retried` (a failed attempt tried again) |
 //! | `cronguard_dropped_fires_total` | counter | count | `job`, `reason` = `skipped` \| `paused` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
 //! | `cronguard_run_duration_seconds` | histogram | seconds | `job` |
 //! | `cronguard_fire_lateness_seconds` | histogram | seconds | `job` |
@@ -193,6 +193,8 @@ impl JobMetrics {
 
     pub(crate) fn record(&mut self, event: &Occurrence) {
         match &event.kind {
+            // A retry's start is not a fire's start: its lateness was recorded once.
+            EventKind::Started if event.attempt.unwrap_or(1) > 1 => {}
             EventKind::Started => {
                 if let Some(l) = event.lateness {
                     self.lateness.record(l.as_secs_f64());
@@ -204,6 +206,9 @@ impl JobMetrics {
                 gauge!("cronguard_last_success_timestamp_seconds", "job" => self.job.clone())
                     .set(unix_seconds(event.at));
             }
+            EventKind::Failed {
+                retry_at: Some(_), ..
+            } => self.runs("retried").increment(1),
             EventKind::Failed { .. } => self.runs("failed").increment(1),
             EventKind::Cancelled { .. } => self.runs("cancelled").increment(1),
             EventKind::Skipped { paused: true, .. } => {

@@ -71,6 +71,14 @@ pub struct StaticJob {
     pub coalesce: bool,
     /// How late a fire may still start, in milliseconds.
     pub misfire_grace_millis: u64,
+    /// Each run's deadline in milliseconds (`timeout`); 0 for none.
+    pub timeout_millis: u64,
+    /// How often a failed run is tried again (`retries`).
+    pub retries: u32,
+    /// The pause before the first retry in milliseconds (`backoff`); 0 for the default.
+    pub backoff_millis: u64,
+    /// The spread of each fire's start in milliseconds (`jitter`); 0 for none.
+    pub jitter_millis: u64,
     /// The function.
     pub body: JobBody,
     /// The state types its arguments need (`State<T>`), checked by `start()`.

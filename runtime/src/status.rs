@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::events::{CancelReason, Event, EventKind, Occurrence};
+use crate::events::{CancelReason, Event, EventKind, FailureReason, Occurrence};
 use crate::options::Lock;
 
 /// A snapshot of one job.
@@ -68,8 +68,10 @@ pub struct Counts {
     pub started: u64,
     /// Runs that succeeded.
     pub succeeded: u64,
-    /// Runs that failed (an `Err` or a panic).
+    /// Runs that failed (an `Err`, a panic or a timeout) with no further attempt.
     pub failed: u64,
+    /// Failed attempts that were tried again (`retries`).
+    pub retried: u64,
     /// Runs cancelled (replace, shutdown, lost lease).
     pub cancelled: u64,
     /// Fires skipped because no slot was free.
@@ -112,6 +114,8 @@ struct LastRun {
     started_at: DateTime<Utc>,
     fencing_token: u64,
     lateness: Duration,
+    /// The attempt going on or ended last.
+    attempt: u32,
     end: Option<RunEnd>,
     manual: Option<u64>,
 }
@@ -127,7 +131,11 @@ struct RunEnd {
 #[derive(Debug)]
 enum RunOutcome {
     Succeeded,
-    Failed(Box<str>),
+    Failed {
+        error: Box<str>,
+        reason: FailureReason,
+        retry_at: Option<DateTime<Utc>>,
+    },
     Cancelled(CancelReason),
 }
 
@@ -135,7 +143,15 @@ impl RunOutcome {
     fn of(kind: &EventKind) -> Option<RunOutcome> {
         match kind {
             EventKind::Succeeded => Some(RunOutcome::Succeeded),
-            EventKind::Failed { error } => Some(RunOutcome::Failed(error.as_str().into())),
+            EventKind::Failed {
+                error,
+                reason,
+                retry_at,
+            } => Some(RunOutcome::Failed {
+                error: error.as_str().into(),
+                reason: *reason,
+                retry_at: *retry_at,
+            }),
             EventKind::Cancelled { reason } => Some(RunOutcome::Cancelled(*reason)),
             _ => None,
         }
@@ -144,8 +160,14 @@ impl RunOutcome {
     fn kind(&self) -> EventKind {
         match self {
             RunOutcome::Succeeded => EventKind::Succeeded,
-            RunOutcome::Failed(error) => EventKind::Failed {
+            RunOutcome::Failed {
+                error,
+                reason,
+                retry_at,
+            } => EventKind::Failed {
                 error: error.to_string(),
+                reason: *reason,
+                retry_at: *retry_at,
             },
             RunOutcome::Cancelled(reason) => EventKind::Cancelled { reason: *reason },
         }
@@ -166,6 +188,7 @@ impl LastRun {
             first_report: true,
             lateness: Some(self.lateness),
             duration,
+            attempt: Some(self.attempt),
             kind,
             manual: self.manual,
         }
@@ -179,6 +202,9 @@ impl StatusRecord {
         match &event.kind {
             EventKind::Started => c.started += 1,
             EventKind::Succeeded => c.succeeded += 1,
+            EventKind::Failed {
+                retry_at: Some(_), ..
+            } => c.retried += 1,
             EventKind::Failed { .. } => c.failed += 1,
             EventKind::Cancelled { .. } => c.cancelled += 1,
             EventKind::Skipped { .. } => c.skipped += 1,
@@ -190,6 +216,18 @@ impl StatusRecord {
         // A run's events carry its token, its lateness, and `first_report`; only those can be
         // told by the last run.
         let run_event = event.first_report && event.fencing_token.is_some();
+        let attempt = event.attempt.unwrap_or(1);
+        if let (EventKind::Started, true, Some(run)) =
+            (&event.kind, attempt > 1, &mut self.last_run)
+        {
+            // A retry of the last run: it runs again, and its start is kept as emitted.
+            if run.fire_time == event.fire_time && Some(run.fencing_token) == event.fencing_token {
+                run.attempt = attempt;
+                run.end = None;
+            }
+            self.last_event = LastEvent::Other(Box::new(event));
+            return;
+        }
         if let (EventKind::Started, true, Some(token), Some(lateness), None) = (
             &event.kind,
             run_event,
@@ -202,6 +240,7 @@ impl StatusRecord {
                 started_at: event.at,
                 fencing_token: token,
                 lateness,
+                attempt,
                 end: None,
                 manual: event.manual,
             });
@@ -215,6 +254,7 @@ impl StatusRecord {
                 r.fire_time == event.fire_time
                     && Some(r.fencing_token) == event.fencing_token
                     && Some(r.lateness) == event.lateness
+                    && r.attempt == attempt
             }) {
                 run.end = Some(RunEnd {
                     at: event.at,
@@ -287,6 +327,7 @@ mod tests {
             first_report: true,
             lateness: Some(Duration::from_micros(1_234)),
             duration: ended.then(|| Duration::from_nanos(5_000_321)),
+            attempt: Some(1),
             kind,
             manual: None,
         }
@@ -305,6 +346,7 @@ mod tests {
             overlap: Overlap::Skip,
             coalesce: false,
             enabled: true,
+            limits: Default::default(),
         };
         let instance: Arc<str> = Arc::from("here");
         let mut record = StatusRecord::default();
@@ -319,6 +361,8 @@ mod tests {
                 2,
                 EventKind::Failed {
                     error: "boom: cause".to_owned(),
+                    reason: FailureReason::Error,
+                    retry_at: None,
                 },
                 21,
                 true,

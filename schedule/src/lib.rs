@@ -74,6 +74,7 @@ mod cron;
 mod describe;
 mod duration;
 mod error;
+mod limits;
 mod memo;
 mod name;
 mod schedule;
@@ -85,6 +86,10 @@ pub use crate::duration::{
     MAX_LEASE, MIN_LEASE,
 };
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
+pub use crate::limits::{
+    check_backoff, check_jitter, check_retries, check_timeout, DEFAULT_BACKOFF, MAX_BACKOFF,
+    MAX_JITTER, MAX_RETRIES, MAX_TIMEOUT,
+};
 pub use crate::name::validate_job_name;
 pub use crate::schedule::{Fires, FiresBefore, Schedule};
 pub use crate::zone::parse_time_zone;

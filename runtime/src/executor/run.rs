@@ -59,6 +59,11 @@ pub(super) struct Start {
     pub(super) renewals: Option<metrics::Counter>,
     /// Whether the first poll may happen on the shard (see [`INLINE_POLL_LIMIT`]).
     pub(super) inline: bool,
+    /// Each attempt is cancelled after this long (`timeout`).
+    pub(super) timeout: Option<Duration>,
+    /// For a job with `retries`: where the run learns, after a failed attempt, the number of the
+    /// next one. It closes when no further attempt starts; the run then gives its lease back.
+    pub(super) next_attempt: Option<mpsc::UnboundedReceiver<u32>>,
 }
 
 /// What became of a started run.
@@ -81,6 +86,8 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
         hold,
         renewals,
         inline,
+        timeout,
+        next_attempt,
     } = run;
     let span = tracing::info_span!("cronguard.run", job = %ctx.job, fire_time = %crate::fire::fmt_time(ctx.fire_time), fencing_token = ctx.fencing_token);
     let expiry = match &hold {
@@ -91,8 +98,10 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     // The job's name, for the log line of a lease that cannot be given back.
     let lease_job = matches!(hold, Hold::Lease(_)).then(|| Arc::clone(&ctx.job));
     let mut first_poll = None;
+    let retries = next_attempt.map(|next| (next, to.owned()));
+    let inline = inline && retries.is_none();
     let Some((length, sent)) = expiry else {
-        let mut running = Box::pin(run_body(body, ctx, cancel));
+        let mut running = Box::pin(attempts(body, ctx, cancel, timeout, retries));
         if inline && !blocking {
             let polled = span.in_scope(|| {
                 running
@@ -126,7 +135,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let deadline = Arc::new(LeaseDeadline::new(sent, sent + length));
     let body_deadline = (!blocking).then(|| Arc::clone(&deadline));
     let running = WithinLease {
-        body: Box::pin(run_body(body, ctx, cancel)),
+        body: Box::pin(attempts(body, ctx, cancel, timeout, retries)),
         deadline: body_deadline,
     };
     let reporter = to.owned();
@@ -217,8 +226,72 @@ impl Reporter {
     }
 }
 
+/// Runs the attempts of a run: the first, and after each failed one that the job's model retries,
+/// the next, all under the run's lease (the watchdog renews it during the pauses too). Ends with
+/// the last attempt's end.
+async fn attempts(
+    body: Body,
+    mut ctx: JobContext,
+    cancel: RunCancel,
+    timeout: Option<Duration>,
+    mut retries: Option<(mpsc::UnboundedReceiver<u32>, Reporter)>,
+) -> RunEnd {
+    loop {
+        let end = run_body(body.clone(), ctx.clone(), cancel.clone(), timeout).await;
+        let Some((next, reporter)) = retries.as_mut().filter(|_| end.may_retry()) else {
+            return end;
+        };
+        reporter.send(Report::Finished {
+            id: reporter.id,
+            end: end.clone(),
+        });
+        match next.recv().await {
+            Some(attempt) => ctx.attempt = attempt,
+            // No further attempt; the model has already taken this end.
+            None => return end,
+        }
+    }
+}
+
+/// Runs one attempt within its `timeout`: at the deadline an async body is dropped (it stops at
+/// the `.await` it waits in), a blocking body sees `ctx.is_cancelled()` and is waited for.
+async fn run_body(
+    body: Body,
+    mut ctx: JobContext,
+    cancel: RunCancel,
+    timeout: Option<Duration>,
+) -> RunEnd {
+    let Some(limit) = timeout else {
+        return run_once(body, ctx, cancel).await;
+    };
+    let blocking = matches!(body, Body::Blocking(_));
+    // The attempt's own signal: a timeout cancels this attempt, not the retries after it.
+    let attempt = RunCancel::default();
+    ctx.cancel = attempt.clone();
+    let running = run_once(body, ctx, attempt.clone());
+    let expired = tokio::time::sleep(limit);
+    tokio::pin!(running);
+    tokio::pin!(expired);
+    tokio::select! {
+        biased;
+        end = &mut running => end,
+        () = cancel.cancelled() => {
+            attempt.cancel();
+            running.await
+        }
+        () = &mut expired => {
+            attempt.cancel();
+            if blocking {
+                // The run holds its slot until the blocking body has returned.
+                let _ = running.await;
+            }
+            RunEnd::TimedOut
+        }
+    }
+}
+
 /// Runs a job body: panics become failures, cancellation stops an async body at its next await.
-async fn run_body(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
+async fn run_once(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
     let outcome = match body {
         Body::Async(f) => {
             let fut = std::panic::AssertUnwindSafe(async move { f(ctx).await }).catch_unwind();
@@ -247,7 +320,7 @@ async fn run_body(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
         Ok(Ok(())) if cancel.is_cancelled() => RunEnd::Cancelled,
         Ok(Ok(())) => RunEnd::Ok,
         Ok(Err(e)) => RunEnd::Failed(e),
-        Err(panic) => RunEnd::Failed(format!("the job panicked: {}", panic_message(&*panic))),
+        Err(panic) => RunEnd::Panicked(format!("the job panicked: {}", panic_message(&*panic))),
     }
 }
 
@@ -288,5 +361,116 @@ pub(super) fn release_soon(lease: Box<dyn Lease>, job: Arc<str>, tasks: &TaskTra
         .is_pending()
     {
         tasks.spawn(releasing);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    fn ctx(cancel: &RunCancel) -> JobContext {
+        let mut ctx = JobContext::builder("limited").build();
+        ctx.cancel = cancel.clone();
+        ctx
+    }
+
+    /// Drops its flag's `false` when dropped: tells that the body was dropped, not finished.
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_async_body_is_dropped_at_its_timeout() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&dropped);
+        let body = Body::Async(Arc::new(move |_ctx| {
+            let guard = Dropped(Arc::clone(&flag));
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_secs(3_600)).await;
+                drop(guard);
+                Ok(())
+            })
+        }));
+        let cancel = RunCancel::default();
+        let started = Instant::now();
+        let end = run_body(
+            body,
+            ctx(&cancel),
+            cancel.clone(),
+            Some(Duration::from_secs(5)),
+        )
+        .await;
+        assert_eq!(end, RunEnd::TimedOut);
+        assert_eq!(started.elapsed(), Duration::from_secs(5), "at the deadline");
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the body is not polled again"
+        );
+        assert!(!cancel.is_cancelled(), "only the attempt is cancelled");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_blocking_body_sees_the_timeout_and_is_waited_for() {
+        let (saw, seen) = std::sync::mpsc::channel();
+        let (began, begun) = tokio::sync::oneshot::channel::<()>();
+        let began = std::sync::Mutex::new(Some(began));
+        let body = Body::Blocking(Arc::new(move |ctx: JobContext| {
+            if let Some(began) = began.lock().ok().and_then(|mut b| b.take()) {
+                let _ = began.send(());
+            }
+            // Real time: the body polls its flag as a blocking job would.
+            while !ctx.is_cancelled() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let _ = saw.send(ctx.attempt());
+            Ok(())
+        }));
+        let cancel = RunCancel::default();
+        let mut running = tokio::spawn(run_body(
+            body,
+            ctx(&cancel),
+            cancel.clone(),
+            Some(Duration::from_secs(5)),
+        ));
+        // The deadline is set before the body begins; a running blocking body keeps tokio's
+        // paused clock from moving on its own, so the test moves it.
+        begun.await.expect("the body begins");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let end = (&mut running).await.expect("the attempt ends");
+        assert_eq!(
+            end,
+            RunEnd::TimedOut,
+            "reported as a timeout even though it returned Ok"
+        );
+        assert_eq!(
+            seen.try_recv(),
+            Ok(1),
+            "it returned before the attempt ended"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_within_its_timeout_ends_as_it_returns() {
+        let body = Body::Async(Arc::new(|_ctx| {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Err("boom".to_owned())
+            })
+        }));
+        let cancel = RunCancel::default();
+        let end = run_body(
+            body,
+            ctx(&cancel),
+            cancel.clone(),
+            Some(Duration::from_secs(5)),
+        )
+        .await;
+        assert_eq!(end, RunEnd::Failed("boom".to_owned()));
     }
 }

@@ -25,6 +25,7 @@ use crate::history::{HistoryEntry, Outcome};
 use crate::job::Body;
 use crate::job::Job;
 use crate::metrics::JobMetrics;
+use crate::model::limits::Limits;
 use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec, ABANDON_ATTEMPTS};
 use crate::status::{JobStatus, StatusRecord};
 
@@ -72,8 +73,10 @@ pub(crate) struct JobSlot {
     guard: Option<Arc<dyn Guard>>,
     metrics: JobMetrics,
     status: StatusRecord,
-    /// Each run going on: its cancel signal and when it started.
+    /// Each run going on: its cancel signal and when it (its current attempt) started.
     cancels: Vec<(RunId, RunCancel, Instant)>,
+    /// Where each run of a job with `retries` learns the number of its next attempt.
+    next_attempts: Vec<(RunId, mpsc::UnboundedSender<u32>)>,
     /// The earliest wake-up of this job in its shard's queue.
     pub(super) armed: Option<Instant>,
     /// Runs start on a task of their own, not with a first poll on the shard (set once a first
@@ -92,6 +95,7 @@ impl JobSlot {
     pub(crate) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>, seed: u64) -> Self {
         let metrics = JobMetrics::new(&job.name);
         let history = job.history && guard.is_some();
+        let backoff = job.backoff_or_default();
         let spec = Spec {
             name: job.name,
             schedule: job.schedule,
@@ -101,6 +105,12 @@ impl JobSlot {
             overlap: job.overlap,
             coalesce: job.coalesce,
             enabled: job.enabled,
+            limits: Limits {
+                timeout: job.timeout,
+                retries: job.retries,
+                backoff,
+                jitter: job.jitter,
+            },
         };
         JobSlot {
             model: JobModel::new(spec, seed),
@@ -109,6 +119,7 @@ impl JobSlot {
             metrics,
             status: StatusRecord::default(),
             cancels: Vec::new(),
+            next_attempts: Vec::new(),
             armed: None,
             own_task: false,
             history,
@@ -198,7 +209,13 @@ impl JobSlot {
                 first_report,
             } => self.model.on_reported(fire, kind, first_report, now, out),
             Report::Finished { id, end } => {
-                let duration = self.forget_run(id).map_or(Duration::ZERO, |started| {
+                // A failed attempt of a job with retries waits for the model's word.
+                let started = if self.model.spec().limits.retries > 0 && end.may_retry() {
+                    self.attempt_started(id)
+                } else {
+                    self.forget_run(id)
+                };
+                let duration = started.map_or(Duration::ZERO, |started| {
                     cx.shared.instant(now.mono) - started
                 });
                 self.model.on_run_ended(id, end, duration, now, out);
@@ -284,8 +301,29 @@ impl JobSlot {
         }
     }
 
-    /// Forgets the cancel signal of run `id`; returns when it started.
+    /// When the current attempt of run `id` started.
+    fn attempt_started(&self, id: RunId) -> Option<Instant> {
+        self.cancels
+            .iter()
+            .find(|(run, ..)| *run == id)
+            .map(|(_, _, started)| *started)
+    }
+
+    /// Starts attempt `attempt` of run `id`, which waits between attempts.
+    fn next_attempt(&mut self, cx: &Cx<'_>, now: Now, id: RunId, attempt: u32) {
+        if let Some((.., started)) = self.cancels.iter_mut().find(|(run, ..)| *run == id) {
+            *started = cx.shared.instant(now.mono);
+        }
+        if let Some((_, next)) = self.next_attempts.iter().find(|(run, _)| *run == id) {
+            // Fails only when the run's task is gone, and then its end is already reported.
+            let _ = next.send(attempt);
+        }
+    }
+
+    /// Forgets the cancel signal of run `id` (and lets a run waiting between attempts end);
+    /// returns when it started.
     fn forget_run(&mut self, id: RunId) -> Option<Instant> {
+        self.next_attempts.retain(|(run, _)| *run != id);
         let pos = self.cancels.iter().position(|(run, ..)| *run == id)?;
         let (_, _, started) = self.cancels.swap_remove(pos);
         if self.cancels.is_empty() {
@@ -359,6 +397,10 @@ impl JobSlot {
                     token,
                     manual,
                 } => self.start(cx, now, run, fire, token, manual),
+                Action::Retry { run, attempt } => self.next_attempt(cx, now, run, attempt),
+                Action::Finish(run) => {
+                    self.forget_run(run);
+                }
                 Action::Cancel(run) => {
                     if let Some((_, cancel, _)) = self.cancels.iter().find(|(id, ..)| *id == run) {
                         cancel.cancel();
@@ -459,6 +501,7 @@ impl JobSlot {
             fire_time: fire,
             fencing_token: token,
             manual,
+            attempt: 1,
             cancel: cancel.clone(),
             states: Arc::clone(&cx.shared.states),
         };
@@ -467,6 +510,12 @@ impl JobSlot {
         self.cancels.push((id, cancel.clone(), now));
         self.metrics.running.set(self.cancels.len() as f64);
         let renewals = matches!(hold, Hold::Lease(_)).then(|| self.metrics.renewals());
+        let limits = self.model.spec().limits;
+        let next_attempt = (limits.retries > 0).then(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            self.next_attempts.push((id, tx));
+            rx
+        });
         let start = run::Start {
             body: self.body.clone(),
             ctx,
@@ -474,6 +523,8 @@ impl JobSlot {
             hold,
             renewals,
             inline: !self.own_task,
+            timeout: limits.timeout,
+            next_attempt,
         };
         cx.launches.borrow_mut().push(Launch {
             idx: cx.idx,
@@ -490,7 +541,12 @@ impl JobSlot {
         };
         let (outcome, error) = match &event.kind {
             EventKind::Succeeded => (Outcome::Succeeded, None),
-            EventKind::Failed { error } => (Outcome::Failed, Some(error.clone())),
+            // A failure that is retried is not the run's end.
+            EventKind::Failed {
+                error,
+                retry_at: None,
+                ..
+            } => (Outcome::Failed, Some(error.clone())),
             EventKind::Cancelled { reason } => (Outcome::Cancelled, Some(reason.to_string())),
             EventKind::Skipped { reason, .. } if event.first_report => {
                 (Outcome::Skipped, Some(reason.clone()))

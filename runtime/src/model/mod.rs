@@ -9,7 +9,11 @@
 //! next needs to be woken without any of those is [`JobModel::next_wake`]. The deterministic
 //! simulation drives this very code through many replicas and seeded faults.
 
+mod attempts;
 pub(crate) mod due;
+pub(crate) mod limits;
+#[cfg(test)]
+mod limits_tests;
 #[cfg(test)]
 mod tests;
 pub(crate) mod window;
@@ -22,11 +26,12 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::after;
 use crate::control::{ManualRun, Pause};
-use crate::events::{CancelReason, EventKind, Occurrence};
+use crate::events::{CancelReason, EventKind, FailureReason, Occurrence};
 use crate::fire::{fmt_time, human, Fire};
 use crate::options::{Lock, Overlap};
 use cronguard_schedule::Schedule;
 use due::Due;
+use limits::Limits;
 use window::FireWindow;
 
 /// A job's settings, as the model needs them.
@@ -40,6 +45,7 @@ pub(crate) struct Spec {
     pub(crate) overlap: Overlap,
     pub(crate) coalesce: bool,
     pub(crate) enabled: bool,
+    pub(crate) limits: Limits,
 }
 
 /// The current time, as the executor read it: the wall clock, and the monotonic clock as the
@@ -86,9 +92,24 @@ pub(crate) enum Answer {
 pub(crate) enum RunEnd {
     Ok,
     Failed(String),
+    Panicked(String),
+    /// The attempt passed the job's `timeout` and was stopped there.
+    TimedOut,
     Cancelled,
     /// The run's local lease deadline passed before its next poll: it was stopped there.
     LeaseExpired,
+}
+
+impl RunEnd {
+    /// Whether the end is a failure that `retries` may try again (not a cancellation or a lost
+    /// lease). After such an end, a job with retries waits for [`Action::Retry`] or
+    /// [`Action::Finish`] before it gives its lease back.
+    pub(crate) fn may_retry(&self) -> bool {
+        matches!(
+            self,
+            RunEnd::Failed(_) | RunEnd::Panicked(_) | RunEnd::TimedOut
+        )
+    }
 }
 
 /// The watchdog's word on a running lease.
@@ -122,6 +143,11 @@ pub(crate) enum Action {
     },
     /// Signal the run to stop (through its `JobContext`).
     Cancel(RunId),
+    /// Start attempt `attempt` of a run whose last attempt failed, under the same fire, lease
+    /// and fencing token.
+    Retry { run: RunId, attempt: u32 },
+    /// A run waiting between attempts is over: no further attempt; its lease goes back.
+    Finish(RunId),
     /// Ask the shared guard whether this process is the first to report this dropped fire, then
     /// answer with [`JobModel::on_reported`].
     AskReport {
@@ -147,6 +173,20 @@ struct Run {
     cancel_reason: Option<CancelReason>,
     lease_lost: bool,
     manual: Option<u64>,
+    /// 1 for the first attempt, one more for every retry.
+    attempt: u32,
+    /// The fire's misfire deadline: no retry starts at or after it.
+    deadline: DateTime<Utc>,
+    /// Set while the run waits between a failed attempt and the next.
+    backoff: Option<Box<Backoff>>,
+}
+
+/// A run between a failed attempt and its retry.
+struct Backoff {
+    until: DateTime<Utc>,
+    /// The failure of the last attempt, reported again if no further attempt starts.
+    error: String,
+    reason: FailureReason,
 }
 
 impl Run {
@@ -159,6 +199,7 @@ impl Run {
             first_report: true,
             lateness: Some(self.lateness),
             duration,
+            attempt: Some(self.attempt),
             kind,
             manual: self.manual,
         }
@@ -207,6 +248,8 @@ pub(crate) struct JobModel {
     rng: fastrand::Rng,
     stopping: bool,
     controls: Option<Box<Controls>>,
+    /// The front fire waits for its jittered start until then.
+    jitter_wait: Option<DateTime<Utc>>,
 }
 
 /// What a job carries only while its claims are retried or their answers are in doubt, kept out
@@ -265,6 +308,7 @@ impl JobModel {
             window: FireWindow::default(),
             rng: fastrand::Rng::with_seed(seed),
             stopping: false,
+            jitter_wait: None,
             controls: None,
         }
     }
@@ -347,7 +391,7 @@ impl JobModel {
     /// check: among the fires the timer took, and the fires it has not taken yet (a process that
     /// was frozen answers for the fires it slept through before its timer catches up).
     pub(crate) fn due_by(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let grace = self.spec.misfire_grace;
+        let grace = self.due_grace();
         let mut due = self.window.due_by(now, grace);
         let mut next = self.next_fire;
         let mut walked = 0;
@@ -361,6 +405,18 @@ impl JobModel {
             };
         }
         due
+    }
+
+    /// How long after its fire time a fire must have started: the misfire grace plus the whole
+    /// jitter, so that no fire is overdue because its start was spread.
+    pub(crate) fn due_grace(&self) -> Duration {
+        self.spec.misfire_grace + self.spec.limits.jitter.unwrap_or_default()
+    }
+
+    /// The fire at `t`, with its jittered start and its misfire deadline.
+    fn fire_at(&self, t: DateTime<Utc>) -> Fire {
+        let delay = limits::jitter_delay(&self.spec.name, t, self.spec.limits.jitter);
+        Fire::delayed(t, delay, self.spec.misfire_grace)
     }
 
     /// Whether claims, runs or reports are still outstanding.
@@ -383,10 +439,15 @@ impl JobModel {
     pub(crate) fn next_wake(&self) -> Option<DateTime<Utc>> {
         let manual = self.controls.iter().flat_map(|c| c.manual.iter().copied());
         let misfire = self.due.iter().chain(manual).map(|f| f.deadline).min();
-        match (misfire, self.retry_at()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let attempts = self
+            .running
+            .iter()
+            .filter_map(|r| r.backoff.as_ref().map(|b| b.until));
+        [misfire, self.retry_at(), self.jitter_wait]
+            .into_iter()
+            .flatten()
+            .chain(attempts)
+            .min()
     }
 
     /// The timer reached `now`: every fire up to it comes due, and what may start starts.
@@ -407,7 +468,7 @@ impl JobModel {
         let mut missed: Option<Missed> = None;
         let mut next = self.next_fire;
         while let Some(t) = next.filter(|t| *t <= now.wall) {
-            let fire = Fire::new(t, grace);
+            let fire = self.fire_at(t);
             if now.wall < fire.deadline {
                 self.report_missed(missed.take(), now, out);
                 self.window.observe(t, now.wall, grace);
@@ -490,6 +551,10 @@ impl JobModel {
         if self.retry_at().is_some_and(|at| at <= now.wall) {
             self.if_trouble(|t| t.retry_at = None);
         }
+        if self.jitter_wait.is_some_and(|at| at <= now.wall) {
+            self.jitter_wait = None;
+        }
+        self.start_attempts(now, out);
         self.drop_misfires(now, out);
         self.try_start(now, out);
         self.tidy();
@@ -642,6 +707,11 @@ impl JobModel {
                 self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
                 continue;
             }
+            if fire.start > now.wall {
+                // Not before its jittered start: every decision about the fire is taken then.
+                self.jitter_wait = Some(fire.start);
+                return;
+            }
             if self.running.len() >= self.spec.max_instances as usize {
                 match self.spec.overlap {
                     // A shared guard is asked even though no slot is free here, so that it
@@ -655,7 +725,7 @@ impl JobModel {
                     }
                     Overlap::Queue => return,
                     Overlap::Replace => {
-                        self.replace_oldest(out);
+                        self.replace_oldest(now, out);
                         return;
                     }
                 }
@@ -685,8 +755,17 @@ impl JobModel {
         }
     }
 
-    fn replace_oldest(&mut self, out: &mut Vec<Action>) {
+    fn replace_oldest(&mut self, now: Now, out: &mut Vec<Action>) {
         if self.running.iter().any(|r| r.cancel_reason.is_some()) {
+            return;
+        }
+        let oldest = self.running.iter().min_by_key(|r| r.fire).map(|r| r.id);
+        if let Some(id) = oldest.filter(|id| self.waiting(*id)) {
+            let kind = EventKind::Cancelled {
+                reason: CancelReason::Replaced,
+            };
+            self.end_waiting(id, kind, now, out);
+            self.try_start(now, out);
             return;
         }
         if let Some(oldest) = self.running.iter_mut().min_by_key(|r| r.fire) {
@@ -890,7 +969,8 @@ impl JobModel {
     fn start_run(&mut self, fire: Fire, token: u64, now: Now, out: &mut Vec<Action>) {
         let id = self.next_run_id;
         self.next_run_id = self.next_run_id.wrapping_add(1);
-        let lateness = (now.wall - fire.t).to_std().unwrap_or_default();
+        // Measured from the jittered start: the jitter is not lateness.
+        let lateness = (now.wall - fire.start).to_std().unwrap_or_default();
         if fire.manual.is_none() {
             // A manual run is no fire of the schedule: the fires before it may still run.
             self.last_started = Some(fire.t);
@@ -904,6 +984,9 @@ impl JobModel {
             cancel_reason: None,
             lease_lost: false,
             manual: fire.manual,
+            attempt: 1,
+            deadline: fire.deadline,
+            backoff: None,
         };
         out.push(Action::Emit(run.event(EventKind::Started, now.wall, None)));
         self.running.reserve_exact(1); // most jobs never run twice at once
@@ -925,6 +1008,10 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
+        if self.waiting(id) {
+            self.verdict_between_attempts(id, verdict, now, out);
+            return;
+        }
         let Some(run) = self.running.iter_mut().find(|r| r.id == id) else {
             return;
         };
@@ -959,6 +1046,10 @@ impl JobModel {
         let Some(pos) = self.running.iter().position(|r| r.id == id) else {
             return;
         };
+        if self.retry_later(pos, &end, duration, now, out) {
+            return;
+        }
+        let retrying = self.spec.limits.retries > 0 && end.may_retry();
         let run = self.running.swap_remove(pos);
         if self.running.is_empty() {
             // Most jobs run one at a time, and a million of them idle between runs: an idle job
@@ -981,8 +1072,18 @@ impl JobModel {
                 reason: reason.unwrap_or(CancelReason::Shutdown),
             },
             (RunEnd::Ok, None) => EventKind::Succeeded,
-            (RunEnd::Failed(error), None) => EventKind::Failed { error },
+            (end, None) => {
+                let (error, reason) = self.failure(end);
+                EventKind::Failed {
+                    error,
+                    reason,
+                    retry_at: None,
+                }
+            }
         };
+        if retrying {
+            out.push(Action::Finish(run.id));
+        }
         out.push(Action::Emit(run.event(kind, now.wall, Some(duration))));
         self.try_start(now, out);
     }
@@ -1021,7 +1122,9 @@ impl JobModel {
         self.take_fires(now, out);
         self.stopping = true;
         self.next_fire = None;
+        self.jitter_wait = None;
         self.if_trouble(|t| t.retry_at = None);
+        self.end_all_waiting(now, out);
         let manual = self
             .controls
             .as_deref_mut()
@@ -1041,7 +1144,7 @@ impl JobModel {
 
     /// The shutdown deadline passed: running jobs are cancelled.
     pub(crate) fn cancel_runs(&mut self, out: &mut Vec<Action>) {
-        for run in &mut self.running {
+        for run in self.running.iter_mut().filter(|r| r.backoff.is_none()) {
             run.cancel_reason.get_or_insert(CancelReason::Shutdown);
             out.push(Action::Cancel(run.id));
         }

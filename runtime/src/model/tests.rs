@@ -32,6 +32,7 @@ fn spec(lock: Lock, overlap: Overlap) -> Spec {
         overlap,
         coalesce: false,
         enabled: true,
+        limits: Limits::default(),
     }
 }
 
@@ -52,6 +53,8 @@ fn said(out: &mut Vec<Action>) -> Vec<String> {
                 format!("start {} token {token}", (fire - t(0)).num_seconds())
             }
             Action::Cancel(run) => format!("cancel run {run}"),
+            Action::Retry { run, attempt } => format!("retry run {run} attempt {attempt}"),
+            Action::Finish(run) => format!("finish run {run}"),
             Action::AskReport { fire, kind } => {
                 format!("ask report {} {}", (fire - t(0)).num_seconds(), kind.name())
             }

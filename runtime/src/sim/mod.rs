@@ -157,6 +157,7 @@ impl Scenario {
             overlap: self.overlap,
             coalesce: self.coalesce,
             enabled: true,
+            limits: crate::model::limits::Limits::default(),
         }
     }
 }
@@ -770,6 +771,8 @@ impl Sim {
                     self.push(renew_at, Ev::Renew { r, inc, run });
                 }
             }
+            // The simulated jobs have no retries.
+            Action::Retry { .. } | Action::Finish(_) => {}
             Action::Cancel(run) => {
                 if let Some(x) = self.replicas[r].runs.iter_mut().find(|x| x.id == run) {
                     x.cancelled = true;

@@ -1,6 +1,6 @@
 use cronguard::scheduled;
 
-#[scheduled(every = "30s", retries = 3)]
+#[scheduled(every = "30s", priority = 3)]
 async fn tick() {}
 
 fn main() {}
