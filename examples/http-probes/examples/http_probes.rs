@@ -6,6 +6,16 @@
 //! curl http://127.0.0.1:9464/metrics   # cronguard_runs_total, cronguard_job_overdue, ...
 //! curl http://127.0.0.1:9464/health    # 200 {"healthy":true,...} or 503 when a job is overdue
 //! curl http://127.0.0.1:9464/jobs      # next fire, last run and counts of every job
+//! open http://127.0.0.1:9464/ops        # the dashboard: jobs, their last fires, buttons
+//! ```
+//!
+//! The dashboard's pause, resume and run-now buttons work only for requests that carry the header
+//! `x-ops-token: $OPS_TOKEN` (set `OPS_TOKEN` to turn them on; in a real service the check reads
+//! the session your authenticating proxy vouches for):
+//!
+//! ```text
+//! OPS_TOKEN=s3cret cargo run --example http_probes
+//! curl -X POST -H 'x-ops-token: s3cret' -d job=http_probes::heartbeat http://127.0.0.1:9464/ops/pause
 //! ```
 //!
 //! `/livez` is what a liveness or readiness probe should call: it asks no guard, so a Redis blip
@@ -43,7 +53,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!("serving /livez, /metrics, /health and /jobs on http://{addr}");
-    let app = cronguard_example_http_probes::http::router(handle.monitor(), prometheus);
+    let dashboard = cronguard_dashboard::Dashboard::new(&handle)
+        .authorize(|request| {
+            let expected = std::env::var("OPS_TOKEN").ok().filter(|t| !t.is_empty())?;
+            let given = request.headers.get("x-ops-token")?.to_str().ok()?;
+            (given == expected).then(|| "ops token holder".to_owned())
+        })
+        .router();
+    let app = cronguard_example_http_probes::http::router(handle.monitor(), prometheus)
+        .nest("/ops", dashboard);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     handle.run_until_shutdown_signal().await?;
     server.abort();
