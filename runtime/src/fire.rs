@@ -2,6 +2,7 @@
 //! have started. Computed once when the fire comes due; every rule and every message reads it
 //! from here.
 
+use std::num::NonZeroU64;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -9,21 +10,47 @@ use chrono::{DateTime, Utc};
 use crate::clock::after;
 use crate::control::ManualRun;
 
-/// One fire of one job (the job is the model that holds it).
+/// One fire of one job (the job is the model that holds it). 32 bytes: every job holds one or
+/// two, so its start and deadline are kept as offsets from `t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Fire {
     /// The scheduled instant: the fire's identity in every process.
     pub(crate) t: DateTime<Utc>,
-    /// `t` plus the job's jitter delay: the fire never starts earlier.
-    pub(crate) start: DateTime<Utc>,
-    /// `start + misfire_grace`: the fire is a misfire if it has not started by then.
-    pub(crate) deadline: DateTime<Utc>,
-    /// The id of a run asked for outside the schedule ([`ManualRun`]): then `t` is when it was
-    /// asked for, and the id, not `t`, is its identity.
-    pub(crate) manual: Option<u64>,
+    /// The job's jitter delay in ms (at most a day; a manual run seen late: how late, saturated).
+    start_ms: u32,
+    /// The misfire grace, in ns from the start.
+    grace_ns: u64,
+    /// The id of a run asked for outside the schedule ([`ManualRun`]; never 0).
+    manual: Option<NonZeroU64>,
 }
 
 impl Fire {
+    fn with(t: DateTime<Utc>, start: DateTime<Utc>, grace: Duration, manual: Option<u64>) -> Self {
+        let delay = (start - t).to_std().unwrap_or_default();
+        Fire {
+            t,
+            start_ms: u32::try_from(delay.as_millis()).unwrap_or(u32::MAX),
+            grace_ns: u64::try_from(grace.as_nanos()).unwrap_or(u64::MAX),
+            manual: manual.and_then(NonZeroU64::new),
+        }
+    }
+
+    /// `t` plus the job's jitter delay: the fire never starts earlier.
+    pub(crate) fn start(&self) -> DateTime<Utc> {
+        after(self.t, Duration::from_millis(u64::from(self.start_ms)))
+    }
+
+    /// `start + misfire_grace`: the fire is a misfire if it has not started by then.
+    pub(crate) fn deadline(&self) -> DateTime<Utc> {
+        after(self.start(), Duration::from_nanos(self.grace_ns))
+    }
+
+    /// The id of a run asked for outside the schedule ([`ManualRun`]): then `t` is when it was
+    /// asked for, and the id, not `t`, is its identity.
+    pub(crate) fn manual(&self) -> Option<u64> {
+        self.manual.map(NonZeroU64::get)
+    }
+
     #[cfg(test)]
     pub(crate) fn new(t: DateTime<Utc>, grace: Duration) -> Self {
         Fire::delayed(t, Duration::ZERO, grace)
@@ -31,26 +58,15 @@ impl Fire {
 
     /// A fire that starts `delay` after `t` (its jitter).
     pub(crate) fn delayed(t: DateTime<Utc>, delay: Duration, grace: Duration) -> Self {
-        let start = after(t, delay);
-        Fire {
-            t,
-            start,
-            deadline: after(start, grace),
-            manual: None,
-        }
+        Fire::with(t, after(t, delay), grace, None)
     }
 
     /// A run asked for outside the schedule, seen at `now`: it may start within the grace from
     /// when it was asked for, or from `now` if the request reached this process late or from a
     /// clock behind.
-    pub(crate) fn manual(run: ManualRun, now: DateTime<Utc>, grace: Duration) -> Self {
+    pub(crate) fn requested(run: ManualRun, now: DateTime<Utc>, grace: Duration) -> Self {
         let start = run.requested_at.max(now);
-        Fire {
-            t: run.requested_at,
-            start,
-            deadline: after(start, grace),
-            manual: Some(run.id),
-        }
+        Fire::with(run.requested_at, start, grace, Some(run.id))
     }
 }
 

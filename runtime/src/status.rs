@@ -117,7 +117,7 @@ struct LastRun {
     /// The attempt going on or ended last.
     attempt: u32,
     end: Option<RunEnd>,
-    manual: Option<u64>,
+    manual: Option<std::num::NonZeroU64>,
 }
 
 #[derive(Debug)]
@@ -131,12 +131,16 @@ struct RunEnd {
 #[derive(Debug)]
 enum RunOutcome {
     Succeeded,
-    Failed {
-        error: Box<str>,
-        reason: FailureReason,
-        retry_at: Option<DateTime<Utc>>,
-    },
+    /// Behind a pointer: most jobs' last run did not fail.
+    Failed(Box<Failure>),
     Cancelled(CancelReason),
+}
+
+#[derive(Debug)]
+struct Failure {
+    error: Box<str>,
+    reason: FailureReason,
+    retry_at: Option<DateTime<Utc>>,
 }
 
 impl RunOutcome {
@@ -147,11 +151,11 @@ impl RunOutcome {
                 error,
                 reason,
                 retry_at,
-            } => Some(RunOutcome::Failed {
+            } => Some(RunOutcome::Failed(Box::new(Failure {
                 error: error.as_str().into(),
                 reason: *reason,
                 retry_at: *retry_at,
-            }),
+            }))),
             EventKind::Cancelled { reason } => Some(RunOutcome::Cancelled(*reason)),
             _ => None,
         }
@@ -160,14 +164,10 @@ impl RunOutcome {
     fn kind(&self) -> EventKind {
         match self {
             RunOutcome::Succeeded => EventKind::Succeeded,
-            RunOutcome::Failed {
-                error,
-                reason,
-                retry_at,
-            } => EventKind::Failed {
-                error: error.to_string(),
-                reason: *reason,
-                retry_at: *retry_at,
+            RunOutcome::Failed(f) => EventKind::Failed {
+                error: f.error.to_string(),
+                reason: f.reason,
+                retry_at: f.retry_at,
             },
             RunOutcome::Cancelled(reason) => EventKind::Cancelled { reason: *reason },
         }
@@ -190,7 +190,7 @@ impl LastRun {
             duration,
             attempt: Some(self.attempt),
             kind,
-            manual: self.manual,
+            manual: self.manual.map(std::num::NonZeroU64::get),
         }
     }
 }
@@ -242,7 +242,7 @@ impl StatusRecord {
                 lateness,
                 attempt,
                 end: None,
-                manual: event.manual,
+                manual: event.manual.and_then(std::num::NonZeroU64::new),
             });
             self.last_event = LastEvent::RunStarted;
             return;
@@ -346,7 +346,7 @@ mod tests {
             overlap: Overlap::Skip,
             coalesce: false,
             enabled: true,
-            limits: Default::default(),
+            limits: crate::model::limits::Limits::default().shared(),
         };
         let instance: Arc<str> = Arc::from("here");
         let mut record = StatusRecord::default();

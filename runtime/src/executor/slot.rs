@@ -58,6 +58,15 @@ pub(super) struct Launch {
     pub(super) claimed: Instant,
 }
 
+/// A run going on: its cancel signal, when its current attempt started, and (for a job with
+/// `retries`) where to send the number of its next attempt.
+struct Going {
+    id: RunId,
+    cancel: RunCancel,
+    started: Instant,
+    next_attempt: Option<mpsc::UnboundedSender<u32>>,
+}
+
 /// What the health check asks of a job's guard.
 pub(crate) enum GuardView {
     /// The in-process model's last started fire, read at once.
@@ -73,10 +82,8 @@ pub(crate) struct JobSlot {
     guard: Option<Arc<dyn Guard>>,
     metrics: JobMetrics,
     status: StatusRecord,
-    /// Each run going on: its cancel signal and when it (its current attempt) started.
-    cancels: Vec<(RunId, RunCancel, Instant)>,
-    /// Where each run of a job with `retries` learns the number of its next attempt.
-    next_attempts: Vec<(RunId, mpsc::UnboundedSender<u32>)>,
+    /// Each run going on.
+    runs: Vec<Going>,
     /// The earliest wake-up of this job in its shard's queue.
     pub(super) armed: Option<Instant>,
     /// Runs start on a task of their own, not with a first poll on the shard (set once a first
@@ -110,7 +117,8 @@ impl JobSlot {
                 retries: job.retries,
                 backoff,
                 jitter: job.jitter,
-            },
+            }
+            .shared(),
         };
         JobSlot {
             model: JobModel::new(spec, seed),
@@ -118,8 +126,7 @@ impl JobSlot {
             guard,
             metrics,
             status: StatusRecord::default(),
-            cancels: Vec::new(),
-            next_attempts: Vec::new(),
+            runs: Vec::new(),
             armed: None,
             own_task: false,
             history,
@@ -303,34 +310,30 @@ impl JobSlot {
 
     /// When the current attempt of run `id` started.
     fn attempt_started(&self, id: RunId) -> Option<Instant> {
-        self.cancels
-            .iter()
-            .find(|(run, ..)| *run == id)
-            .map(|(_, _, started)| *started)
+        self.runs.iter().find(|r| r.id == id).map(|r| r.started)
     }
 
     /// Starts attempt `attempt` of run `id`, which waits between attempts.
     fn next_attempt(&mut self, cx: &Cx<'_>, now: Now, id: RunId, attempt: u32) {
-        if let Some((.., started)) = self.cancels.iter_mut().find(|(run, ..)| *run == id) {
-            *started = cx.shared.instant(now.mono);
-        }
-        if let Some((_, next)) = self.next_attempts.iter().find(|(run, _)| *run == id) {
-            // Fails only when the run's task is gone, and then its end is already reported.
-            let _ = next.send(attempt);
+        if let Some(run) = self.runs.iter_mut().find(|r| r.id == id) {
+            run.started = cx.shared.instant(now.mono);
+            if let Some(next) = &run.next_attempt {
+                // Fails only when the run's task is gone, and then its end is already reported.
+                let _ = next.send(attempt);
+            }
         }
     }
 
     /// Forgets the cancel signal of run `id` (and lets a run waiting between attempts end);
     /// returns when it started.
     fn forget_run(&mut self, id: RunId) -> Option<Instant> {
-        self.next_attempts.retain(|(run, _)| *run != id);
-        let pos = self.cancels.iter().position(|(run, ..)| *run == id)?;
-        let (_, _, started) = self.cancels.swap_remove(pos);
-        if self.cancels.is_empty() {
-            self.cancels = Vec::new(); // an idle job holds no room for runs
+        let pos = self.runs.iter().position(|r| r.id == id)?;
+        let run = self.runs.swap_remove(pos);
+        if self.runs.is_empty() {
+            self.runs = Vec::new(); // an idle job holds no room for runs
         }
-        self.metrics.running.set(self.cancels.len() as f64);
-        Some(started)
+        self.metrics.running.set(self.runs.len() as f64);
+        Some(run.started)
     }
 
     /// Run `id` had its first poll, which took `first_poll` on the shard (`None`: it was not
@@ -402,8 +405,8 @@ impl JobSlot {
                     self.forget_run(run);
                 }
                 Action::Cancel(run) => {
-                    if let Some((_, cancel, _)) = self.cancels.iter().find(|(id, ..)| *id == run) {
-                        cancel.cancel();
+                    if let Some(going) = self.runs.iter().find(|r| r.id == run) {
+                        going.cancel.cancel();
                     }
                 }
                 Action::Abandon(fire) => {
@@ -414,7 +417,7 @@ impl JobSlot {
                         if let Some(lease) = lease {
                             run::release(lease, Arc::clone(&job)).await;
                         }
-                        let Some(guard) = guard.filter(|_| fire.manual.is_none()) else {
+                        let Some(guard) = guard.filter(|_| fire.manual().is_none()) else {
                             return;
                         };
                         let fire = fire.t;
@@ -437,7 +440,7 @@ impl JobSlot {
                     cx.shared.tasks.spawn(async move {
                         let sent = Instant::now();
                         // A report must come back whatever happens, or the job would wait forever.
-                        let claim = match fire.manual {
+                        let claim = match fire.manual() {
                             None => guard.claim(fire.t),
                             Some(id) => guard.claim_manual(ManualRun {
                                 id,
@@ -506,16 +509,22 @@ impl JobSlot {
             states: Arc::clone(&cx.shared.states),
         };
         let now = cx.shared.instant(now.mono);
-        self.cancels.reserve_exact(1);
-        self.cancels.push((id, cancel.clone(), now));
-        self.metrics.running.set(self.cancels.len() as f64);
-        let renewals = matches!(hold, Hold::Lease(_)).then(|| self.metrics.renewals());
-        let limits = self.model.spec().limits;
-        let next_attempt = (limits.retries > 0).then(|| {
+        let limits = *self.model.spec().limits;
+        let (tx, next_attempt) = if limits.retries > 0 {
             let (tx, rx) = mpsc::unbounded_channel();
-            self.next_attempts.push((id, tx));
-            rx
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        self.runs.reserve_exact(1);
+        self.runs.push(Going {
+            id,
+            cancel: cancel.clone(),
+            started: now,
+            next_attempt: tx,
         });
+        self.metrics.running.set(self.runs.len() as f64);
+        let renewals = matches!(hold, Hold::Lease(_)).then(|| self.metrics.renewals());
         let start = run::Start {
             body: self.body.clone(),
             ctx,
@@ -597,5 +606,31 @@ impl JobSlot {
             events.emit(&event.to_event(self.name(), &cx.shared.instance));
         }
         self.status.record(event);
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod footprint {
+    /// What every job holds while idle (README, "Performance": a million jobs in one process):
+    /// a change that makes it bigger must say why here.
+    #[test]
+    fn an_idle_job_stays_small() {
+        let sizes = [
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 728),
+            (
+                "JobModel",
+                std::mem::size_of::<crate::model::JobModel>(),
+                304,
+            ),
+            (
+                "StatusRecord",
+                std::mem::size_of::<crate::status::StatusRecord>(),
+                208,
+            ),
+            ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
+        ];
+        for (what, size, most) in sizes {
+            assert!(size <= most, "{what} grew to {size} bytes (at most {most})");
+        }
     }
 }

@@ -22,6 +22,20 @@ pub(crate) struct Limits {
     pub(crate) jitter: Option<Duration>,
 }
 
+impl Limits {
+    /// The limits as a job holds them: the many jobs without any share one value, so that they
+    /// cost a pointer each.
+    pub(crate) fn shared(self) -> std::sync::Arc<Limits> {
+        static NONE: std::sync::LazyLock<std::sync::Arc<Limits>> =
+            std::sync::LazyLock::new(|| std::sync::Arc::new(Limits::default()));
+        if self.timeout.is_none() && self.retries == 0 && self.jitter.is_none() {
+            std::sync::Arc::clone(&NONE)
+        } else {
+            std::sync::Arc::new(self)
+        }
+    }
+}
+
 /// FNV-1a, 64 bits: a hash fixed by its specification, so that every build, platform and Rust
 /// version (unlike `std`'s `DefaultHasher`) and therefore every replica computes the same value.
 fn fnv1a64(parts: &[&[u8]]) -> u64 {

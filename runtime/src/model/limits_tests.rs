@@ -33,7 +33,7 @@ fn model(limits: Limits, grace_s: u64) -> JobModel {
         overlap: Overlap::Skip,
         coalesce: false,
         enabled: true,
-        limits,
+        limits: limits.shared(),
     };
     let mut m = JobModel::new(spec, 7);
     m.schedule_from(t(0));

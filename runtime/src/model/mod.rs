@@ -45,7 +45,7 @@ pub(crate) struct Spec {
     pub(crate) overlap: Overlap,
     pub(crate) coalesce: bool,
     pub(crate) enabled: bool,
-    pub(crate) limits: Limits,
+    pub(crate) limits: Arc<Limits>,
 }
 
 /// The current time, as the executor read it: the wall clock, and the monotonic clock as the
@@ -348,7 +348,7 @@ impl JobModel {
         controls.seen.push_back(run.id);
         controls
             .manual
-            .push_back(Fire::manual(run, now.wall, self.spec.misfire_grace));
+            .push_back(Fire::requested(run, now.wall, self.spec.misfire_grace));
         self.try_start(now, out);
     }
 
@@ -438,7 +438,7 @@ impl JobModel {
     /// oldest waiting fire, or its claim retry.
     pub(crate) fn next_wake(&self) -> Option<DateTime<Utc>> {
         let manual = self.controls.iter().flat_map(|c| c.manual.iter().copied());
-        let misfire = self.due.iter().chain(manual).map(|f| f.deadline).min();
+        let misfire = self.due.iter().chain(manual).map(|f| f.deadline()).min();
         let attempts = self
             .running
             .iter()
@@ -469,7 +469,7 @@ impl JobModel {
         let mut next = self.next_fire;
         while let Some(t) = next.filter(|t| *t <= now.wall) {
             let fire = self.fire_at(t);
-            if now.wall < fire.deadline {
+            if now.wall < fire.deadline() {
                 self.report_missed(missed.take(), now, out);
                 self.window.observe(t, now.wall, grace);
                 if self.spec.enabled {
@@ -577,13 +577,13 @@ impl JobModel {
 
     fn drop_misfires(&mut self, now: Now, out: &mut Vec<Action>) {
         self.drop_manual_misfires(now, out);
-        if self.due.iter().all(|f| now.wall < f.deadline) {
+        if self.due.iter().all(|f| now.wall < f.deadline()) {
             return;
         }
         // Usually only the front is late, but a fire put back after a failed claim may not be.
         let grace = human(self.spec.misfire_grace);
         for fire in self.due.take_all() {
-            if now.wall < fire.deadline {
+            if now.wall < fire.deadline() {
                 self.due.push_back(fire);
                 continue;
             }
@@ -619,12 +619,12 @@ impl JobModel {
         let Some(controls) = self.controls.as_deref_mut() else {
             return;
         };
-        if controls.manual.iter().all(|f| now.wall < f.deadline) {
+        if controls.manual.iter().all(|f| now.wall < f.deadline()) {
             return;
         }
         let mut late = Vec::new();
         controls.manual.retain(|f| {
-            let keep = now.wall < f.deadline;
+            let keep = now.wall < f.deadline();
             if !keep {
                 late.push(*f);
             }
@@ -652,7 +652,7 @@ impl JobModel {
         let Some(fire) = self.manual_front() else {
             return false;
         };
-        if now.wall >= fire.deadline {
+        if now.wall >= fire.deadline() {
             self.drop_manual_misfires(now, out);
             return false;
         }
@@ -685,7 +685,7 @@ impl JobModel {
             let Some(fire) = self.due.front() else {
                 return;
             };
-            if now.wall >= fire.deadline {
+            if now.wall >= fire.deadline() {
                 // Never claimed or started once its grace has passed (the process may have been
                 // frozen with the fire waiting).
                 self.drop_misfires(now, out);
@@ -707,9 +707,9 @@ impl JobModel {
                 self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
                 continue;
             }
-            if fire.start > now.wall {
+            if fire.start() > now.wall {
                 // Not before its jittered start: every decision about the fire is taken then.
-                self.jitter_wait = Some(fire.start);
+                self.jitter_wait = Some(fire.start());
                 return;
             }
             if self.running.len() >= self.spec.max_instances as usize {
@@ -794,7 +794,7 @@ impl JobModel {
             self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }
-        let scheduled = fire.manual.is_none();
+        let scheduled = fire.manual().is_none();
         let was_uncertain = scheduled && self.uncertain() == Some(fire.t);
         if scheduled && self.shared() {
             // The guard's store answered for the job: it is paused only if it said so.
@@ -829,7 +829,7 @@ impl JobModel {
                 // report goes through the guard (one of them may have reported it already).
                 let late = if deadline.is_some_and(|d| now.mono >= d) {
                     Some("the guard's answer came only after the lease had run out; the run was not started".to_owned())
-                } else if now.wall >= fire.deadline {
+                } else if now.wall >= fire.deadline() {
                     Some(format!(
                         "claimed only after the misfire grace of {} had passed",
                         human(self.spec.misfire_grace)
@@ -938,7 +938,7 @@ impl JobModel {
     /// A fire leaves this process without a run: a claim of it that may have taken effect
     /// unseen is given up, so that the guard does not count it as started.
     fn give_up(&mut self, fire: Fire, out: &mut Vec<Action>) {
-        if fire.manual.is_none() && self.uncertain() == Some(fire.t) {
+        if fire.manual().is_none() && self.uncertain() == Some(fire.t) {
             self.if_trouble(|t| t.uncertain = None);
             out.push(Action::Abandon(fire));
         }
@@ -946,7 +946,7 @@ impl JobModel {
 
     /// Keeps `fire` due and asks the guard again after a jittered, growing pause.
     fn wait_and_retry(&mut self, fire: Fire, now: Now, out: &mut Vec<Action>) {
-        if fire.manual.is_some() {
+        if fire.manual().is_some() {
             self.controls
                 .get_or_insert_with(Box::default)
                 .manual
@@ -970,8 +970,8 @@ impl JobModel {
         let id = self.next_run_id;
         self.next_run_id = self.next_run_id.wrapping_add(1);
         // Measured from the jittered start: the jitter is not lateness.
-        let lateness = (now.wall - fire.start).to_std().unwrap_or_default();
-        if fire.manual.is_none() {
+        let lateness = (now.wall - fire.start()).to_std().unwrap_or_default();
+        if fire.manual().is_none() {
             // A manual run is no fire of the schedule: the fires before it may still run.
             self.last_started = Some(fire.t);
         }
@@ -983,9 +983,9 @@ impl JobModel {
             lateness,
             cancel_reason: None,
             lease_lost: false,
-            manual: fire.manual,
+            manual: fire.manual(),
             attempt: 1,
-            deadline: fire.deadline,
+            deadline: fire.deadline(),
             backoff: None,
         };
         out.push(Action::Emit(run.event(EventKind::Started, now.wall, None)));
@@ -996,7 +996,7 @@ impl JobModel {
             run: id,
             fire: fire.t,
             token,
-            manual: fire.manual,
+            manual: fire.manual(),
         });
     }
 
@@ -1175,7 +1175,7 @@ impl JobModel {
     /// [`report_drop`](Self::report_drop) of a fire that may be a manual run: a manual run's
     /// drop is reported by the process that saw it, without asking the guard.
     fn report_drop_of(&mut self, fire: &Fire, kind: EventKind, now: Now, out: &mut Vec<Action>) {
-        match fire.manual {
+        match fire.manual() {
             None => self.report_drop(fire.t, kind, now, out),
             Some(_) => self.emit_drop_of(fire, kind, true, now, out),
         }
@@ -1191,7 +1191,7 @@ impl JobModel {
         out: &mut Vec<Action>,
     ) {
         out.push(Action::Emit(
-            Occurrence::drop(fire.t, now.wall, kind, first_report).of_manual(fire.manual),
+            Occurrence::drop(fire.t, now.wall, kind, first_report).of_manual(fire.manual()),
         ));
     }
 

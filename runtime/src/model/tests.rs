@@ -32,7 +32,7 @@ fn spec(lock: Lock, overlap: Overlap) -> Spec {
         overlap,
         coalesce: false,
         enabled: true,
-        limits: Limits::default(),
+        limits: Limits::default().shared(),
     }
 }
 

@@ -157,7 +157,7 @@ impl Scenario {
             overlap: self.overlap,
             coalesce: self.coalesce,
             enabled: true,
-            limits: crate::model::limits::Limits::default(),
+            limits: crate::model::limits::Limits::default().shared(),
         }
     }
 }
