@@ -480,8 +480,13 @@ impl Builder {
             instance: Arc::clone(&shared.instance),
             states: Arc::clone(&shared.states),
         };
+        // From the back, shrinking what is left (see `executor::start`): a million jobs are not
+        // held twice. The executor takes them from the back again, in their first order.
         let mut runnable = Vec::with_capacity(jobs.len());
-        for job in jobs {
+        while let Some(job) = jobs.pop() {
+            if jobs.len() >= 1024 && jobs.len() < jobs.capacity() / 2 {
+                jobs.shrink_to_fit();
+            }
             let guard = guards.build(&job);
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start

@@ -68,6 +68,7 @@ async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
         },
     );
 
+    let asked_at = now_ms();
     let key = control.trigger("fault_job").expect("asked");
     assert!(key.starts_with("fault_job@manual:"), "{key}");
     wait(
@@ -123,6 +124,19 @@ async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
         );
     }
     assert_each_fire_once(&record);
+    let first_at = |what: &str| {
+        record
+            .iter()
+            .filter(|e| e.what == what)
+            .map(|e| e.at_ms)
+            .min()
+            .unwrap_or(0)
+    };
+    eprintln!(
+        "{name}: the first paused fire was reported {} ms after the pause returned; the requested run started {} ms after it was asked for (through the control feed, read every second)",
+        first_at("ev:paused") - paused_at,
+        first_at("mstart") - asked_at
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

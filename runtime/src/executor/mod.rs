@@ -130,7 +130,7 @@ pub(crate) struct Runnable {
 }
 
 /// Starts the shards that run `jobs`.
-pub(crate) fn start(jobs: Vec<Runnable>, shared: &Shared) -> Shards {
+pub(crate) fn start(mut jobs: Vec<Runnable>, shared: &Shared) -> Shards {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let count = jobs
         .len()
@@ -139,8 +139,15 @@ pub(crate) fn start(jobs: Vec<Runnable>, shared: &Shared) -> Shards {
     let mut split: Vec<Vec<JobSlot>> = (0..count)
         .map(|_| Vec::with_capacity(jobs.len() / count + 1))
         .collect();
-    for (i, r) in jobs.into_iter().enumerate() {
+    // Taken from the back, and the rest moved to a smaller buffer whenever it is half empty:
+    // with a million jobs the jobs as given and the jobs as slots are never all held at once.
+    let mut i = 0;
+    while let Some(r) = jobs.pop() {
         split[i % count].push(JobSlot::new(r.job, r.body, r.guard, fastrand::u64(..)));
+        i += 1;
+        if jobs.len() >= 1024 && jobs.len() < jobs.capacity() / 2 {
+            jobs.shrink_to_fit();
+        }
     }
     let mut shards = Shards {
         tasks: Vec::with_capacity(count),
