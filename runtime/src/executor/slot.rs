@@ -628,7 +628,6 @@ mod footprint {
                 208,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
-
         ];
         for (what, size, most) in sizes {
             assert!(size <= most, "{what} grew to {size} bytes (at most {most})");

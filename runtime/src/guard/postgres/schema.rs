@@ -437,16 +437,8 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
                 Some(_) => {}
             }
         }
-        if let Some((_, extra, _)) = present
-            .iter()
-            .find(|(_, c, _)| !expected.iter().any(|(_, e, _)| e == c))
-        {
-            return Err(unrecognised(
-                schema,
-                table,
-                &format!("it has a column `{extra}` that cronguard does not know"),
-            ));
-        }
+        // Columns beyond these are left alone: a later version of cronguard added them, and
+        // this one (during a rolling deploy or a rollback) must still run beside it.
     }
     let functions = client
         .query_typed(

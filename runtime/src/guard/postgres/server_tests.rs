@@ -602,4 +602,21 @@ async fn a_schema_made_before_pauses_gets_them_at_start() {
         (row.get(0), row.get(1))
     };
     assert_eq!((answer, first), (1, 1), "busy, first report");
+
+    // A later version adds a column: this one still takes the table as its own.
+    raw.batch_execute("ALTER TABLE cronguard.jobs ADD COLUMN from_a_later_version integer")
+        .await
+        .expect("adds a column");
+    let db = database(&server).await;
+    let g = guard(&db, "older", 30_000, false);
+    g.set_pause(None).await.expect("resumes");
+    assert!(
+        matches!(
+            g.claim(fire + TimeDelta::seconds(2))
+                .await
+                .expect("answers"),
+            Claim::Acquired(_)
+        ),
+        "a table with a column of a later version is still cronguard's"
+    );
 }
