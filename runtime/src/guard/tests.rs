@@ -91,8 +91,14 @@ async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
         "already_ran",
         "the same fire claimed by another process"
     );
-    assert_eq!(answer(guard, 5).await, "already_ran", "an older fire");
-    assert_eq!(answer(other, 5).await, "already_ran", "an older fire");
+    // An older fire never runs: it ran, or (as here, older than every claim) it was passed over.
+    for g in [guard, other] {
+        let older = answer(g, 5).await;
+        assert!(
+            older == "already_ran" || older == "superseded",
+            "an older fire answered {older}"
+        );
+    }
     first.release().await.expect("release");
     assert_eq!(
         answer(other, 10).await,
@@ -183,6 +189,32 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
+}
+
+/// A process paused with fire 10 waiting wakes after one that started later claimed fire 20, the
+/// job's first claim: fire 10 ran nowhere, so it must be reported (passed over), never taken for
+/// a fire that ran.
+#[tokio::test]
+async fn a_fire_older_than_the_first_claim_of_the_job_is_passed_over() {
+    let dir = scratch_dir("first-claim");
+    let (late_starter, woke) = (FileGuard::new(&dir, "job"), FileGuard::new(&dir, "job"));
+    acquire(&late_starter, 20)
+        .await
+        .release()
+        .await
+        .expect("release");
+    assert_eq!(answer(&woke, 10).await, "superseded");
+    acquire(&late_starter, 30)
+        .await
+        .release()
+        .await
+        .expect("release");
+    assert_eq!(
+        answer(&woke, 20).await,
+        "already_ran",
+        "a fire that was claimed ran"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -752,9 +784,26 @@ mod redis {
         let a = guard(&server, "passed-over", 30_000).await;
         let b = guard(&server, "passed-over", 30_000).await;
         let now = now();
-        for fire in [now - chrono::TimeDelta::seconds(3), now] {
+        let long_ago = now - chrono::TimeDelta::hours(1);
+        for fire in [
+            now - chrono::TimeDelta::seconds(20),
+            now - chrono::TimeDelta::seconds(18),
+        ] {
             acquire_at(&b, fire).await.release().await.expect("release");
         }
+        assert_eq!(
+            claim_name(&a, long_ago).await,
+            "Superseded",
+            "while the recent claims are all the claims ever made, an older fire was never claimed"
+        );
+        for s in (3..=10).rev() {
+            acquire_at(&b, now - chrono::TimeDelta::seconds(s))
+                .await
+                .release()
+                .await
+                .expect("release");
+        }
+        acquire_at(&b, now).await.release().await.expect("release");
         let earlier = now - chrono::TimeDelta::seconds(1);
         assert_eq!(claim_name(&a, earlier).await, "Superseded");
         assert_eq!(
@@ -762,11 +811,10 @@ mod redis {
             "AlreadyRan",
             "the fire B claimed ran"
         );
-        let long_ago = now - chrono::TimeDelta::hours(1);
         assert_eq!(
             claim_name(&a, long_ago).await,
             "AlreadyRan",
-            "a fire older than every recent claim is simply past"
+            "a fire older than every recent claim, once more were made than the ring holds, is simply past"
         );
     }
 

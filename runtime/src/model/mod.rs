@@ -790,7 +790,9 @@ impl JobModel {
                 self.if_trouble(|t| t.uncertain = None);
                 out.push(Action::Abandon(fire));
             }
-            let reason = "the scheduler shut down, or the job was removed, before the fire could start".to_owned();
+            let reason =
+                "the scheduler shut down, or the job was removed, before the fire could start"
+                    .to_owned();
             self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }

@@ -64,6 +64,9 @@ pub(super) struct JobState {
     /// Who claimed the last [`RECENT_CLAIMS`] fires: a retry is recognised even after a later
     /// fire was claimed, and a fire nobody claimed is told apart from one that ran.
     claims: BTreeMap<Ms, String>,
+    /// How many claims were ever made: while the recent claims hold all of them, a fire that is
+    /// not among them was never claimed.
+    claimed: u64,
     fence: u64,
     lapsed: Option<Ms>,
     lock: Option<(String, Ms)>,
@@ -108,8 +111,9 @@ impl JobState {
                     // A fire among the recent claims that nobody claimed was passed over; an
                     // older one is simply past (a process whose clock is far behind stays quiet).
                     let oldest = self.claims.keys().next().copied();
+                    let all_known = self.claimed <= RECENT_CLAIMS as u64;
                     let passed_over = last.is_some_and(|l| l > *fire)
-                        && oldest.is_some_and(|o| *fire > o)
+                        && (all_known || oldest.is_some_and(|o| *fire > o))
                         && !self.claims.contains_key(fire);
                     if passed_over {
                         return Resp::Superseded;
@@ -132,6 +136,7 @@ impl JobState {
                 self.lock = Some((token.clone(), now + lease));
                 self.last = Some(*fire);
                 self.claims.insert(*fire, token.clone());
+                self.claimed += 1;
                 while self.claims.len() > RECENT_CLAIMS {
                     self.claims.pop_first();
                 }

@@ -129,6 +129,11 @@ impl FileGuard {
             return Ok(Claim::Lapsed);
         }
         if record.last_fire >= fire {
+            if record.first_fire != 0 && fire < record.first_fire {
+                // Older than every claim: nobody claimed it, a later fire was (a process that
+                // started after it, while the one that holds it was paused).
+                return Ok(Claim::Superseded);
+            }
             return Ok(Claim::AlreadyRan);
         }
         if let Some(pause) = self.paused_locked()? {
@@ -151,6 +156,10 @@ impl FileGuard {
             }
         }
         let holder = Holder::this_process(run.id);
+        if record.last_fire == 0 {
+            // The job's first claim (a record of an earlier version keeps 0: not known).
+            record.first_fire = fire;
+        }
         record.last_fire = fire;
         // Never below the clock in microseconds, so a lost state file cannot send tokens back.
         record.token = (record.token + 1).max(system_micros());
@@ -643,6 +652,9 @@ struct Record {
     holder: Option<Holder>,
     /// The nonce of the guard value that claimed `last_fire` (0: not recorded).
     claimant: u64,
+    /// The first fire ever claimed (0: not recorded, as by earlier versions): an older fire was
+    /// never claimed, so a claim of it after a later one is passed over, not already run.
+    first_fire: i64,
 }
 
 impl Default for Record {
@@ -653,6 +665,7 @@ impl Default for Record {
             reported: [NO_REPORT; REPORTS_KEPT],
             holder: None,
             claimant: 0,
+            first_fire: 0,
         }
     }
 }
@@ -662,12 +675,13 @@ impl Default for Record {
 const REPORTS_KEPT: usize = 8;
 const NO_REPORT: i64 = i64::MIN;
 
-/// `v2`, fifteen right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline:
+/// `v2`, sixteen right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline:
 /// the last fire, token and newest reported fire, then the holder's pid (0: none), start, device
-/// and inode, then the seven older reported fires and the claimant of the last fire. `v1` records (the first three only) and `v2`
-/// records without the older reports, as earlier versions write them, are still read; those
-/// versions read this record too (they ignore what follows the inode).
-const RECORD_LEN: usize = 2 + (7 + REPORTS_KEPT) * (1 + 20) + 1;
+/// and inode, then the seven older reported fires, the claimant of the last fire and the first
+/// fire ever claimed. `v1` records (the first three only) and `v2` records without the fields
+/// after the inode, as earlier versions write them, are still read; those versions read this
+/// record too (they ignore what they do not know).
+const RECORD_LEN: usize = 2 + (8 + REPORTS_KEPT) * (1 + 20) + 1;
 
 impl Record {
     /// Records `fire` as reported, keeping the newest [`REPORTS_KEPT`].
@@ -722,6 +736,9 @@ impl Record {
             if let Some(field) = fields.next() {
                 record.claimant = field.parse().ok()?;
             }
+            if let Some(field) = fields.next() {
+                record.first_fire = field.parse().ok()?;
+            }
         }
         Some(record)
     }
@@ -737,7 +754,7 @@ impl Record {
         for older in &self.reported[1..] {
             line.push_str(&format!(" {older:>20}"));
         }
-        line.push_str(&format!(" {:>20}\n", self.claimant));
+        line.push_str(&format!(" {:>20} {:>20}\n", self.claimant, self.first_fire));
         line
     }
 
@@ -825,6 +842,7 @@ mod tests {
             token: u64::MAX,
             reported: [i64::MAX, 5, 4, 3, 2, 1, 0, NO_REPORT],
             claimant: u64::MAX,
+            first_fire: i64::MIN,
             holder: Some(Holder {
                 pid: u32::MAX,
                 start: u64::MAX,
@@ -862,6 +880,7 @@ mod tests {
                 ],
                 holder: None,
                 claimant: 0,
+                first_fire: 0,
             })
         );
         // A `v2` record of an earlier version: no older reports.

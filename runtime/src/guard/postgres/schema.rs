@@ -140,7 +140,11 @@ BEGIN
     RETURN;
   END IF;
   IF v_last >= p_fire THEN
-    IF v_last > p_fire AND v_claimed_by IS NULL AND v_oldest IS NOT NULL AND p_fire > v_oldest THEN
+    -- Passed over: nobody claimed it, which the ring tells for fires inside it, and for every
+    -- fire while it holds all the claims ever made (fewer than eight).
+    IF v_last > p_fire AND v_claimed_by IS NULL
+       AND ((v_oldest IS NOT NULL AND p_fire > v_oldest)
+            OR coalesce(cardinality(r.recent_fires), 0) < 8) THEN
       answer := 5;
     END IF;
     RETURN;

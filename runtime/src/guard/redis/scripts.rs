@@ -99,7 +99,9 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     return {2, fence, ignored}
   end
   if last and last >= fire then
-    if last > fire and not claimed_by and oldest and fire > oldest then
+    -- Passed over: nobody claimed it, which the ring tells for fires inside it, and for every fire
+    -- while it holds all the claims ever made (fewer than nine).
+    if last > fire and not claimed_by and ((oldest and fire > oldest) or (tonumber(state[4]) or 0) <= 8) then
       return {5, 0, ignored}
     end
     return {0, 0, ignored}
