@@ -392,6 +392,7 @@ impl Cronguard {
             feeds,
             maker,
             stop: shared.stop.clone(),
+            runtime: tokio::runtime::Handle::current(),
             adding: std::sync::Mutex::new(()),
         });
         crate::operate::spawn_feed_readers(&plane);

@@ -42,6 +42,9 @@ pub(crate) struct ControlPlane {
     pub(crate) feeds: Feeds,
     pub(crate) maker: Box<dyn GuardMaker>,
     pub(crate) stop: CancellationToken,
+    /// The scheduler's runtime: a control may be called from any thread (a blocking job, a thread
+    /// of the application's own), and what it hands on runs there.
+    pub(crate) runtime: tokio::runtime::Handle,
     /// Serialises `add` and `remove`, so that two adds of one name cannot both pass the check.
     pub(crate) adding: Mutex<()>,
 }
@@ -110,7 +113,7 @@ impl ControlPlane {
             action,
             at: self.clock.now(),
         };
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             let job = request.job.clone();
             match tokio::time::timeout(STORE_WAIT, feed.publish(request)).await {
                 Ok(Ok(())) => {}
@@ -242,7 +245,7 @@ impl ControlPlane {
         };
         self.send(&found, JobControl::Schedule)?;
         if let Some((feed, entry)) = roster {
-            tokio::spawn(async move {
+            self.runtime.spawn(async move {
                 let _ = tokio::time::timeout(STORE_WAIT, feed.announce(vec![entry])).await;
             });
         }
@@ -306,8 +309,9 @@ impl ControlPlane {
 /// every [`FEED_POLL`] until the scheduler stops.
 pub(crate) fn spawn_feed_readers(plane: &Arc<ControlPlane>) {
     for (kind, feed) in &plane.feeds {
-        let (kind, feed, plane) = (*kind, Arc::clone(feed), Arc::clone(plane));
-        tokio::spawn(async move {
+        let (kind, feed, this) = (*kind, Arc::clone(feed), Arc::clone(plane));
+        plane.runtime.spawn(async move {
+            let plane = this;
             let stop = plane.stop.clone();
             tokio::select! {
                 () = stop.cancelled() => {}

@@ -290,3 +290,27 @@ async fn a_replica_runs_only_the_jobs_its_selection_names_and_watches_the_rest()
     };
     assert!(e.to_string().contains("billing::*,!billing::slow_*"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_control_from_a_thread_of_the_application_reaches_the_job() {
+    let dir = lock_dir("thread");
+    let events: Events = Arc::default();
+    let handle = scheduler("a", &dir, vec![job("report", Lock::File)], &events).await;
+    let mut stream = handle.subscribe();
+    let monitor = handle.monitor();
+    let key = std::thread::spawn(move || monitor.trigger("report"))
+        .join()
+        .expect("the thread ends")
+        .expect("asked from a plain thread, outside the runtime");
+    let succeeded = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(e) = stream.recv().await {
+            if *e.run_key == *key && matches!(e.kind, EventKind::Succeeded) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(succeeded, Ok(true), "the requested run {key} succeeded");
+    handle.shutdown().await;
+}
