@@ -321,20 +321,29 @@ pub(crate) fn spawn_feed_readers(plane: &Arc<ControlPlane>) {
     }
 }
 
-async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) {
-    let roster = plane.roster(kind);
-    for chunk in roster.chunks(FEED_BATCH) {
+/// Announces this replica's jobs of guard kind `kind`; `false` when the store could not take them.
+async fn announce(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) -> bool {
+    for chunk in plane.roster(kind).chunks(FEED_BATCH) {
         if let Err(e) = feed.announce(chunk.to_vec()).await {
-            tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "could not announce the jobs in the roster");
-            break;
+            tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "could not announce the jobs in the roster; trying again with the next read of the feed");
+            return false;
         }
     }
+    true
+}
+
+async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) {
+    // A store that is down at start gets the roster once it answers.
+    let mut announced = announce(kind, feed, plane).await;
     let mut cursor: Option<String> = None;
     let mut failing = false;
     let mut tick = tokio::time::interval(FEED_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        if !announced {
+            announced = announce(kind, feed, plane).await;
+        }
         loop {
             // Until the first read works, the feed's end is not known: requests made before it
             // are not replayed.

@@ -75,7 +75,20 @@ async fn every_job_has(
 
 /// Starts `JOBS` jobs of `lock` through `builder` while their server is down, checks what they
 /// report, brings the server up with `up`, and checks that they resume.
-async fn starts_down_and_resumes(builder: Builder, lock: Lock, up: impl FnOnce(), said: &str) {
+/// How many jobs the store's roster lists (`None`: it cannot be read).
+async fn listed(
+    store: Result<cronguard::admin::Store, cronguard::admin::AdminError>,
+) -> Option<usize> {
+    store.ok()?.jobs().await.ok().map(|jobs| jobs.len())
+}
+
+async fn starts_down_and_resumes(
+    builder: Builder,
+    lock: Lock,
+    up: impl FnOnce(),
+    said: &str,
+    roster: impl AsyncFn() -> Option<usize>,
+) {
     let logs = Logs::default();
     let writer = logs.clone();
     // The shards run on this (current-thread) runtime, so a thread-local subscriber sees them.
@@ -136,6 +149,15 @@ async fn starts_down_and_resumes(builder: Builder, lock: Lock, up: impl FnOnce()
         );
         let _ = tokio::time::timeout(Duration::from_millis(100), events.recv()).await;
     }
+    // The jobs are announced in the store's roster once it answers, for the command-line tool.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while roster().await != Some(JOBS) {
+        assert!(
+            Instant::now() < deadline,
+            "the roster does not list the {JOBS} jobs 10 s after the server came back"
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(100), events.recv()).await;
+    }
     handle.shutdown().await;
 }
 
@@ -146,14 +168,16 @@ async fn a_scheduler_started_while_redis_is_down_reports_misfires_and_resumes_wh
         return;
     };
     server.kill();
+    let url = server.url();
     let builder = cronguard::builder()
-        .redis_url(server.url())
+        .redis_url(url.clone())
         .redis_prefix("start-down");
     starts_down_and_resumes(
         builder,
         Lock::Redis,
         || server.restart(),
         "Redis cannot be reached at start",
+        async || listed(cronguard::admin::Store::redis(&url, "start-down").await).await,
     )
     .await;
 }
@@ -167,12 +191,19 @@ async fn a_scheduler_started_while_postgres_is_down_makes_its_tables_and_resumes
         return;
     };
     server.kill();
-    let builder = cronguard::builder().postgres_url(server.url());
+    let url = server.url();
+    let builder = cronguard::builder().postgres_url(url.clone());
     starts_down_and_resumes(
         builder,
         Lock::Postgres,
         || server.restart(),
         "PostgreSQL cannot be reached at start",
+        async || {
+            listed(
+                cronguard::admin::Store::postgres(&url, cronguard::DEFAULT_POSTGRES_SCHEMA).await,
+            )
+            .await
+        },
     )
     .await;
 }
