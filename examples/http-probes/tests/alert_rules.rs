@@ -2,17 +2,17 @@
 //! their `# HELP` and `# TYPE` lines, so that the rules cannot drift from the names; `/livez`
 //! answers 200 while the scheduler runs and 503 after it stopped, whatever the guards do.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use cronguard::guard::{Claim, Guard, GuardError};
-use cronguard::{Job, Lock, Monitor, Overlap, Schedule};
-use cronguard_example_http_probes::http::{prometheus_builder, router};
-use metrics_exporter_prometheus::PrometheusHandle;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use cronguard::{Job, Lock, Overlap, Schedule};
+use cronguard_example_http_probes::http::prometheus_builder;
+
+mod common;
+use common::{eventually, get, serve};
 
 const README: &str = include_str!("../../../README.md");
 
@@ -29,37 +29,6 @@ impl Guard for Unreachable {
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
         Box::pin(async { Err(GuardError::other("connection refused")) })
     }
-}
-
-async fn serve(monitor: Monitor, prometheus: PrometheusHandle) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .await
-        .expect("a loopback port");
-    let addr = listener.local_addr().expect("bound");
-    let app = router(monitor, prometheus);
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
-}
-
-/// `GET path` over HTTP/1.1: the status code and the body.
-async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connects");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("sends");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("reads");
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("a status line");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
 }
 
 /// The metric names in the README's alert rules (the YAML block that defines `groups:`).
@@ -82,22 +51,6 @@ fn names_in_readme_rules() -> Vec<String> {
     names.sort();
     names.dedup();
     names
-}
-
-/// Polls `check` (bounded) until it holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,13 +82,18 @@ async fn the_readme_alert_rules_read_metrics_that_metrics_serves_and_livez_ignor
     let monitor = handle.monitor();
     let addr = serve(monitor.clone(), prometheus).await;
 
-    eventually("a success, an overdue job and a guard error", || async {
-        let body = get(addr, "/metrics").await.1;
-        body.contains(r#"cronguard_last_success_timestamp_seconds{job="tick"}"#)
-            && body.contains(r#"cronguard_job_overdue{job="stuck"} 1"#)
-            && body
-                .contains(r#"cronguard_guard_errors_total{job="unreachable_store",kind="other"}"#)
-    })
+    eventually(
+        "a success, an overdue job and a guard error",
+        Duration::from_secs(10),
+        || async {
+            let body = get(addr, "/metrics").await.1;
+            body.contains(r#"cronguard_last_success_timestamp_seconds{job="tick"}"#)
+                && body.contains(r#"cronguard_job_overdue{job="stuck"} 1"#)
+                && body.contains(
+                    r#"cronguard_guard_errors_total{job="unreachable_store",kind="other"}"#,
+                )
+        },
+    )
     .await;
     let (code, metrics) = get(addr, "/metrics").await;
     assert_eq!(code, 200);

@@ -1,65 +1,19 @@
 //! The `http_probes` example's endpoints, fetched over loopback: `/metrics` counters move after
 //! runs, `/health` answers 200 while jobs are on time and 503 once one is overdue.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cronguard::{Job, Monitor, Schedule};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use cronguard::{Job, Schedule};
+use metrics_exporter_prometheus::PrometheusBuilder;
 
-async fn serve(monitor: Monitor, prometheus: PrometheusHandle) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .await
-        .expect("a loopback port");
-    let addr = listener.local_addr().expect("bound");
-    let app = cronguard_example_http_probes::http::router(monitor, prometheus);
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
-}
-
-/// `GET path` over HTTP/1.1: the status code and the body.
-async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connects");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("sends");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("reads");
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("a status line");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
-}
+mod common;
+use common::{eventually, get, serve};
 
 fn counter(metrics: &str, series: &str) -> u64 {
     metrics
         .lines()
         .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or(0)
-}
-
-/// Polls `check` (bounded) until it holds.
-async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + timeout;
-    while Instant::now() < until {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out after {timeout:?} waiting for {what}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
