@@ -62,11 +62,10 @@ impl Fire {
     }
 
     /// A run asked for outside the schedule, seen at `now`: it may start within the grace from
-    /// when it was asked for, or from `now` if the request reached this process late or from a
-    /// clock behind.
+    /// then (the request may reach this process late). A request stamped by a clock ahead of this
+    /// one counts from `now`, so that it cannot wait longer than the grace.
     pub(crate) fn requested(run: ManualRun, now: DateTime<Utc>, grace: Duration) -> Self {
-        let start = run.requested_at.max(now);
-        Fire::with(run.requested_at, start, grace, Some(run.id))
+        Fire::with(run.requested_at.min(now), now, grace, Some(run.id))
     }
 }
 

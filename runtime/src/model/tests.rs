@@ -448,3 +448,26 @@ fn a_manual_run_waits_for_a_busy_lease_and_misfires_after_its_grace() {
         .collect();
     assert_eq!(late, [("misfired", Some(1))], "reported with its identity");
 }
+
+#[test]
+fn a_manual_run_stamped_by_a_clock_an_hour_ahead_still_waits_one_grace_at_most() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_trigger(manual(2, 3_600), now(0), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 0"],
+        "asked for at once, stamped with this clock"
+    );
+    m.on_claimed(Answer::Busy { first_report: true }, now(0), &mut out);
+    let wake = m.next_wake().expect("a retry or the deadline");
+    assert!(wake <= t(5), "within the grace of 5 s, not an hour: {wake}");
+    m.on_wake(now(5), &mut out);
+    let misfired = out
+        .iter()
+        .filter(
+            |a| matches!(a, Action::Emit(e) if e.kind.name() == "misfired" && e.manual == Some(2)),
+        )
+        .count();
+    assert_eq!(misfired, 1, "reported after one grace");
+}
