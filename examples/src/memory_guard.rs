@@ -124,8 +124,10 @@ impl Guard for MemoryGuard {
             }
             if let Some(last) = s.last.filter(|l| *l >= fire) {
                 let oldest = s.recent.iter().map(|(f, _)| *f).min();
-                let passed_over =
-                    last > fire && claimed_by.is_none() && oldest.is_some_and(|o| fire > o);
+                if claimed_by.is_some() {
+                    return Err(Claim::ClaimedByAnother);
+                }
+                let passed_over = last > fire && oldest.is_some_and(|o| fire > o);
                 return Err(if passed_over {
                     Claim::Superseded
                 } else {
@@ -142,6 +144,8 @@ impl Guard for MemoryGuard {
             }
             s.fence += 1;
             s.last = Some(fire);
+            // An earlier report of this fire (a busy answer that may have been lost) gives way.
+            s.reports.remove(&fire);
             s.holder = token.clone();
             s.lease = Some((token.clone(), now + lease));
             s.cancel = None;

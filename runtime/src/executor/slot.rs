@@ -272,6 +272,7 @@ impl JobSlot {
                 Answer::Acquired { token, deadline }
             }
             Ok(Claim::AlreadyRan) => Answer::AlreadyRan,
+            Ok(Claim::ClaimedByAnother) => Answer::ClaimedByAnother,
             Ok(Claim::Superseded) => Answer::Superseded,
             Ok(Claim::Busy { first_report }) => Answer::Busy { first_report },
             Ok(Claim::Lapsed) => Answer::Lapsed,

@@ -80,6 +80,11 @@ pub enum Claim {
     Acquired(Box<dyn Lease>),
     /// This fire, or a later one, was already claimed by another claimant.
     AlreadyRan,
+    /// This very fire was claimed by another claimant, and the guard recorded whose claim took
+    /// it: not this claimant's. Unlike [`Claim::AlreadyRan`] it tells a claimant whose earlier
+    /// claim of the fire got no reply that this claim did not take effect, so the fire ran
+    /// elsewhere and nothing is reported. A guard that cannot tell answers `AlreadyRan`.
+    ClaimedByAnother,
     /// No claimant claimed this fire, but a later fire has been claimed: the fire was passed
     /// over (every process was late or busy). A guard that keeps no record of each fire's claim
     /// answers [`Claim::AlreadyRan`] instead.
@@ -117,6 +122,7 @@ impl std::fmt::Debug for Claim {
                 .field("fencing_token", &lease.fencing_token())
                 .finish(),
             Claim::AlreadyRan => f.write_str("AlreadyRan"),
+            Claim::ClaimedByAnother => f.write_str("ClaimedByAnother"),
             Claim::Superseded => f.write_str("Superseded"),
             Claim::Busy { first_report } => f
                 .debug_struct("Busy")

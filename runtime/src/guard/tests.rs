@@ -35,7 +35,7 @@ pub(crate) fn acquired_once_each(
                 leases.push(lease);
             }
             Claim::Busy { first_report } => assert!(first_report, "job {j}"),
-            Claim::AlreadyRan => {}
+            Claim::AlreadyRan | Claim::ClaimedByAnother => {}
             other => panic!("job {j}: {other:?}"),
         }
     }
@@ -67,6 +67,7 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
             "acquired"
         }
         Claim::AlreadyRan => "already_ran",
+        Claim::ClaimedByAnother => "claimed_by_another",
         Claim::Busy { .. } => "busy",
         Claim::Lapsed => "lapsed",
         Claim::Superseded => "superseded",
@@ -88,7 +89,7 @@ async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
     assert_eq!(answer(other, 20).await, "busy", "also for another process");
     assert_eq!(
         answer(other, 10).await,
-        "already_ran",
+        "claimed_by_another",
         "the same fire claimed by another process"
     );
     // An older fire never runs: it ran, or (as here, older than every claim) it was passed over.
@@ -102,7 +103,7 @@ async fn exclusion_and_uniqueness(guard: &dyn Guard, other: &dyn Guard) {
     first.release().await.expect("release");
     assert_eq!(
         answer(other, 10).await,
-        "already_ran",
+        "claimed_by_another",
         "after release, the fire stays claimed"
     );
     let second = acquire(guard, 20).await;
@@ -233,7 +234,7 @@ async fn file_guard_conforms() {
     let b = FileGuard::new(&dir, "shared");
     let held = acquire(&a, 1).await;
     assert_eq!(answer(&b, 2).await, "busy");
-    assert_eq!(answer(&b, 1).await, "already_ran");
+    assert_eq!(answer(&b, 1).await, "claimed_by_another");
     held.release().await.expect("release");
     let next = acquire(&b, 2).await;
     next.release().await.expect("release");
@@ -422,7 +423,7 @@ mod redis {
             assert!(sent.elapsed() >= Duration::from_millis(200), "WAIT waited");
         }
         // The claim took effect on the primary: no other process starts the fire meanwhile.
-        assert_eq!(answer(&other, 2).await, "already_ran");
+        assert_eq!(answer(&other, 2).await, "claimed_by_another");
         // Given up (its grace ran out), the fire is recorded as not started.
         g.abandon(t(2)).await.expect("abandons");
         assert_eq!(other.last_claimed().await.expect("answers"), None);
@@ -482,7 +483,7 @@ mod redis {
         let other_process = guard(&server, "lost", 30_000).await;
         assert_eq!(
             answer(&other_process, 1).await,
-            "already_ran",
+            "claimed_by_another",
             "another process is not the claimant"
         );
         assert_eq!(answer(&other_process, 2).await, "busy");
@@ -637,7 +638,7 @@ mod redis {
         assert!(
             matches!(
                 other_process.claim(fire).await.expect("answers"),
-                Claim::AlreadyRan
+                Claim::ClaimedByAnother
             ),
             "the fire is claimed once"
         );
@@ -808,7 +809,7 @@ mod redis {
         assert_eq!(claim_name(&a, earlier).await, "Superseded");
         assert_eq!(
             claim_name(&a, now).await,
-            "AlreadyRan",
+            "ClaimedByAnother",
             "the fire B claimed ran"
         );
         assert_eq!(

@@ -59,6 +59,10 @@ pub(crate) struct Now {
 /// Identifies one run of a job.
 pub(crate) type RunId = u32;
 
+/// Why a fire is reported when this process's claim of it got no answer and the guard, asked
+/// again, no longer knows who claimed it (README, "Guarantees").
+pub(crate) const UNKNOWN_CLAIMANT: &str = "an earlier claim of this fire by this process got no answer, and the guard no longer knows whose claim it took (this process was paused or its clock jumped back): the fire ran elsewhere or did not run at all";
+
 /// A shared guard's answer to a claim, as the model sees it.
 #[derive(Debug)]
 pub(crate) enum Answer {
@@ -69,6 +73,9 @@ pub(crate) enum Answer {
         deadline: Option<Duration>,
     },
     AlreadyRan,
+    /// The guard recorded that another claimant took this very fire: it ran elsewhere, also
+    /// when this process's earlier claim of it got no reply.
+    ClaimedByAnother,
     /// Nobody claimed the fire, and a later one has been claimed.
     Superseded,
     Busy {
@@ -874,10 +881,10 @@ impl JobModel {
                 // the guard no longer knows who made it (this process was frozen, or its clock
                 // jumped back): whether the fire ran cannot be told, so it is reported.
                 self.if_trouble(|t| t.retries = 0);
-                let reason = "an earlier claim of this fire by this process got no answer, and the guard no longer knows whose claim it took (this process was paused or its clock jumped back): the fire ran elsewhere or did not run at all".to_owned();
+                let reason = UNKNOWN_CLAIMANT.to_owned();
                 self.emit_drop(fire.t, EventKind::misfired(reason, fire.t), true, now, out);
             }
-            Answer::AlreadyRan => {
+            Answer::AlreadyRan | Answer::ClaimedByAnother => {
                 self.if_trouble(|t| t.retries = 0);
                 self.emit_drop_of(&fire, EventKind::ClaimedElsewhere, true, now, out);
             }

@@ -176,6 +176,34 @@ fn a_retried_claim_recognised_as_lapsed_is_a_warned_misfire() {
 }
 
 #[test]
+fn a_retried_claim_of_a_fire_the_guard_knows_another_took_stays_quiet() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::Failed("timeout".into()), now(12), &mut out);
+    m.on_wake(now(13), &mut out);
+    said(&mut out);
+    m.on_claimed(Answer::ClaimedByAnother, now(13), &mut out);
+    assert_eq!(said(&mut out), ["claimed_elsewhere 10"], "it ran elsewhere");
+}
+
+#[test]
+fn a_retried_claim_of_a_fire_the_guard_no_longer_knows_is_a_warned_misfire() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::Failed("timeout".into()), now(12), &mut out);
+    m.on_wake(now(13), &mut out);
+    said(&mut out);
+    m.on_claimed(Answer::AlreadyRan, now(13), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["misfired 10"],
+        "it ran elsewhere or not at all"
+    );
+}
+
+#[test]
 fn a_fire_passed_over_by_a_later_claim_is_reported() {
     let mut m = model(Lock::Redis, Overlap::Skip);
     let mut out = Vec::new();

@@ -14,7 +14,10 @@
 //! 5. health never says "on time" while the newest fire whose grace has passed, and every later
 //!    one, never started (a run counts from the moment its claim was sent; a claim whose reply
 //!    was lost may count for up to [`HEALTH_LAG`] after it was sent — after its claimant woke up,
-//!    if it was frozen — or after an outage of the server, until its claimant gave it up).
+//!    if it was frozen — or after an outage of the server, until its claimant gave it up);
+//! 6. a fire that started is never reported as "ran elsewhere or did not run at all" by a process
+//!    whose claim of it got no answer, while the guard still knew who claimed it (fewer than eight
+//!    later fires were claimed; outside a data-loss window).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,6 +25,7 @@ use super::server::Ms;
 use super::{ms_of, Record, RunKey, Scenario};
 use crate::events::EventKind;
 use crate::health::HealthState;
+use crate::model::UNKNOWN_CLAIMANT;
 
 /// How long before the shutdown a fire must lie, beyond its grace, to be checked by invariant 3.
 const MARGIN: Ms = 5_000;
@@ -185,6 +189,34 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         if !started && !lost_to_crash {
             broken.push(format!(
                 "5: at {at} ms replica {r} reported on time, but fire {due} (past its grace) and every later fire never started"
+            ));
+        }
+    }
+
+    // 6. A fire that started elsewhere is not reported as "maybe not run" while the guard still
+    // knows who claimed it: fewer than eight later fires were claimed before the report.
+    for (at, r, _, e) in &rec.events {
+        let EventKind::Misfired { reason, .. } = &e.kind else {
+            continue;
+        };
+        if reason != UNKNOWN_CLAIMANT {
+            continue;
+        }
+        let fire = ms_of(e.fire_time);
+        let Some(start) = rec.starts.iter().find(|s| s.fire == fire) else {
+            continue;
+        };
+        let later_claims = rec
+            .taken
+            .iter()
+            .filter(|(granted, f)| *f > fire && granted <= at)
+            .map(|(_, f)| f)
+            .collect::<BTreeSet<_>>()
+            .len();
+        if later_claims < 8 && !loss_between(start.claimed, *at) {
+            broken.push(format!(
+                "6: at {at} ms replica {r} reported fire {fire} as maybe not run, but {:?} started it and the guard knew its claimant ({later_claims} later claims)",
+                start.key
             ));
         }
     }

@@ -183,6 +183,8 @@ pub(super) struct Record {
     pub(super) outages: Vec<(Ms, Ms)>,
     /// Every claim sent: (true time, fire, replica).
     pub(super) claims: Vec<(Ms, Ms, usize)>,
+    /// Every claim of a scheduled fire the server granted: (true time, fire).
+    pub(super) taken: Vec<(Ms, Ms)>,
     /// When each replica was frozen: (replica, from, until).
     pub(super) pauses: Vec<(usize, Ms, Ms)>,
     /// Fires whose claim or report was in flight when their replica crashed.
@@ -620,6 +622,9 @@ impl Sim {
         }
         let resp = self.server.apply(&req, self.now);
         self.trace(|| format!("server applies {id} {req:?} -> {resp:?}"));
+        if let (Req::Claim { fire, .. }, Resp::Acquired { .. }) = (&req, &resp) {
+            self.record.taken.push((self.now, *fire));
+        }
         if self.rng.u32(0..1_000) < self.sc.loss_per_mille {
             self.trace(|| format!("reply {id} lost"));
             return;
@@ -657,6 +662,7 @@ impl Sim {
                         }
                     }
                     Some(Resp::AlreadyRan) => Answer::AlreadyRan,
+                    Some(Resp::ClaimedByAnother) => Answer::ClaimedByAnother,
                     Some(Resp::Superseded) => Answer::Superseded,
                     Some(Resp::Busy { first_report }) => Answer::Busy { first_report },
                     Some(Resp::Lapsed) => Answer::Lapsed,

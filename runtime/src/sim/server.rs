@@ -46,6 +46,7 @@ pub(super) enum Req {
 pub(super) enum Resp {
     Acquired { fence: u64 },
     AlreadyRan,
+    ClaimedByAnother,
     Superseded,
     Busy { first_report: bool },
     Lapsed,
@@ -107,6 +108,9 @@ impl JobState {
                     return Resp::Lapsed;
                 }
                 let last = self.last.filter(|l| *l <= now + AHEAD_TOLERANCE);
+                if last.is_some_and(|l| l >= *fire) && self.claims.contains_key(fire) {
+                    return Resp::ClaimedByAnother;
+                }
                 if last.is_some_and(|l| l >= *fire) {
                     // A fire among the recent claims that nobody claimed was passed over; an
                     // older one is simply past (a process whose clock is far behind stays quiet).
@@ -135,6 +139,7 @@ impl JobState {
                 }
                 self.lock = Some((token.clone(), now + lease));
                 self.last = Some(*fire);
+                self.reported.remove(fire);
                 self.claims.insert(*fire, token.clone());
                 self.claimed += 1;
                 while self.claims.len() > RECENT_CLAIMS {

@@ -128,6 +128,9 @@ impl FileGuard {
             // a dropped lease lets its lock go at once, so the fire can no longer start.
             return Ok(Claim::Lapsed);
         }
+        if record.last_fire == fire && record.claimant != 0 {
+            return Ok(Claim::ClaimedByAnother);
+        }
         if record.last_fire >= fire {
             if record.first_fire != 0 && fire < record.first_fire {
                 // Older than every claim: nobody claimed it, a later fire was (a process that
@@ -161,6 +164,9 @@ impl FileGuard {
             record.first_fire = fire;
         }
         record.last_fire = fire;
+        // A drop of this fire reported before (a busy claim whose answer was lost) gives way: the
+        // claimant reports the fire if it gives it up.
+        record.forget_report(fire);
         // Never below the clock in microseconds, so a lost state file cannot send tokens back.
         record.token = (record.token + 1).max(system_micros());
         record.holder = Some(holder);
@@ -694,6 +700,20 @@ impl Record {
         self.reported.copy_from_slice(&all[..REPORTS_KEPT]);
     }
 
+    /// Forgets a report of `fire`: the fire was claimed after it, so its claimant reports it.
+    fn forget_report(&mut self, fire: i64) {
+        if self.reported.contains(&fire) {
+            let mut kept: Vec<i64> = self
+                .reported
+                .iter()
+                .copied()
+                .filter(|r| *r != fire)
+                .collect();
+            kept.resize(REPORTS_KEPT, NO_REPORT);
+            self.reported.copy_from_slice(&kept);
+        }
+    }
+
     fn read(mut file: &File) -> std::io::Result<Record> {
         let mut text = String::new();
         file.seek(SeekFrom::Start(0))?;
@@ -915,6 +935,7 @@ mod replaced_lock_file {
         match claim {
             Claim::Acquired(_) => "acquired",
             Claim::AlreadyRan => "already_ran",
+            Claim::ClaimedByAnother => "claimed_by_another",
             Claim::Busy { .. } => "busy",
             Claim::Lapsed => "lapsed",
             Claim::TooEarly { .. } => "too_early",

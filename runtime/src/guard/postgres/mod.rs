@@ -544,6 +544,7 @@ impl Guard for PostgresGuard {
             let value = u64::try_from(value).unwrap_or(0);
             Ok(match answer {
                 0 => Claim::AlreadyRan,
+                7 => Claim::ClaimedByAnother,
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },

@@ -140,9 +140,14 @@ BEGIN
     RETURN;
   END IF;
   IF v_last >= p_fire THEN
+    IF v_claimed_by IS NOT NULL THEN
+      -- Another claimant's claim took this very fire.
+      answer := 7;
+      RETURN;
+    END IF;
     -- Passed over: nobody claimed it, which the ring tells for fires inside it, and for every
     -- fire while it holds all the claims ever made (fewer than eight).
-    IF v_last > p_fire AND v_claimed_by IS NULL
+    IF v_last > p_fire
        AND ((v_oldest IS NOT NULL AND p_fire > v_oldest)
             OR coalesce(cardinality(r.recent_fires), 0) < 8) THEN
       answer := 5;
@@ -184,6 +189,9 @@ BEGIN
     recent_fires = (r.recent_fires || p_fire)[greatest(1, cardinality(r.recent_fires) - 6):],
     recent_tokens = (r.recent_tokens || p_token)[greatest(1, cardinality(r.recent_tokens) - 6):]
     WHERE job = p_job;
+  -- A drop of this fire reported before (a busy claim whose answer was lost) gives way: the
+  -- claimant reports the fire if it gives it up.
+  DELETE FROM {schema}.reports WHERE job = p_job AND fire = p_fire;
   IF p_history THEN
     UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';
     INSERT INTO {schema}.runs (job, fire, instance, fence, started, outcome, lateness_ms)
@@ -196,13 +204,13 @@ END
 $claim$;
 
 -- The claim of binaries that predate pauses: claim_v2 with a paused fire answered as busy (1), so
--- that they do not run a paused job either.
+-- that they do not run a paused job either, and a fire claimed by another as already ran (0).
 CREATE OR REPLACE FUNCTION {schema}.claim_v1(
   p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
   p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
   OUT answer integer, OUT val bigint, OUT ignored boolean)
 LANGUAGE sql AS $claim_v1$
-  SELECT CASE WHEN c.answer = 6 THEN 1 ELSE c.answer END, c.val, c.ignored
+  SELECT CASE c.answer WHEN 6 THEN 1 WHEN 7 THEN 0 ELSE c.answer END, c.val, c.ignored
   FROM {schema}.claim_v2(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
                          p_tolerance_ms, p_instance, p_history) AS c
 $claim_v1$;

@@ -95,7 +95,10 @@ async fn a_claim_in_flight_while_the_database_froze_is_recognised_on_retry() {
     match retried.expect("the guard answers again after the freeze") {
         Claim::Acquired(lease) => {
             assert!(
-                matches!(other.claim(fire).await.expect("answers"), Claim::AlreadyRan),
+                matches!(
+                    other.claim(fire).await.expect("answers"),
+                    Claim::ClaimedByAnother
+                ),
                 "claimed once"
             );
             lease.release().await.expect("release");
@@ -131,7 +134,7 @@ async fn claims_survive_a_database_restart_and_tokens_keep_rising() {
         }
     }
     assert!(
-        matches!(answered, Some(Claim::AlreadyRan)),
+        matches!(answered, Some(Claim::ClaimedByAnother)),
         "the claim survived the restart: {answered:?}"
     );
     match other.claim(now()).await.expect("answers") {
@@ -577,7 +580,10 @@ async fn a_schema_made_before_pauses_gets_them_at_start() {
     let db = database(&server).await;
     let g = guard(&db, "older", 30_000, false);
     assert!(
-        matches!(g.claim(fire).await.expect("answers"), Claim::AlreadyRan),
+        matches!(
+            g.claim(fire).await.expect("answers"),
+            Claim::ClaimedByAnother
+        ),
         "the job's record survived the upgrade"
     );
     g.set_pause(Some(crate::control::Pause::new("ops", now())))

@@ -221,7 +221,7 @@ async fn cluster_claims_continue_after_a_primary_failover() {
     let (c, d) = (guard(&conn, &scripts, job), guard(&conn, &scripts, job));
     let again = claim_retrying(&c, t(1), Duration::from_secs(15)).await;
     assert!(
-        matches!(again, Claim::AlreadyRan),
+        matches!(again, Claim::ClaimedByAnother),
         "a claim acknowledged by the replica survives the failover: {again:?}"
     );
     for fire in 2..=4 {

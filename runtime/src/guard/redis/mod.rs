@@ -419,6 +419,7 @@ impl Guard for RedisGuard {
             }
             Ok(match code {
                 0 => Claim::AlreadyRan,
+                7 => Claim::ClaimedByAnother,
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },

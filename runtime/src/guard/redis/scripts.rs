@@ -99,9 +99,13 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     return {2, fence, ignored}
   end
   if last and last >= fire then
+    if claimed_by then
+      -- Another claimant's claim took this very fire.
+      return {7, 0, ignored}
+    end
     -- Passed over: nobody claimed it, which the ring tells for fires inside it, and for every fire
     -- while it holds all the claims ever made (fewer than nine).
-    if last > fire and not claimed_by and ((oldest and fire > oldest) or (tonumber(state[4]) or 0) <= 8) then
+    if last > fire and ((oldest and fire > oldest) or (tonumber(state[4]) or 0) <= 8) then
       return {5, 0, ignored}
     end
     return {0, 0, ignored}
@@ -130,6 +134,9 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   local n = tonumber(state[4]) or 0
   redis.call('HSET', state_key, 'last', fire_arg, 'fence', string.format('%.0f', fence), 'holder', token,
     'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
+  -- A drop of this fire reported before (a busy claim whose answer was lost) gives way: the
+  -- claimant reports the fire if it gives it up.
+  redis.call('DEL', report)
   return {2, fence, ignored}
 end
 
