@@ -55,7 +55,7 @@ pub struct StoredJob {
     /// The next fire after now, when the schedule could be read and fires again.
     pub next_fire: Option<DateTime<Utc>>,
     /// The latest fire claimed anywhere the guard reaches (see
-    /// [`Guard::last_claimed`](crate::guard::Guard::last_claimed)).
+    /// [`Guard::last_claimed`]).
     pub last_claimed: Option<DateTime<Utc>>,
     /// Who paused it, and when; `None` when it runs.
     pub paused: Option<Pause>,

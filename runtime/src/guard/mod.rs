@@ -11,7 +11,12 @@
 //! - **Mutual exclusion**: while a lease is held, every other claim of the job answers
 //!   [`Claim::Busy`].
 //! - **Per-fire uniqueness**: once fire `T` was claimed, a claim of `T` or of an older fire answers
-//!   [`Claim::AlreadyRan`] — even after the lease was released.
+//!   [`Claim::ClaimedByAnother`] (for `T`, when the guard records who claimed it) or
+//!   [`Claim::AlreadyRan`] — even after the lease was released. `ClaimedByAnother` is never the
+//!   answer for a fire nobody claimed.
+//! - **A granted claim takes over the fire's report**: a drop of `T` recorded as reported before
+//!   `T` was claimed (a busy answer that may never have reached its process) no longer counts, so
+//!   that the claimant, if it gives `T` up, reports it first.
 //! - **The same claimant is recognised**: a claim of fire `T` repeated by the same guard value
 //!   (because the reply to the first one was lost) answers [`Claim::Acquired`] again with the same
 //!   fencing token while that lease is held, or [`Claim::Lapsed`] once it expired — never

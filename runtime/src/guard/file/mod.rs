@@ -14,7 +14,8 @@
 //! at start: see `config::check_lock_dir`), so a link planted in their place is an error, never
 //! followed. A job name too long for a file name is shortened with a hash (see [`file_stem`]).
 //!
-//! A claim takes the state lock, answers `AlreadyRan` when the recorded fire is `>= T`, otherwise
+//! A claim takes the state lock, answers `ClaimedByAnother` when another guard value claimed `T`
+//! and `AlreadyRan` when the recorded fire is `> T` (or `Superseded`, see below), otherwise
 //! tries the run lock (`Busy` when another process holds it) and records `T` before it lets the
 //! state lock go. Because the record is written under the state lock before anyone else can read
 //! it, a process whose timer wakes a few milliseconds late sees `AlreadyRan`, never a free lock.

@@ -4,7 +4,7 @@
 //! one statement, one round trip: `SELECT … FROM <schema>.claim_v2(…)`, a function that locks the
 //! job's row (`SELECT … FOR UPDATE`), so that concurrent claims of one job are decided one after
 //! the other on the latest row, and answers exactly as the Redis guard's claim script does
-//! (acquired, already ran, busy, lapsed, too early, superseded, paused). A manual run is claimed
+//! (acquired, claimed by another, already ran, busy, lapsed, too early, superseded, paused). A manual run is claimed
 //! by `claim_manual_v1`, one statement of its own (manual runs are rare, so they are not batched). Every time comes from the
 //! database's `clock_timestamp()`, never from a replica: the lease is `lease_until` on the
 //! database clock. Renewal, release and abandon compare the claimant's token first.

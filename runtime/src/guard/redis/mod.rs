@@ -8,8 +8,9 @@
 //! - `<prefix>:{<job>}:state`: a hash with `last` (the last claimed fire, Unix ms), `fence` (its
 //!   fencing token), `holder` (the token that claimed it), `n` and `r0`..`r7` (a ring of the last
 //!   eight claims as `fire token`, so that a retry of a claim is recognised even after later fires
-//!   were claimed, and a fire that nobody claimed before a later one is told apart (`Superseded`)
-//!   from one that ran (`AlreadyRan`)) and `lapsed` (a last claimed fire that was given up unstarted:
+//!   were claimed, a fire another claimant took is named (`ClaimedByAnother`), and a fire that
+//!   nobody claimed before a later one is told apart (`Superseded`) from an older one that is
+//!   simply past (`AlreadyRan`)) and `lapsed` (a last claimed fire that was given up unstarted:
 //!   its claimant's reply was lost, or it came too late to run; the health check does not count it
 //!   as run);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
