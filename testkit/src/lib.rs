@@ -19,11 +19,13 @@ mod postgres;
 mod redis_cluster;
 mod redis_sentinel;
 mod redis_tls;
+mod stall_proxy;
 #[cfg(unix)]
 pub use postgres::{PgBouncer, PostgresServer};
 pub use redis_cluster::RedisCluster;
 pub use redis_sentinel::RedisSentinel;
 pub use redis_tls::{ClientAuth, RedisTls};
+pub use stall_proxy::StallProxy;
 
 /// A `redis-server` process of one test.
 #[derive(Debug)]
