@@ -75,6 +75,9 @@ pub(crate) enum GuardView {
     Shared(Arc<dyn Guard>),
 }
 
+/// A first poll this long is blocking code, and is logged at warn level (README, "Overlap, coalescing and misfires": shards).
+const BLOCKING_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// One job and what carries out its model's actions.
 pub(crate) struct JobSlot {
     model: JobModel,
@@ -350,12 +353,22 @@ impl JobSlot {
         if let Some(took) = first_poll.filter(|t| *t > INLINE_POLL_LIMIT) {
             if !self.own_task {
                 self.own_task = true;
-                tracing::warn!(
-                    job = %self.name(),
-                    first_poll_ms = took.as_millis() as u64,
-                    "the job's code before its first `.await` ran for {} ms on the scheduler's task, which delays other jobs; its runs now start on a task of their own. Move blocking work into `tokio::task::spawn_blocking` or make the job a plain `fn`",
-                    took.as_millis()
-                );
+                // A few milliseconds are a debug build's logging, not blocking code: warn only
+                // for what would delay other jobs noticeably.
+                if took >= BLOCKING_POLL {
+                    tracing::warn!(
+                        job = %self.name(),
+                        first_poll_ms = took.as_millis() as u64,
+                        "the job's code before its first `.await` ran for {} ms on the scheduler's task, which delays other jobs; its runs now start on a task of their own. Move blocking work into `tokio::task::spawn_blocking` or make the job a plain `fn`",
+                        took.as_millis()
+                    );
+                } else {
+                    tracing::debug!(
+                        job = %self.name(),
+                        first_poll_us = took.as_micros() as u64,
+                        "the job's first poll took over 1 ms; its runs now start on a task of their own"
+                    );
+                }
             }
         }
         let Some((end, duration, at)) = ended else {
