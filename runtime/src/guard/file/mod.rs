@@ -18,7 +18,8 @@
 //! and `AlreadyRan` when the recorded fire is `> T` (or `Superseded`, see below), otherwise
 //! tries the run lock (`Busy` when another process holds it) and records `T` before it lets the
 //! state lock go. Because the record is written under the state lock before anyone else can read
-//! it, a process whose timer wakes a few milliseconds late sees `AlreadyRan`, never a free lock.
+//! it, a process whose timer wakes a few milliseconds late sees `ClaimedByAnother`, never a free
+//! lock.
 //! The run lock is a separate file because it is held for the whole run, while other processes
 //! must still read the record to tell "this fire already ran" from "an older fire is running".
 //!

@@ -32,7 +32,8 @@ pub(super) mod op {
 /// Answers one table per operation, in order: a claim `{answer, value, ignored}` (answer `0`
 /// already ran, `1` busy (value: first report), `2` acquired (value: the fencing token), `3`
 /// lapsed, `4` too early (value: ms ahead of the server's clock), `5` superseded, `6` paused
-/// (value: first report; a fourth element carries the pause as stored, `<at ms> <by>`); `ignored`
+/// (value: first report; a fourth element carries the pause as stored, `<at ms> <by>`), `7`
+/// claimed by another (the record names another claimant of this fire); `ignored`
 /// is `1` when a recorded `last` far ahead of the server's clock was ignored); a manual claim
 /// `{answer, value, 0}` with the answers `0`, `1`, `2` and `3` of a claim (busy always with value
 /// `1`: nothing is recorded); any other operation `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
