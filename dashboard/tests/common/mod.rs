@@ -3,10 +3,11 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
+pub use cronguard_testkit::eventually;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use cronguard::{Cronguard, Job, Overlap, Schedule};
@@ -132,20 +133,4 @@ pub fn enc(s: &str) -> String {
             }
         })
         .collect()
-}
-
-/// Polls `check` (bounded) until it holds.
-pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + timeout;
-    while Instant::now() < until {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out after {timeout:?} waiting for {what}");
 }

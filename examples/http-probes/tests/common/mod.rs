@@ -1,8 +1,8 @@
 //! What the HTTP example's tests share: the example's router on a loopback port, a plain HTTP
 //! `GET`, and a bounded wait for a condition.
 
+pub use cronguard_testkit::eventually;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::time::{Duration, Instant};
 
 use cronguard::Monitor;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -38,20 +38,4 @@ pub async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     (code, body)
-}
-
-/// Polls `check` (bounded) until it holds.
-pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = Instant::now() + timeout;
-    while Instant::now() < until {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out after {timeout:?} waiting for {what}");
 }
