@@ -75,7 +75,8 @@ pub(crate) enum GuardView {
     Shared(Arc<dyn Guard>),
 }
 
-/// A first poll this long is blocking code, and is logged at warn level (README, "Overlap, coalescing and misfires": shards).
+/// A first poll this long is blocking code, and is logged at warn level (README, "Overlap,
+/// coalescing and misfires", on shards).
 const BLOCKING_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// One job and what carries out its model's actions.
