@@ -1,6 +1,7 @@
 //! Metrics through the `metrics` facade, so users plug in the exporter they already use. The
-//! handles every run updates are registered once per job at start, the others when first used;
-//! with no recorder installed every update is a no-op. [`describe`] gives every metric its help
+//! series every run updates are registered once per job at start, the others when first used;
+//! each update looks its series up (no handles held per job); with no recorder installed every
+//! update is a no-op. [`describe`] gives every metric its help
 //! text and unit (README, "Never silent": the table and the alert rules).
 //!
 //! | name | kind | unit | labels |
@@ -20,9 +21,11 @@
 //! | `cronguard_clock_skew_seconds` | gauge | seconds | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
 
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
 use metrics::{
     counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Counter,
-    Gauge, Histogram, SharedString, Unit,
+    Histogram, SharedString, Unit,
 };
 
 use crate::events::{EventKind, Occurrence};
@@ -101,17 +104,10 @@ fn unix_seconds(t: DateTime<Utc>) -> f64 {
     t.timestamp_millis() as f64 / 1000.0
 }
 
-/// A job's metric handles. The series every run updates are registered once, at start; the
-/// others (failures, drops, leases, claims) when first needed, so that a million jobs do not each
-/// hold a dozen handles they may never use.
+/// What a job keeps for its metrics: only what decides `cronguard_job_overdue`. Every update
+/// looks its series up by name and the job's name (a no-op without a recorder): a million jobs
+/// holding five handles each would spend 120 MiB on them (README, "Performance").
 pub(crate) struct JobMetrics {
-    /// The job's name as a label value, shared by all its series.
-    job: SharedString,
-    succeeded: Counter,
-    claimed_elsewhere: Counter,
-    duration: Histogram,
-    lateness: Histogram,
-    pub(crate) running: Gauge,
     /// The newest fire claimed, here or elsewhere, as Unix milliseconds (`i64::MIN`: none yet),
     /// so that a drop reported late for an older fire does not mark the job overdue.
     claimed_ms: i64,
@@ -119,40 +115,48 @@ pub(crate) struct JobMetrics {
     overdue: bool,
 }
 
+/// The job's name as a label value; one shared string, no copy.
+fn label(job: &Arc<str>) -> SharedString {
+    SharedString::from(Arc::clone(job))
+}
+
 impl JobMetrics {
-    pub(crate) fn new(job: &std::sync::Arc<str>) -> Self {
-        // One shared label value for all of the job's metrics (no copy of the name per metric).
-        let job = SharedString::from(std::sync::Arc::clone(job));
+    /// Registers the series every run updates, so that they show (at zero) from the start.
+    pub(crate) fn new(job: &Arc<str>) -> Self {
+        let job = label(job);
+        let _ = counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => "succeeded");
+        let _ = counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere");
+        let _ = histogram!("cronguard_run_duration_seconds", "job" => job.clone());
+        let _ = histogram!("cronguard_fire_lateness_seconds", "job" => job.clone());
+        let _ = gauge!("cronguard_jobs_running", "job" => job);
         JobMetrics {
-            succeeded: counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => "succeeded"),
-            claimed_elsewhere: counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere"),
-            duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),
-            lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
-            running: gauge!("cronguard_jobs_running", "job" => job.clone()),
-            job,
             claimed_ms: i64::MIN,
             overdue: false,
         }
     }
 
     /// Sets the job's next fire time, when it has one.
-    pub(crate) fn next_fire(&self, next: Option<DateTime<Utc>>) {
+    pub(crate) fn next_fire(job: &Arc<str>, next: Option<DateTime<Utc>>) {
         if let Some(t) = next {
-            gauge!("cronguard_next_fire_timestamp_seconds", "job" => self.job.clone())
+            gauge!("cronguard_next_fire_timestamp_seconds", "job" => label(job))
                 .set(unix_seconds(t));
         }
     }
 
-    /// Counts a claim the guard could not answer, by the kind of failure (`GuardError::kind`).
-    pub(crate) fn guard_error(&self, kind: &'static str) {
-        counter!("cronguard_guard_errors_total", "job" => self.job.clone(), "kind" => kind)
-            .increment(1);
+    /// Sets how many runs of the job go on in this process.
+    pub(crate) fn running(job: &Arc<str>, runs: usize) {
+        gauge!("cronguard_jobs_running", "job" => label(job)).set(runs as f64);
     }
 
-    fn set_overdue(&mut self, overdue: bool) {
+    /// Counts a claim the guard could not answer, by the kind of failure (`GuardError::kind`).
+    pub(crate) fn guard_error(job: &Arc<str>, kind: &'static str) {
+        counter!("cronguard_guard_errors_total", "job" => label(job), "kind" => kind).increment(1);
+    }
+
+    fn set_overdue(&mut self, job: &Arc<str>, overdue: bool) {
         if self.overdue != overdue {
             self.overdue = overdue;
-            gauge!("cronguard_job_overdue", "job" => self.job.clone()).set(if overdue {
+            gauge!("cronguard_job_overdue", "job" => label(job)).set(if overdue {
                 1.0
             } else {
                 0.0
@@ -161,80 +165,83 @@ impl JobMetrics {
     }
 
     /// Fire `fire` was claimed (started here or claimed elsewhere): the job is on time.
-    fn claimed(&mut self, fire: DateTime<Utc>) {
+    fn claimed(&mut self, job: &Arc<str>, fire: DateTime<Utc>) {
         self.claimed_ms = self.claimed_ms.max(fire.timestamp_millis());
-        self.set_overdue(false);
+        self.set_overdue(job, false);
     }
 
     /// Fire `fire` will not run: the job is overdue unless a later fire was claimed.
-    fn not_run(&mut self, fire: DateTime<Utc>) {
+    fn not_run(&mut self, job: &Arc<str>, fire: DateTime<Utc>) {
         if fire.timestamp_millis() > self.claimed_ms {
-            self.set_overdue(true);
+            self.set_overdue(job, true);
         }
     }
 
-    fn runs(&self, outcome: &'static str) -> Counter {
-        counter!("cronguard_runs_total", "job" => self.job.clone(), "outcome" => outcome)
+    fn runs(job: &Arc<str>, outcome: &'static str) -> Counter {
+        counter!("cronguard_runs_total", "job" => label(job), "outcome" => outcome)
     }
 
-    fn dropped(&self, reason: &'static str) -> Counter {
-        counter!("cronguard_dropped_fires_total", "job" => self.job.clone(), "reason" => reason)
+    fn dropped(job: &Arc<str>, reason: &'static str) -> Counter {
+        counter!("cronguard_dropped_fires_total", "job" => label(job), "reason" => reason)
     }
 
     /// The claim latency series of this job's guard.
-    pub(crate) fn claim_latency(&self, lock: &Lock) -> Histogram {
-        histogram!("cronguard_claim_latency_seconds", "job" => self.job.clone(), "guard" => lock.as_str())
+    pub(crate) fn claim_latency(job: &Arc<str>, lock: &Lock) -> Histogram {
+        histogram!("cronguard_claim_latency_seconds", "job" => label(job), "guard" => lock.as_str())
     }
 
     /// The lease renewals series of this job.
-    pub(crate) fn renewals(&self) -> Counter {
-        counter!("cronguard_lease_renewals_total", "job" => self.job.clone())
+    pub(crate) fn renewals(job: &Arc<str>) -> Counter {
+        counter!("cronguard_lease_renewals_total", "job" => label(job))
     }
 
-    pub(crate) fn record(&mut self, event: &Occurrence) {
+    /// Counts, times and judges an event of job `job`.
+    pub(crate) fn record(&mut self, job: &Arc<str>, event: &Occurrence) {
         match &event.kind {
             // A retry's start is not a fire's start: its lateness was recorded once.
             EventKind::Started if event.attempt.unwrap_or(1) > 1 => {}
             EventKind::Started => {
                 if let Some(l) = event.lateness {
-                    self.lateness.record(l.as_secs_f64());
+                    histogram!("cronguard_fire_lateness_seconds", "job" => label(job))
+                        .record(l.as_secs_f64());
                 }
-                self.claimed(event.fire_time);
+                self.claimed(job, event.fire_time);
             }
             EventKind::Succeeded => {
-                self.succeeded.increment(1);
-                gauge!("cronguard_last_success_timestamp_seconds", "job" => self.job.clone())
+                Self::runs(job, "succeeded").increment(1);
+                gauge!("cronguard_last_success_timestamp_seconds", "job" => label(job))
                     .set(unix_seconds(event.at));
             }
             EventKind::Failed {
                 retry_at: Some(_), ..
-            } => self.runs("retried").increment(1),
-            EventKind::Failed { .. } => self.runs("failed").increment(1),
-            EventKind::Cancelled { .. } => self.runs("cancelled").increment(1),
+            } => Self::runs(job, "retried").increment(1),
+            EventKind::Failed { .. } => Self::runs(job, "failed").increment(1),
+            EventKind::Cancelled { .. } => Self::runs(job, "cancelled").increment(1),
             EventKind::Skipped { paused: true, .. } => {
                 // Skipped on purpose: a paused job is not overdue.
-                self.dropped("paused").increment(1);
-                self.set_overdue(false);
+                Self::dropped(job, "paused").increment(1);
+                self.set_overdue(job, false);
             }
             EventKind::Skipped { .. } => {
-                self.dropped("skipped").increment(1);
-                self.not_run(event.fire_time);
+                Self::dropped(job, "skipped").increment(1);
+                self.not_run(job, event.fire_time);
             }
             EventKind::Misfired { .. } => {
-                self.dropped("misfired").increment(1);
-                self.not_run(event.fire_time);
+                Self::dropped(job, "misfired").increment(1);
+                self.not_run(job, event.fire_time);
             }
-            EventKind::Coalesced { .. } => self.dropped("coalesced").increment(1),
+            EventKind::Coalesced { .. } => Self::dropped(job, "coalesced").increment(1),
             EventKind::ClaimedElsewhere => {
-                self.claimed_elsewhere.increment(1);
-                self.claimed(event.fire_time);
+                Self::dropped(job, "claimed_elsewhere").increment(1);
+                self.claimed(job, event.fire_time);
             }
             EventKind::LeaseLost { .. } => {
-                counter!("cronguard_lease_lost_total", "job" => self.job.clone()).increment(1)
+                counter!("cronguard_lease_lost_total", "job" => label(job)).increment(1)
             }
         }
         if let Some(d) = event.duration {
-            self.duration.record(d.as_secs_f64());
+            histogram!("cronguard_run_duration_seconds", "job" => label(job))
+                .record(d.as_secs_f64());
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::guard::feed::{
 };
 use crate::guard::{Guard, GuardError};
 use crate::job::Job;
+use crate::model::SettingsPool;
 use crate::options::Lock;
 
 /// How long a control waits for the guard's store.
@@ -233,7 +234,13 @@ impl ControlPlane {
         let idx = {
             let mut jobs = lock(jobs);
             let idx = u32::try_from(jobs.len()).map_err(|_| ControlError::Stopped)?;
-            jobs.push(JobSlot::new(job, body, guard, fastrand::u64(..)));
+            jobs.push(JobSlot::new(
+                job,
+                body,
+                guard,
+                fastrand::u64(..),
+                &mut SettingsPool::default(),
+            ));
             idx
         };
         let found = Found {

@@ -87,51 +87,111 @@ pub struct Counts {
 }
 
 /// What the scheduler keeps of one job for its status and health, built into a [`JobStatus`]
-/// only when someone asks. Kept small, as there is one per job: the last run holds what its start
-/// and end events carry, so that the last event is kept apart only when it is something else (a
-/// drop, a lost lease, the end of an older run).
+/// only when someone asks. Kept small, as there is one per job (README, "Performance"): the last
+/// run holds what its start and end events carry, as offsets from its fire time, so that the last
+/// event is kept apart only when it is something else (a drop, a lost lease, the end of an older
+/// run); the counts most jobs never touch live behind one pointer.
 #[derive(Debug, Default)]
 pub(crate) struct StatusRecord {
     last_run: Option<LastRun>,
     last_event: LastEvent,
-    counts: Counts,
+    counts: CountsRecord,
+}
+
+/// [`Counts`] as a job keeps them: the two every run moves inline, the rest once one is not 0.
+/// A job fires at most once a second, so 32 bits last 136 years; they saturate.
+#[derive(Debug, Default)]
+struct CountsRecord {
+    started: u32,
+    succeeded: u32,
+    rare: Option<Box<RareCounts>>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct RareCounts {
+    failed: u32,
+    retried: u32,
+    cancelled: u32,
+    skipped: u32,
+    misfired: u32,
+    coalesced: u32,
+    claimed_elsewhere: u32,
+    lease_lost: u32,
+}
+
+impl CountsRecord {
+    fn count(&mut self, kind: &EventKind) {
+        let bump = |n: &mut u32| *n = n.saturating_add(1);
+        match kind {
+            EventKind::Started => return bump(&mut self.started),
+            EventKind::Succeeded => return bump(&mut self.succeeded),
+            _ => {}
+        }
+        let r = self.rare.get_or_insert_with(Box::default);
+        match kind {
+            EventKind::Started | EventKind::Succeeded => {}
+            EventKind::Failed {
+                retry_at: Some(_), ..
+            } => bump(&mut r.retried),
+            EventKind::Failed { .. } => bump(&mut r.failed),
+            EventKind::Cancelled { .. } => bump(&mut r.cancelled),
+            EventKind::Skipped { .. } => bump(&mut r.skipped),
+            EventKind::Misfired { .. } => bump(&mut r.misfired),
+            EventKind::Coalesced { .. } => bump(&mut r.coalesced),
+            EventKind::ClaimedElsewhere => bump(&mut r.claimed_elsewhere),
+            EventKind::LeaseLost { .. } => bump(&mut r.lease_lost),
+        }
+    }
+
+    fn counts(&self) -> Counts {
+        let r = self.rare.as_deref().copied().unwrap_or_default();
+        Counts {
+            started: self.started.into(),
+            succeeded: self.succeeded.into(),
+            failed: r.failed.into(),
+            retried: r.retried.into(),
+            cancelled: r.cancelled.into(),
+            skipped: r.skipped.into(),
+            misfired: r.misfired.into(),
+            coalesced: r.coalesced.into(),
+            claimed_elsewhere: r.claimed_elsewhere.into(),
+            lease_lost: r.lease_lost.into(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 enum LastEvent {
     #[default]
     None,
-    /// The start of the last run.
+    /// The start of [`StatusRecord::last_run`].
     RunStarted,
-    /// The end of the last run.
+    /// The end of [`StatusRecord::last_run`].
     RunEnded,
     Other(Box<Occurrence>),
 }
 
+/// The last run, exactly as its events carried it: times as nanoseconds from the one before.
 #[derive(Debug)]
 struct LastRun {
     fire_time: DateTime<Utc>,
-    started_at: DateTime<Utc>,
-    fencing_token: u64,
-    lateness: Duration,
-    /// The attempt going on or ended last.
     attempt: u32,
-    end: Option<RunEnd>,
+    /// Its start, from the fire time.
+    started_ns: i64,
+    fencing_token: u64,
+    lateness_ns: u64,
     manual: Option<std::num::NonZeroU64>,
+    /// Its end, from its start; its length; both 0 until it ended.
+    ended_ns: i64,
+    duration_ns: u64,
+    outcome: Option<RunOutcome>,
 }
 
-#[derive(Debug)]
-struct RunEnd {
-    at: DateTime<Utc>,
-    duration: Duration,
-    outcome: RunOutcome,
-}
-
-/// The end of a run, in fewer bytes than an [`EventKind`].
+/// How a run ended.
 #[derive(Debug)]
 enum RunOutcome {
     Succeeded,
-    /// Behind a pointer: most jobs' last run did not fail.
+    /// Failed; boxed: a failure is rare and its message long.
     Failed(Box<Failure>),
     Cancelled(CancelReason),
 }
@@ -174,19 +234,50 @@ impl RunOutcome {
     }
 }
 
+/// `to - from` in nanoseconds, when it fits.
+fn offset_ns(from: DateTime<Utc>, to: DateTime<Utc>) -> Option<i64> {
+    (to - from).num_nanoseconds()
+}
+
+fn add_ns(t: DateTime<Utc>, ns: i64) -> DateTime<Utc> {
+    t + chrono::TimeDelta::nanoseconds(ns)
+}
+
+fn nanos(d: Duration) -> Option<u64> {
+    u64::try_from(d.as_nanos()).ok()
+}
+
 impl LastRun {
+    fn started_at(&self) -> DateTime<Utc> {
+        add_ns(self.fire_time, self.started_ns)
+    }
+
+    fn lateness(&self) -> Duration {
+        Duration::from_nanos(self.lateness_ns)
+    }
+
+    /// When it ended, and how, if it did.
+    fn end(&self) -> Option<(DateTime<Utc>, &RunOutcome)> {
+        let outcome = self.outcome.as_ref()?;
+        Some((add_ns(self.started_at(), self.ended_ns), outcome))
+    }
+
     /// The run's start or end event, as it was emitted.
     fn event(&self, end: bool) -> Occurrence {
-        let (at, duration, kind) = match (&self.end, end) {
-            (Some(e), true) => (e.at, Some(e.duration), e.outcome.kind()),
-            _ => (self.started_at, None, EventKind::Started),
+        let (at, duration, kind) = match (self.end(), end) {
+            (Some((at, outcome)), true) => (
+                at,
+                Some(Duration::from_nanos(self.duration_ns)),
+                outcome.kind(),
+            ),
+            _ => (self.started_at(), None, EventKind::Started),
         };
         Occurrence {
             fire_time: self.fire_time,
             fencing_token: Some(self.fencing_token),
             at,
             first_report: true,
-            lateness: Some(self.lateness),
+            lateness: Some(self.lateness()),
             duration,
             attempt: Some(self.attempt),
             kind,
@@ -198,21 +289,7 @@ impl LastRun {
 impl StatusRecord {
     /// Counts `event` and keeps it as the last event.
     pub(crate) fn record(&mut self, event: Occurrence) {
-        let c = &mut self.counts;
-        match &event.kind {
-            EventKind::Started => c.started += 1,
-            EventKind::Succeeded => c.succeeded += 1,
-            EventKind::Failed {
-                retry_at: Some(_), ..
-            } => c.retried += 1,
-            EventKind::Failed { .. } => c.failed += 1,
-            EventKind::Cancelled { .. } => c.cancelled += 1,
-            EventKind::Skipped { .. } => c.skipped += 1,
-            EventKind::Misfired { .. } => c.misfired += 1,
-            EventKind::Coalesced { .. } => c.coalesced += 1,
-            EventKind::ClaimedElsewhere => c.claimed_elsewhere += 1,
-            EventKind::LeaseLost { .. } => c.lease_lost += 1,
-        }
+        self.counts.count(&event.kind);
         // A run's events carry its token, its lateness, and `first_report`; only those can be
         // told by the last run.
         let run_event = event.first_report && event.fencing_token.is_some();
@@ -223,46 +300,51 @@ impl StatusRecord {
             // A retry of the last run: it runs again, and its start is kept as emitted.
             if run.fire_time == event.fire_time && Some(run.fencing_token) == event.fencing_token {
                 run.attempt = attempt;
-                run.end = None;
+                run.outcome = None;
             }
             self.last_event = LastEvent::Other(Box::new(event));
             return;
         }
-        if let (EventKind::Started, true, Some(token), Some(lateness), None) = (
+        if let (EventKind::Started, true, Some(token), Some(lateness_ns), None, Some(started_ns)) = (
             &event.kind,
             run_event,
             event.fencing_token,
-            event.lateness,
+            event.lateness.and_then(nanos),
             event.duration,
+            offset_ns(event.fire_time, event.at),
         ) {
             self.last_run = Some(LastRun {
                 fire_time: event.fire_time,
-                started_at: event.at,
-                fencing_token: token,
-                lateness,
                 attempt,
-                end: None,
+                started_ns,
+                fencing_token: token,
+                lateness_ns,
                 manual: event.manual.and_then(std::num::NonZeroU64::new),
+                ended_ns: 0,
+                duration_ns: 0,
+                outcome: None,
             });
             self.last_event = LastEvent::RunStarted;
             return;
         }
-        if let (Some(outcome), true, Some(duration)) =
-            (RunOutcome::of(&event.kind), run_event, event.duration)
-        {
+        if let (Some(outcome), true, Some(duration_ns)) = (
+            RunOutcome::of(&event.kind),
+            run_event,
+            event.duration.and_then(nanos),
+        ) {
             if let Some(run) = self.last_run.as_mut().filter(|r| {
                 r.fire_time == event.fire_time
                     && Some(r.fencing_token) == event.fencing_token
-                    && Some(r.lateness) == event.lateness
+                    && Some(r.lateness()) == event.lateness
                     && r.attempt == attempt
             }) {
-                run.end = Some(RunEnd {
-                    at: event.at,
-                    duration,
-                    outcome,
-                });
-                self.last_event = LastEvent::RunEnded;
-                return;
+                if let Some(ended_ns) = offset_ns(run.started_at(), event.at) {
+                    run.ended_ns = ended_ns;
+                    run.duration_ns = duration_ns;
+                    run.outcome = Some(outcome);
+                    self.last_event = LastEvent::RunEnded;
+                    return;
+                }
             }
         }
         self.last_event = LastEvent::Other(Box::new(event));
@@ -285,9 +367,9 @@ impl StatusRecord {
             next_fire,
             last_run: self.last_run.as_ref().map(|r| RunRecord {
                 fire_time: r.fire_time,
-                started_at: r.started_at,
-                finished_at: r.end.as_ref().map(|e| e.at),
-                outcome: r.end.as_ref().map(|e| e.outcome.kind()),
+                started_at: r.started_at(),
+                finished_at: r.end().map(|(at, _)| at),
+                outcome: r.end().map(|(_, outcome)| outcome.kind()),
                 fencing_token: r.fencing_token,
                 instance: Arc::clone(instance),
             }),
@@ -302,7 +384,7 @@ impl StatusRecord {
                 _ => None,
             },
             running,
-            counts: self.counts,
+            counts: self.counts.counts(),
             paused: paused.cloned(),
         }
     }
@@ -311,7 +393,7 @@ impl StatusRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Spec;
+    use crate::model::{Settings, Spec};
     use crate::options::Overlap;
     use cronguard_schedule::Schedule;
 
@@ -337,17 +419,19 @@ mod tests {
     /// older run — the status shows it exactly as it was emitted, and the last run with it.
     #[test]
     fn the_status_shows_every_last_event_as_emitted() {
-        let spec = Spec {
-            name: Arc::from("job"),
-            schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
-            misfire_grace: Duration::from_secs(5),
-            max_instances: 2,
-            lock: Lock::Local,
-            overlap: Overlap::Skip,
-            coalesce: false,
-            enabled: true,
-            limits: crate::model::limits::Limits::default().shared(),
-        };
+        let spec = Spec::new(
+            Arc::from("job"),
+            Settings {
+                schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
+                misfire_grace: Duration::from_secs(5),
+                max_instances: 2,
+                lock: Lock::Local,
+                overlap: Overlap::Skip,
+                coalesce: false,
+                enabled: true,
+                limits: crate::model::limits::Limits::default(),
+            },
+        );
         let instance: Arc<str> = Arc::from("here");
         let mut record = StatusRecord::default();
         let events = [

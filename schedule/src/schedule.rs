@@ -216,6 +216,35 @@ impl fmt::Display for Schedule {
     }
 }
 
+/// Two schedules are equal when they are written alike: the same cron expression text in the
+/// same time zone, or the same interval — so equal schedules also print alike. `@daily` and
+/// `0 0 * * *` fire alike but are not equal.
+impl PartialEq for Schedule {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.kind, &other.kind) {
+            (Kind::Cron { expr: a, tz: ta }, Kind::Cron { expr: b, tz: tb }) => {
+                ta == tb && (Arc::ptr_eq(a, b) || a.as_str() == b.as_str())
+            }
+            (Kind::Every { interval: a }, Kind::Every { interval: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Schedule {}
+
+impl std::hash::Hash for Schedule {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match &self.kind {
+            Kind::Cron { expr, tz } => {
+                expr.as_str().hash(state);
+                tz.hash(state);
+            }
+            Kind::Every { interval } => interval.hash(state),
+        }
+    }
+}
+
 /// Iterator over the fires of a [`Schedule`]; see [`Schedule::fires_after`].
 #[derive(Debug, Clone)]
 pub struct Fires<'a> {
@@ -518,6 +547,40 @@ mod tests {
             .and_then(|date| date.and_hms_opt(h, min, 0))
             .expect("valid date")
             .and_utc()
+    }
+
+    /// Equal when written alike, and equal ones hash alike; firing alike is not enough.
+    #[test]
+    fn schedules_are_equal_when_written_alike() {
+        use std::hash::{BuildHasher, RandomState};
+        let hashes = RandomState::new();
+        let cron = |e: &str, tz: &str| Schedule::cron(e, tz).expect("valid");
+        let pairs = [
+            (cron("0 0 * * *", "UTC"), cron("0 0 * * *", "UTC"), true),
+            (
+                cron("0 0 * * *", "UTC"),
+                cron("0 0 * * *", "Europe/Berlin"),
+                false,
+            ),
+            (cron("0 0 * * *", "UTC"), cron("@daily", "UTC"), false),
+            (cron("0 0 * * *", "UTC"), cron("0 1 * * *", "UTC"), false),
+            (
+                Schedule::every(Duration::from_secs(30)).expect("valid"),
+                Schedule::every(Duration::from_secs(30)).expect("valid"),
+                true,
+            ),
+            (
+                Schedule::every(Duration::from_secs(30)).expect("valid"),
+                Schedule::every(Duration::from_secs(31)).expect("valid"),
+                false,
+            ),
+        ];
+        for (a, b, equal) in pairs {
+            assert_eq!(a == b, equal, "{a} == {b}");
+            if equal {
+                assert_eq!(hashes.hash_one(&a), hashes.hash_one(&b), "{a}");
+            }
+        }
     }
 
     /// The first instant after a gap, found by the slowest possible scan.

@@ -115,12 +115,21 @@ pub fn cpu_seconds() -> f64 {
 
 /// Peak resident set size in KiB (`VmHWM` of /proc/self/status).
 pub fn peak_rss_kib() -> u64 {
+    status_kib("VmHWM:")
+}
+
+/// Resident set size now, in KiB (`VmRSS` of /proc/self/status).
+pub fn rss_kib() -> u64 {
+    status_kib("VmRSS:")
+}
+
+fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/self/status")
+        .unwrap_or_else(|| panic!("{field} in /proc/self/status"))
 }
 
 /// Sleeps this thread until the wall clock reads `t`.

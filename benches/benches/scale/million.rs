@@ -41,7 +41,11 @@ pub struct MillionResult {
     pub max_us: i64,
     /// User + sys CPU seconds of the window.
     pub cpu_s: f64,
+    /// Peak resident set size.
     pub rss_kib: u64,
+    /// Resident set size once the jobs had started, and at the end of the window.
+    pub started_rss_kib: u64,
+    pub end_rss_kib: u64,
     pub skipped: u64,
     pub misfired: u64,
 }
@@ -139,6 +143,7 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
         builder.start().await.expect("cronguard starts")
     });
     let startup = t0.elapsed();
+    let started_rss_kib = measure::rss_kib();
     // The window begins after the warm-up, counted from the start; earlier fires are outside.
     let window_start =
         Utc::now().timestamp() + 1 + i64::try_from(cfg.warmup).expect("SCALE_WARMUP");
@@ -154,6 +159,7 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
         measure::wait_until(Duration::from_secs(cfg.settle), || slots.missing() == 0);
     }
     let rss_kib = measure::peak_rss_kib();
+    let end_rss_kib = measure::rss_kib();
     let reported = handle.jobs().iter().fold([0u64; 2], |[k, m], j| {
         [k + j.counts.skipped, m + j.counts.misfired]
     });
@@ -185,6 +191,8 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
         // Scaled to the window's nominal length.
         cpu_s: (cpu1 - cpu0) * seconds as f64 / wall.as_secs_f64(),
         rss_kib,
+        started_rss_kib,
+        end_rss_kib,
         skipped: reported[0],
         misfired: reported[1],
     });
@@ -227,6 +235,16 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
             b.rss_kib as f64 / MIB <= 400.0,
             label("peak RSS <= 400 MiB"),
         ),
+    );
+    value_row(
+        "RSS after start-up / at the end (MiB)",
+        format!(
+            "{:.1} / {:.1}",
+            b.started_rss_kib as f64 / MIB,
+            b.end_rss_kib as f64 / MIB
+        ),
+        "",
+        "",
     );
     value_row(
         &format!("fires run / due in the {} s window", b.window_s),

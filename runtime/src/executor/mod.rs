@@ -25,7 +25,7 @@ use crate::events::EventSink;
 use crate::guard::Guard;
 use crate::job::Body;
 use crate::job::Job;
-use crate::model::Now;
+use crate::model::{Now, SettingsPool};
 
 pub(crate) use msg::JobControl;
 use msg::{Msg, Report};
@@ -142,8 +142,10 @@ pub(crate) fn start(mut jobs: Vec<Runnable>, shared: &Shared) -> Shards {
     // Taken from the back, and the rest moved to a smaller buffer whenever it is half empty:
     // with a million jobs the jobs as given and the jobs as slots are never all held at once.
     let mut i = 0;
+    let mut pool = SettingsPool::default();
     while let Some(r) = jobs.pop() {
-        split[i % count].push(JobSlot::new(r.job, r.body, r.guard, fastrand::u64(..)));
+        let slot = JobSlot::new(r.job, r.body, r.guard, fastrand::u64(..), &mut pool);
+        split[i % count].push(slot);
         i += 1;
         if jobs.len() >= 1024 && jobs.len() < jobs.capacity() / 2 {
             jobs.shrink_to_fit();

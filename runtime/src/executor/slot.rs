@@ -26,7 +26,9 @@ use crate::job::Body;
 use crate::job::Job;
 use crate::metrics::JobMetrics;
 use crate::model::limits::Limits;
-use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec, ABANDON_ATTEMPTS};
+use crate::model::{
+    Action, Answer, JobModel, Now, RunEnd, RunId, Settings, SettingsPool, Spec, ABANDON_ATTEMPTS,
+};
 use crate::status::{JobStatus, StatusRecord};
 
 /// What a job's handlers need of their shard.
@@ -102,13 +104,19 @@ pub(crate) struct JobSlot {
 }
 
 impl JobSlot {
-    /// A job with a shared guard, or only the model's in-process exclusion when `guard` is `None`.
-    pub(crate) fn new(job: Job, body: Body, guard: Option<Arc<dyn Guard>>, seed: u64) -> Self {
+    /// A job with a shared guard, or only the model's in-process exclusion when `guard` is `None`;
+    /// its settings are shared with the jobs of `pool` that have the same.
+    pub(crate) fn new(
+        job: Job,
+        body: Body,
+        guard: Option<Arc<dyn Guard>>,
+        seed: u64,
+        pool: &mut SettingsPool,
+    ) -> Self {
         let metrics = JobMetrics::new(&job.name);
         let history = job.history && guard.is_some();
         let backoff = job.backoff_or_default();
-        let spec = Spec {
-            name: job.name,
+        let settings = Settings {
             schedule: job.schedule,
             misfire_grace: job.misfire_grace,
             max_instances: job.max_instances,
@@ -121,9 +129,9 @@ impl JobSlot {
                 retries: job.retries,
                 backoff,
                 jitter: job.jitter,
-            }
-            .shared(),
+            },
         };
+        let spec = Spec::pooled(job.name, settings, pool);
         JobSlot {
             model: JobModel::new(spec, seed),
             body,
@@ -170,7 +178,7 @@ impl JobSlot {
 
     pub(super) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let next = self.model.schedule_from(now);
-        self.metrics.next_fire(next);
+        JobMetrics::next_fire(self.name(), next);
         next
     }
 
@@ -182,7 +190,7 @@ impl JobSlot {
         out: &mut Vec<Action>,
     ) -> Option<DateTime<Utc>> {
         let next = self.model.on_timer(now, out);
-        self.metrics.next_fire(next);
+        JobMetrics::next_fire(self.name(), next);
         self.perform(cx, now, out);
         next
     }
@@ -208,8 +216,7 @@ impl JobSlot {
         let now = cx.now();
         match report {
             Report::Claimed { result, latency } => {
-                self.metrics
-                    .claim_latency(&self.model.spec().lock)
+                JobMetrics::claim_latency(self.name(), &self.model.spec().lock)
                     .record(latency.as_secs_f64());
                 let answer = self.answer(cx, cx.shared.instant(now.mono), result);
                 self.model.on_claimed(answer, now, out);
@@ -292,7 +299,7 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
-                self.metrics.guard_error(e.kind());
+                JobMetrics::guard_error(self.name(), e.kind());
                 let error = crate::error::Chain(&e).to_string();
                 match outage::failed(&mut self.outage, now) {
                     Say::First => {
@@ -337,7 +344,7 @@ impl JobSlot {
         if self.runs.is_empty() {
             self.runs = Vec::new(); // an idle job holds no room for runs
         }
-        self.metrics.running.set(self.runs.len() as f64);
+        JobMetrics::running(self.name(), self.runs.len());
         Some(run.started)
     }
 
@@ -524,7 +531,7 @@ impl JobSlot {
             states: Arc::clone(&cx.shared.states),
         };
         let now = cx.shared.instant(now.mono);
-        let limits = *self.model.spec().limits;
+        let limits = self.model.spec().limits;
         let (tx, next_attempt) = if limits.retries > 0 {
             let (tx, rx) = mpsc::unbounded_channel();
             (Some(tx), Some(rx))
@@ -538,8 +545,8 @@ impl JobSlot {
             started: now,
             next_attempt: tx,
         });
-        self.metrics.running.set(self.runs.len() as f64);
-        let renewals = matches!(hold, Hold::Lease(_)).then(|| self.metrics.renewals());
+        JobMetrics::running(self.name(), self.runs.len());
+        let renewals = matches!(hold, Hold::Lease(_)).then(|| JobMetrics::renewals(self.name()));
         let start = run::Start {
             body: self.body.clone(),
             ctx,
@@ -612,7 +619,7 @@ impl JobSlot {
     /// Counts, keeps and publishes an event; it becomes an [`Event`](crate::Event) only when a
     /// hook, a subscriber or a log subscriber takes it.
     fn emit(&mut self, cx: &Cx<'_>, event: Occurrence) {
-        self.metrics.record(&event);
+        self.metrics.record(&self.model.spec().name, &event);
         if self.history {
             self.record_history(cx, &event);
         }
@@ -631,16 +638,16 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 728),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 456),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
-                304,
+                232,
             ),
             (
                 "StatusRecord",
                 std::mem::size_of::<crate::status::StatusRecord>(),
-                208,
+                112,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
         ];

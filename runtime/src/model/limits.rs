@@ -10,7 +10,7 @@ use crate::clock::after;
 use cronguard_schedule::MAX_BACKOFF;
 
 /// A job's limits, as the model needs them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Limits {
     /// Each attempt is cancelled after this long and reported as failed (timeout).
     pub(crate) timeout: Option<Duration>,
@@ -20,20 +20,6 @@ pub(crate) struct Limits {
     pub(crate) backoff: Duration,
     /// Starts are spread over `[0, jitter)` after the fire time.
     pub(crate) jitter: Option<Duration>,
-}
-
-impl Limits {
-    /// The limits as a job holds them: the many jobs without any share one value, so that they
-    /// cost a pointer each.
-    pub(crate) fn shared(self) -> std::sync::Arc<Limits> {
-        static NONE: std::sync::LazyLock<std::sync::Arc<Limits>> =
-            std::sync::LazyLock::new(|| std::sync::Arc::new(Limits::default()));
-        if self.timeout.is_none() && self.retries == 0 && self.jitter.is_none() {
-            std::sync::Arc::clone(&NONE)
-        } else {
-            std::sync::Arc::new(self)
-        }
-    }
 }
 
 /// FNV-1a, 64 bits: a hash fixed by its specification, so that every build, platform and Rust

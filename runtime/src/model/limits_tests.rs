@@ -24,17 +24,19 @@ fn ms_of(at: DateTime<Utc>) -> i64 {
 
 /// Every 10 s, 5 s of grace, in-process guard, with these limits.
 fn model(limits: Limits, grace_s: u64) -> JobModel {
-    let spec = Spec {
-        name: Arc::from("job"),
-        schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
-        misfire_grace: Duration::from_secs(grace_s),
-        max_instances: 1,
-        lock: Lock::Local,
-        overlap: Overlap::Skip,
-        coalesce: false,
-        enabled: true,
-        limits: limits.shared(),
-    };
+    let spec = Spec::new(
+        Arc::from("job"),
+        Settings {
+            schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
+            misfire_grace: Duration::from_secs(grace_s),
+            max_instances: 1,
+            lock: Lock::Local,
+            overlap: Overlap::Skip,
+            coalesce: false,
+            enabled: true,
+            limits,
+        },
+    );
     let mut m = JobModel::new(spec, 7);
     m.schedule_from(t(0));
     m

@@ -34,10 +34,18 @@ use due::Due;
 use limits::Limits;
 use window::FireWindow;
 
-/// A job's settings, as the model needs them.
+/// A job as the model needs it: its name and its settings. Many jobs share their settings
+/// (a million jobs may have a few dozen distinct ones), so they are held behind one pointer
+/// that a [`SettingsPool`] hands out once per distinct value (README, "Performance").
 #[derive(Debug, Clone)]
 pub(crate) struct Spec {
     pub(crate) name: Arc<str>,
+    settings: Arc<Settings>,
+}
+
+/// A job's settings, as the model needs them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Settings {
     pub(crate) schedule: Schedule,
     pub(crate) misfire_grace: Duration,
     pub(crate) max_instances: u32,
@@ -45,8 +53,44 @@ pub(crate) struct Spec {
     pub(crate) overlap: Overlap,
     pub(crate) coalesce: bool,
     pub(crate) enabled: bool,
-    pub(crate) limits: Arc<Limits>,
+    pub(crate) limits: Limits,
 }
+
+impl Spec {
+    /// A job with settings of its own.
+    #[cfg(test)]
+    pub(crate) fn new(name: Arc<str>, settings: Settings) -> Self {
+        Spec {
+            name,
+            settings: Arc::new(settings),
+        }
+    }
+
+    /// A job sharing its settings with the pool's jobs that have the same.
+    pub(crate) fn pooled(name: Arc<str>, settings: Settings, pool: &mut SettingsPool) -> Self {
+        let settings = match pool.0.get(&settings) {
+            Some(shared) => Arc::clone(shared),
+            None => {
+                let shared = Arc::new(settings);
+                pool.0.insert(Arc::clone(&shared));
+                shared
+            }
+        };
+        Spec { name, settings }
+    }
+}
+
+impl std::ops::Deref for Spec {
+    type Target = Settings;
+
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+/// The distinct settings of jobs made together, each held once.
+#[derive(Debug, Default)]
+pub(crate) struct SettingsPool(std::collections::HashSet<Arc<Settings>>);
 
 /// The current time, as the executor read it: the wall clock, and the monotonic clock as the
 /// time elapsed since an origin of the executor's choice.

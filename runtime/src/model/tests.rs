@@ -23,17 +23,19 @@ fn now_ms(ms: i64) -> Now {
 }
 
 fn spec(lock: Lock, overlap: Overlap) -> Spec {
-    Spec {
-        name: Arc::from("job"),
-        schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
-        misfire_grace: Duration::from_secs(5),
-        max_instances: 1,
-        lock,
-        overlap,
-        coalesce: false,
-        enabled: true,
-        limits: Limits::default().shared(),
-    }
+    Spec::new(
+        Arc::from("job"),
+        Settings {
+            schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
+            misfire_grace: Duration::from_secs(5),
+            max_instances: 1,
+            lock,
+            overlap,
+            coalesce: false,
+            enabled: true,
+            limits: Limits::default(),
+        },
+    )
 }
 
 /// A model that follows its schedule from second 0.

@@ -24,7 +24,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::events::{EventKind, Occurrence};
 use crate::health::{judge, HealthState};
-use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Spec, Verdict};
+use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Settings, Spec, Verdict};
 use crate::options::{Lock, Overlap};
 use cronguard_schedule::Schedule;
 use server::{JobState, Ms, Req, Resp};
@@ -147,18 +147,20 @@ impl Scenario {
     }
 
     fn spec(&self) -> Spec {
-        Spec {
-            name: Arc::from("sim"),
-            schedule: Schedule::every(Duration::from_millis(self.period as u64))
-                .unwrap_or_else(|_| unreachable_schedule()),
-            misfire_grace: Duration::from_millis(self.grace as u64),
-            max_instances: 1,
-            lock: Lock::Redis,
-            overlap: self.overlap,
-            coalesce: self.coalesce,
-            enabled: true,
-            limits: crate::model::limits::Limits::default().shared(),
-        }
+        Spec::new(
+            Arc::from("sim"),
+            Settings {
+                schedule: Schedule::every(Duration::from_millis(self.period as u64))
+                    .unwrap_or_else(|_| unreachable_schedule()),
+                misfire_grace: Duration::from_millis(self.grace as u64),
+                max_instances: 1,
+                lock: Lock::Redis,
+                overlap: self.overlap,
+                coalesce: self.coalesce,
+                enabled: true,
+                limits: crate::model::limits::Limits::default(),
+            },
+        )
     }
 }
 
