@@ -484,9 +484,7 @@ impl Builder {
         // held twice. The executor takes them from the back again, in their first order.
         let mut runnable = Vec::with_capacity(jobs.len());
         while let Some(job) = jobs.pop() {
-            if jobs.len() >= 1024 && jobs.len() < jobs.capacity() / 2 {
-                jobs.shrink_to_fit();
-            }
+            executor::release_taken(&mut jobs);
             let guard = guards.build(&job);
             let Some(body) = job.body.clone() else {
                 continue; // reported above: a job without a body does not start

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
+use thin_vec::ThinVec;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -88,8 +89,8 @@ pub(crate) struct JobSlot {
     guard: Option<Arc<dyn Guard>>,
     metrics: JobMetrics,
     status: StatusRecord,
-    /// Each run going on.
-    runs: Vec<Going>,
+    /// Each run going on; eight bytes while there are none.
+    runs: ThinVec<Going>,
     /// The earliest wake-up of this job in its shard's queue.
     pub(super) armed: Option<Instant>,
     /// Runs start on a task of their own, not with a first poll on the shard (set once a first
@@ -138,7 +139,7 @@ impl JobSlot {
             guard,
             metrics,
             status: StatusRecord::default(),
-            runs: Vec::new(),
+            runs: ThinVec::new(),
             armed: None,
             own_task: false,
             history,
@@ -342,7 +343,7 @@ impl JobSlot {
         let pos = self.runs.iter().position(|r| r.id == id)?;
         let run = self.runs.swap_remove(pos);
         if self.runs.is_empty() {
-            self.runs = Vec::new(); // an idle job holds no room for runs
+            self.runs = ThinVec::new(); // an idle job holds no room for runs
         }
         JobMetrics::running(self.name(), self.runs.len());
         Some(run.started)
@@ -638,11 +639,11 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 456),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 368),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
-                232,
+                160,
             ),
             (
                 "StatusRecord",
@@ -650,6 +651,7 @@ mod footprint {
                 112,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
+            ("Due", std::mem::size_of::<crate::model::due::Due>(), 16),
         ];
         for (what, size, most) in sizes {
             assert!(size <= most, "{what} grew to {size} bytes (at most {most})");

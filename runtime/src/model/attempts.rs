@@ -118,7 +118,7 @@ impl JobModel {
         };
         let run = self.running.swap_remove(pos);
         if self.running.is_empty() {
-            self.running = Vec::new();
+            self.running = thin_vec::ThinVec::new();
         }
         out.push(Action::Finish(id));
         out.push(Action::Emit(run.event(kind, now.wall, None)));

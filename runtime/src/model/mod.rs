@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use thin_vec::ThinVec;
 
 use crate::clock::after;
 use crate::control::{ManualRun, Pause};
@@ -285,8 +286,10 @@ pub(crate) struct JobModel {
     spec: Spec,
     next_fire: Option<DateTime<Utc>>,
     due: Due,
-    claiming: Option<Fire>,
-    running: Vec<Run>,
+    /// The fire being claimed; boxed, as only jobs of a shared guard claim, for a moment.
+    claiming: Option<Box<Fire>>,
+    /// Runs going on; eight bytes while there are none.
+    running: ThinVec<Run>,
     next_run_id: RunId,
     /// Retries and errors of claims; `None` while the guard answers (most jobs, most of the time).
     trouble: Option<Box<Trouble>>,
@@ -299,8 +302,8 @@ pub(crate) struct JobModel {
     rng: fastrand::Rng,
     stopping: bool,
     controls: Option<Box<Controls>>,
-    /// The front fire waits for its jittered start until then.
-    jitter_wait: Option<DateTime<Utc>>,
+    /// The front fire waits for its jittered start.
+    jitter_wait: bool,
 }
 
 /// What a job carries only while its claims are retried or their answers are in doubt, kept out
@@ -350,7 +353,7 @@ impl JobModel {
             next_fire: None,
             due: Due::default(),
             claiming: None,
-            running: Vec::new(),
+            running: ThinVec::new(),
             next_run_id: 0,
             trouble: None,
             pending_reports: 0,
@@ -359,7 +362,7 @@ impl JobModel {
             window: FireWindow::default(),
             rng: fastrand::Rng::with_seed(seed),
             stopping: false,
-            jitter_wait: None,
+            jitter_wait: false,
             controls: None,
         }
     }
@@ -494,7 +497,12 @@ impl JobModel {
             .running
             .iter()
             .filter_map(|r| r.backoff.as_ref().map(|b| b.until));
-        [misfire, self.retry_at(), self.jitter_wait]
+        let jitter = self
+            .due
+            .front()
+            .filter(|_| self.jitter_wait)
+            .map(|f| f.start());
+        [misfire, self.retry_at(), jitter]
             .into_iter()
             .flatten()
             .chain(attempts)
@@ -602,8 +610,8 @@ impl JobModel {
         if self.retry_at().is_some_and(|at| at <= now.wall) {
             self.if_trouble(|t| t.retry_at = None);
         }
-        if self.jitter_wait.is_some_and(|at| at <= now.wall) {
-            self.jitter_wait = None;
+        if self.due.front().is_none_or(|f| f.start() <= now.wall) {
+            self.jitter_wait = false;
         }
         self.start_attempts(now, out);
         self.drop_misfires(now, out);
@@ -716,7 +724,7 @@ impl JobModel {
             c.manual.pop_front();
         }
         if self.shared() {
-            self.claiming = Some(fire);
+            self.claiming = Some(Box::new(fire));
             out.push(Action::Claim(fire));
         } else {
             let token = self.last_token + 1;
@@ -760,7 +768,7 @@ impl JobModel {
             }
             if fire.start() > now.wall {
                 // Not before its jittered start: every decision about the fire is taken then.
-                self.jitter_wait = Some(fire.start());
+                self.jitter_wait = true;
                 return;
             }
             if self.running.len() >= self.spec.max_instances as usize {
@@ -786,7 +794,7 @@ impl JobModel {
             }
             self.due.pop_front();
             if self.shared() {
-                self.claiming = Some(fire);
+                self.claiming = Some(Box::new(fire));
                 out.push(Action::Claim(fire));
                 return;
             }
@@ -827,7 +835,7 @@ impl JobModel {
 
     /// The shared guard answered the claim of the fire in flight.
     pub(crate) fn on_claimed(&mut self, answer: Answer, now: Now, out: &mut Vec<Action>) {
-        let Some(fire) = self.claiming.take() else {
+        let Some(fire) = self.claiming.take().map(|f| *f) else {
             return;
         };
         self.apply_claim(fire, answer, now, out);
@@ -1043,7 +1051,6 @@ impl JobModel {
         };
         out.push(Action::Emit(run.event(EventKind::Started, now.wall, None)));
         self.running.reserve_exact(1); // most jobs never run twice at once
-        self.running.reserve_exact(1);
         self.running.push(run);
         out.push(Action::Start {
             run: id,
@@ -1107,7 +1114,7 @@ impl JobModel {
         if self.running.is_empty() {
             // Most jobs run one at a time, and a million of them idle between runs: an idle job
             // holds no room for runs.
-            self.running = Vec::new();
+            self.running = ThinVec::new();
         }
         if end == RunEnd::LeaseExpired && !run.lease_lost {
             let reason = "the lease's local deadline passed before the run's next step (the process was paused, or renewals failed); the run was stopped there".to_owned();
@@ -1175,7 +1182,7 @@ impl JobModel {
         self.take_fires(now, out);
         self.stopping = true;
         self.next_fire = None;
-        self.jitter_wait = None;
+        self.jitter_wait = false;
         self.if_trouble(|t| t.retry_at = None);
         self.end_all_waiting(now, out);
         let manual = self
