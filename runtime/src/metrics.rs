@@ -1,7 +1,6 @@
 //! Metrics through the `metrics` facade, so users plug in the exporter they already use. The
-//! series every run updates are registered once per job at start, the others when first used;
-//! each update looks its series up (no handles held per job); with no recorder installed every
-//! update is a no-op. [`describe`] gives every metric its help
+//! handles every run updates are registered once per job at start, the others looked up when
+//! used; with no recorder installed every update is a no-op. [`describe`] gives every metric its help
 //! text and unit (README, "Never silent": the table and the alert rules).
 //!
 //! | name | kind | unit | labels |
@@ -25,7 +24,7 @@ use std::sync::Arc;
 
 use metrics::{
     counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Counter,
-    Histogram, SharedString, Unit,
+    Gauge, Histogram, SharedString, Unit,
 };
 
 use crate::events::{EventKind, Occurrence};
@@ -104,10 +103,15 @@ fn unix_seconds(t: DateTime<Utc>) -> f64 {
     t.timestamp_millis() as f64 / 1000.0
 }
 
-/// What a job keeps for its metrics: only what decides `cronguard_job_overdue`. Every update
-/// looks its series up by name and the job's name (a no-op without a recorder): a million jobs
-/// holding five handles each would spend 120 MiB on them (README, "Performance").
+/// What a job keeps for its metrics: the handles of the series every run updates (a lookup per
+/// update would cost every fire more than the rest of its bookkeeping), and what decides
+/// `cronguard_job_overdue`. Every other series is looked up by name and the job's name when
+/// updated (README, "Never silent": a million jobs do not each hold a dozen handles).
 pub(crate) struct JobMetrics {
+    succeeded: Counter,
+    duration: Histogram,
+    lateness: Histogram,
+    running: Gauge,
     /// The newest fire claimed, here or elsewhere, as Unix milliseconds (`i64::MIN`: none yet),
     /// so that a drop reported late for an older fire does not mark the job overdue.
     claimed_ms: i64,
@@ -124,12 +128,12 @@ impl JobMetrics {
     /// Registers the series every run updates, so that they show (at zero) from the start.
     pub(crate) fn new(job: &Arc<str>) -> Self {
         let job = label(job);
-        let _ = counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => "succeeded");
         let _ = counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere");
-        let _ = histogram!("cronguard_run_duration_seconds", "job" => job.clone());
-        let _ = histogram!("cronguard_fire_lateness_seconds", "job" => job.clone());
-        let _ = gauge!("cronguard_jobs_running", "job" => job);
         JobMetrics {
+            succeeded: counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => "succeeded"),
+            duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),
+            lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
+            running: gauge!("cronguard_jobs_running", "job" => job),
             claimed_ms: i64::MIN,
             overdue: false,
         }
@@ -144,8 +148,8 @@ impl JobMetrics {
     }
 
     /// Sets how many runs of the job go on in this process.
-    pub(crate) fn running(job: &Arc<str>, runs: usize) {
-        gauge!("cronguard_jobs_running", "job" => label(job)).set(runs as f64);
+    pub(crate) fn running(&self, runs: usize) {
+        self.running.set(runs as f64);
     }
 
     /// Counts a claim the guard could not answer, by the kind of failure (`GuardError::kind`).
@@ -202,13 +206,12 @@ impl JobMetrics {
             EventKind::Started if event.attempt.unwrap_or(1) > 1 => {}
             EventKind::Started => {
                 if let Some(l) = event.lateness {
-                    histogram!("cronguard_fire_lateness_seconds", "job" => label(job))
-                        .record(l.as_secs_f64());
+                    self.lateness.record(l.as_secs_f64());
                 }
                 self.claimed(job, event.fire_time);
             }
             EventKind::Succeeded => {
-                Self::runs(job, "succeeded").increment(1);
+                self.succeeded.increment(1);
                 gauge!("cronguard_last_success_timestamp_seconds", "job" => label(job))
                     .set(unix_seconds(event.at));
             }
@@ -240,8 +243,7 @@ impl JobMetrics {
             }
         }
         if let Some(d) = event.duration {
-            histogram!("cronguard_run_duration_seconds", "job" => label(job))
-                .record(d.as_secs_f64());
+            self.duration.record(d.as_secs_f64());
         }
     }
 }

@@ -345,7 +345,7 @@ impl JobSlot {
         if self.runs.is_empty() {
             self.runs = ThinVec::new(); // an idle job holds no room for runs
         }
-        JobMetrics::running(self.name(), self.runs.len());
+        self.metrics.running(self.runs.len());
         Some(run.started)
     }
 
@@ -546,7 +546,7 @@ impl JobSlot {
             started: now,
             next_attempt: tx,
         });
-        JobMetrics::running(self.name(), self.runs.len());
+        self.metrics.running(self.runs.len());
         let renewals = matches!(hold, Hold::Lease(_)).then(|| JobMetrics::renewals(self.name()));
         let start = run::Start {
             body: self.body.clone(),
@@ -639,7 +639,7 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 368),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 432),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
