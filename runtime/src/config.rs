@@ -480,19 +480,14 @@ impl Builder {
             instance: Arc::clone(&shared.instance),
             states: Arc::clone(&shared.states),
         };
-        // From the back, shrinking what is left (see `executor::start`): a million jobs are not
-        // held twice. The executor takes them from the back again, in their first order.
-        let mut runnable = Vec::with_capacity(jobs.len());
-        while let Some(job) = jobs.pop() {
-            executor::release_taken(&mut jobs);
-            let guard = guards.build(&job);
-            let Some(body) = job.body.clone() else {
-                continue; // reported above: a job without a body does not start
-            };
-            runnable.push(executor::Runnable { job, body, guard });
-        }
+        // In reverse, as the executor takes them from the back (in their first order), giving
+        // back the room of those taken as it goes: a million jobs are not held twice.
+        jobs.retain(|job| job.body.is_some()); // reported above: a job without a body does not start
+        jobs.reverse();
+        let job_guards: Vec<Option<Arc<dyn Guard>>> =
+            jobs.iter().map(|job| guards.build(job)).collect();
         crate::guards::spawn_skew_monitors(
-            runnable.iter().map(|r| (&r.job, r.guard.as_ref())),
+            jobs.iter().zip(job_guards.iter().map(Option::as_ref)),
             &shared.clock,
             &shared.stop,
         )
@@ -500,10 +495,16 @@ impl Builder {
         if needs_retention {
             guards.stores.spawn_retention(&shared.stop);
         }
-        let feeds = guards.feeds(runnable.iter().map(|r| &r.job.lock));
-        let count = runnable.len();
+        let feeds = guards.feeds(jobs.iter().map(|job| &job.lock));
+        let count = jobs.len();
         crate::metrics::describe();
-        let shards = executor::start(runnable, &shared);
+        let shards = executor::start(
+            executor::Ready {
+                jobs,
+                guards: job_guards,
+            },
+            &shared,
+        );
         tracing::info!(jobs = count, instance = %shared.instance, "cronguard started");
         Ok(Cronguard::new(
             shards,

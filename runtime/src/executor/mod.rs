@@ -23,7 +23,6 @@ use tokio_util::task::TaskTracker;
 use crate::clock::Clock;
 use crate::events::EventSink;
 use crate::guard::Guard;
-use crate::job::Body;
 use crate::job::Job;
 use crate::model::{Now, SettingsPool};
 
@@ -121,12 +120,11 @@ impl Inbox {
     }
 }
 
-/// A job ready to run.
-pub(crate) struct Runnable {
-    pub(crate) job: Job,
-    pub(crate) body: Body,
-    /// Its shared guard; `None` for the in-process guard.
-    pub(crate) guard: Option<Arc<dyn Guard>>,
+/// Jobs ready to run, last first (they are taken from the back), each with a body.
+pub(crate) struct Ready {
+    pub(crate) jobs: Vec<Job>,
+    /// The shared guard of the job at the same index; `None` for the in-process guard.
+    pub(crate) guards: Vec<Option<Arc<dyn Guard>>>,
 }
 
 /// Gives back the room of the items taken from the back of a long list, every few thousand of
@@ -139,8 +137,12 @@ pub(crate) fn release_taken<T>(list: &mut Vec<T>) {
     }
 }
 
-/// Starts the shards that run `jobs`.
-pub(crate) fn start(mut jobs: Vec<Runnable>, shared: &Shared) -> Shards {
+/// Starts the shards that run the jobs.
+pub(crate) fn start(ready: Ready, shared: &Shared) -> Shards {
+    let Ready {
+        mut jobs,
+        mut guards,
+    } = ready;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let count = jobs
         .len()
@@ -153,11 +155,15 @@ pub(crate) fn start(mut jobs: Vec<Runnable>, shared: &Shared) -> Shards {
     // the jobs as given and the jobs as slots are never all held at once.
     let mut i = 0;
     let mut pool = SettingsPool::default();
-    while let Some(r) = jobs.pop() {
-        let slot = JobSlot::new(r.job, r.body, r.guard, fastrand::u64(..), &mut pool);
+    while let (Some(mut job), Some(guard)) = (jobs.pop(), guards.pop()) {
+        release_taken(&mut jobs);
+        release_taken(&mut guards);
+        let Some(body) = job.body.take() else {
+            continue;
+        };
+        let slot = JobSlot::new(job, body, guard, fastrand::u64(..), &mut pool);
         split[i % count].push(slot);
         i += 1;
-        release_taken(&mut jobs);
     }
     let mut shards = Shards {
         tasks: Vec::with_capacity(count),
