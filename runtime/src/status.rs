@@ -171,28 +171,30 @@ enum LastEvent {
     Other(Box<Occurrence>),
 }
 
-/// The last run, exactly as its events carried it: times as nanoseconds from the one before.
+/// The last run, exactly as its events carried it: times as nanoseconds from the one before. A
+/// manual run's events are kept whole as the last event, so the run keeps no id.
 #[derive(Debug)]
 struct LastRun {
     fire_time: DateTime<Utc>,
-    attempt: u32,
+    attempt: u16,
+    ended: Ended,
     /// Its start, from the fire time.
     started_ns: i64,
     fencing_token: u64,
     lateness_ns: u64,
-    manual: Option<std::num::NonZeroU64>,
     /// Its end, from its start; its length; both 0 until it ended.
     ended_ns: i64,
     duration_ns: u64,
-    outcome: Option<RunOutcome>,
+    /// Why it failed, when it did; boxed: a failure is rare and its message long.
+    failure: Option<Box<Failure>>,
 }
 
-/// How a run ended.
-#[derive(Debug)]
-enum RunOutcome {
+/// Whether and how a run ended (with [`LastRun::failure`] for a failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    Not,
     Succeeded,
-    /// Failed; boxed: a failure is rare and its message long.
-    Failed(Box<Failure>),
+    Failed,
     Cancelled(CancelReason),
 }
 
@@ -203,33 +205,25 @@ struct Failure {
     retry_at: Option<DateTime<Utc>>,
 }
 
-impl RunOutcome {
-    fn of(kind: &EventKind) -> Option<RunOutcome> {
+impl Ended {
+    /// How an end event ended its run; `None` for any other event.
+    fn of(kind: &EventKind) -> Option<(Ended, Option<Box<Failure>>)> {
         match kind {
-            EventKind::Succeeded => Some(RunOutcome::Succeeded),
+            EventKind::Succeeded => Some((Ended::Succeeded, None)),
             EventKind::Failed {
                 error,
                 reason,
                 retry_at,
-            } => Some(RunOutcome::Failed(Box::new(Failure {
-                error: error.as_str().into(),
-                reason: *reason,
-                retry_at: *retry_at,
-            }))),
-            EventKind::Cancelled { reason } => Some(RunOutcome::Cancelled(*reason)),
+            } => Some((
+                Ended::Failed,
+                Some(Box::new(Failure {
+                    error: error.as_str().into(),
+                    reason: *reason,
+                    retry_at: *retry_at,
+                })),
+            )),
+            EventKind::Cancelled { reason } => Some((Ended::Cancelled(*reason), None)),
             _ => None,
-        }
-    }
-
-    fn kind(&self) -> EventKind {
-        match self {
-            RunOutcome::Succeeded => EventKind::Succeeded,
-            RunOutcome::Failed(f) => EventKind::Failed {
-                error: f.error.to_string(),
-                reason: f.reason,
-                retry_at: f.retry_at,
-            },
-            RunOutcome::Cancelled(reason) => EventKind::Cancelled { reason: *reason },
         }
     }
 }
@@ -256,20 +250,34 @@ impl LastRun {
         Duration::from_nanos(self.lateness_ns)
     }
 
-    /// When it ended, and how, if it did.
-    fn end(&self) -> Option<(DateTime<Utc>, &RunOutcome)> {
-        let outcome = self.outcome.as_ref()?;
-        Some((add_ns(self.started_at(), self.ended_ns), outcome))
+    /// How it ended, if it did.
+    fn outcome(&self) -> Option<EventKind> {
+        Some(match self.ended {
+            Ended::Not => return None,
+            Ended::Succeeded => EventKind::Succeeded,
+            Ended::Cancelled(reason) => EventKind::Cancelled { reason },
+            Ended::Failed => {
+                let f = self.failure.as_deref()?;
+                EventKind::Failed {
+                    error: f.error.to_string(),
+                    reason: f.reason,
+                    retry_at: f.retry_at,
+                }
+            }
+        })
+    }
+
+    /// When it ended, if it did.
+    fn ended_at(&self) -> Option<DateTime<Utc>> {
+        (self.ended != Ended::Not).then(|| add_ns(self.started_at(), self.ended_ns))
     }
 
     /// The run's start or end event, as it was emitted.
     fn event(&self, end: bool) -> Occurrence {
-        let (at, duration, kind) = match (self.end(), end) {
-            (Some((at, outcome)), true) => (
-                at,
-                Some(Duration::from_nanos(self.duration_ns)),
-                outcome.kind(),
-            ),
+        let (at, duration, kind) = match (self.ended_at().zip(self.outcome()), end) {
+            (Some((at, outcome)), true) => {
+                (at, Some(Duration::from_nanos(self.duration_ns)), outcome)
+            }
             _ => (self.started_at(), None, EventKind::Started),
         };
         Occurrence {
@@ -279,9 +287,9 @@ impl LastRun {
             first_report: true,
             lateness: Some(self.lateness()),
             duration,
-            attempt: Some(self.attempt),
+            attempt: Some(self.attempt.into()),
             kind,
-            manual: self.manual.map(std::num::NonZeroU64::get),
+            manual: None,
         }
     }
 }
@@ -291,44 +299,59 @@ impl StatusRecord {
     pub(crate) fn record(&mut self, event: Occurrence) {
         self.counts.count(&event.kind);
         // A run's events carry its token, its lateness, and `first_report`; only those can be
-        // told by the last run.
+        // told by the last run. A manual run's are kept whole.
         let run_event = event.first_report && event.fencing_token.is_some();
+        let whole = event.manual.is_some();
         let attempt = event.attempt.unwrap_or(1);
         if let (EventKind::Started, true, Some(run)) =
             (&event.kind, attempt > 1, &mut self.last_run)
         {
             // A retry of the last run: it runs again, and its start is kept as emitted.
             if run.fire_time == event.fire_time && Some(run.fencing_token) == event.fencing_token {
-                run.attempt = attempt;
-                run.outcome = None;
+                run.attempt = u16::try_from(attempt).unwrap_or(u16::MAX);
+                run.ended = Ended::Not;
+                run.failure = None;
             }
             self.last_event = LastEvent::Other(Box::new(event));
             return;
         }
-        if let (EventKind::Started, true, Some(token), Some(lateness_ns), None, Some(started_ns)) = (
+        if let (
+            EventKind::Started,
+            true,
+            Some(token),
+            Some(lateness_ns),
+            None,
+            Some(started_ns),
+            Ok(attempt),
+        ) = (
             &event.kind,
             run_event,
             event.fencing_token,
             event.lateness.and_then(nanos),
             event.duration,
             offset_ns(event.fire_time, event.at),
+            u16::try_from(attempt),
         ) {
             self.last_run = Some(LastRun {
                 fire_time: event.fire_time,
                 attempt,
+                ended: Ended::Not,
                 started_ns,
                 fencing_token: token,
                 lateness_ns,
-                manual: event.manual.and_then(std::num::NonZeroU64::new),
                 ended_ns: 0,
                 duration_ns: 0,
-                outcome: None,
+                failure: None,
             });
-            self.last_event = LastEvent::RunStarted;
+            self.last_event = if whole {
+                LastEvent::Other(Box::new(event))
+            } else {
+                LastEvent::RunStarted
+            };
             return;
         }
-        if let (Some(outcome), true, Some(duration_ns)) = (
-            RunOutcome::of(&event.kind),
+        if let (Some((ended, failure)), true, Some(duration_ns)) = (
+            Ended::of(&event.kind),
             run_event,
             event.duration.and_then(nanos),
         ) {
@@ -336,13 +359,18 @@ impl StatusRecord {
                 r.fire_time == event.fire_time
                     && Some(r.fencing_token) == event.fencing_token
                     && Some(r.lateness()) == event.lateness
-                    && r.attempt == attempt
+                    && u32::from(r.attempt) == attempt
             }) {
                 if let Some(ended_ns) = offset_ns(run.started_at(), event.at) {
                     run.ended_ns = ended_ns;
                     run.duration_ns = duration_ns;
-                    run.outcome = Some(outcome);
-                    self.last_event = LastEvent::RunEnded;
+                    run.ended = ended;
+                    run.failure = failure;
+                    self.last_event = if whole {
+                        LastEvent::Other(Box::new(event))
+                    } else {
+                        LastEvent::RunEnded
+                    };
                     return;
                 }
             }
@@ -368,8 +396,8 @@ impl StatusRecord {
             last_run: self.last_run.as_ref().map(|r| RunRecord {
                 fire_time: r.fire_time,
                 started_at: r.started_at(),
-                finished_at: r.end().map(|(at, _)| at),
-                outcome: r.end().map(|(_, outcome)| outcome.kind()),
+                finished_at: r.ended_at(),
+                outcome: r.outcome(),
                 fencing_token: r.fencing_token,
                 instance: Arc::clone(instance),
             }),
@@ -471,7 +499,7 @@ mod tests {
             ),
             Occurrence::drop(at(30), at(31), EventKind::skipped("busy".to_owned()), false),
         ];
-        for event in events {
+        let check = |record: &mut StatusRecord, event: Occurrence| {
             let expected = event.to_event(&spec.name, &instance);
             let fire = event.fire_time;
             record.record(event);
@@ -484,6 +512,9 @@ mod tests {
             let run = status.last_run.expect("a run happened");
             assert!(run.fire_time == fire || fire == at(10) || fire == at(30));
             assert_eq!(run.instance, instance);
+        };
+        for event in events {
+            check(&mut record, event);
         }
         let status = record.snapshot(&spec, None, &instance, 0, None);
         let run = status.last_run.expect("a run happened");
@@ -498,5 +529,22 @@ mod tests {
         assert_eq!(status.counts.started, 3);
         assert_eq!(status.counts.failed, 1);
         assert_eq!(status.counts.skipped, 1);
+
+        // A manual run: its events are kept whole, with its id, and it is the last run.
+        for kind in [EventKind::Started, EventKind::Succeeded] {
+            let ended = kind == EventKind::Succeeded;
+            let event = Occurrence {
+                manual: Some(77),
+                ..run_event(40, 4, kind, if ended { 41 } else { 40 }, ended)
+            };
+            check(&mut record, event);
+        }
+        let status = record.snapshot(&spec, None, &instance, 0, None);
+        let run = status.last_run.expect("a run happened");
+        assert_eq!(run.fire_time, at(40));
+        assert_eq!(run.finished_at, Some(at(41)));
+        assert_eq!(run.outcome, Some(EventKind::Succeeded));
+        assert_eq!(status.counts.started, 4);
+        assert_eq!(status.counts.succeeded, 2);
     }
 }

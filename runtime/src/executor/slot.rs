@@ -639,7 +639,7 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 432),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 416),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
@@ -648,7 +648,7 @@ mod footprint {
             (
                 "StatusRecord",
                 std::mem::size_of::<crate::status::StatusRecord>(),
-                112,
+                96,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
             ("Due", std::mem::size_of::<crate::model::due::Due>(), 16),
