@@ -393,7 +393,7 @@ impl Cronguard {
             maker,
             stop: shared.stop.clone(),
             runtime: tokio::runtime::Handle::current(),
-            adding: std::sync::Mutex::new(()),
+            adding: std::sync::Mutex::new(shards.settings),
         });
         crate::operate::spawn_feed_readers(&plane);
         Cronguard {

@@ -46,8 +46,9 @@ pub(crate) struct ControlPlane {
     /// The scheduler's runtime: a control may be called from any thread (a blocking job, a thread
     /// of the application's own), and what it hands on runs there.
     pub(crate) runtime: tokio::runtime::Handle,
-    /// Serialises `add` and `remove`, so that two adds of one name cannot both pass the check.
-    pub(crate) adding: Mutex<()>,
+    /// Serialises `add` and `remove`, so that two adds of one name cannot both pass the check;
+    /// holds the settings the jobs share, so that jobs added alike share theirs too.
+    pub(crate) adding: Mutex<SettingsPool>,
 }
 
 /// Where a job lives, and how it is guarded.
@@ -196,7 +197,7 @@ impl ControlPlane {
 
     /// Adds `job` and starts following its schedule.
     pub(crate) fn add(&self, job: Job) -> Result<(), ControlError> {
-        let _one_at_a_time = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut settings = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
         let name = job.name().to_owned();
         if self.find(&name).is_ok() {
             return Err(ControlError::DuplicateName(name));
@@ -239,7 +240,7 @@ impl ControlPlane {
                 body,
                 guard,
                 fastrand::u64(..),
-                &mut SettingsPool::default(),
+                &mut settings,
             ));
             idx
         };

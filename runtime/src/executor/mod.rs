@@ -88,6 +88,8 @@ pub(crate) struct Shards {
     pub(crate) jobs: Vec<ShardJobs>,
     /// Each shard's inbox, for controls.
     pub(crate) inboxes: Vec<Inbox>,
+    /// The settings the jobs share, for the jobs added later.
+    pub(crate) settings: SettingsPool,
 }
 
 /// A shard's inbox: controls reach its jobs through it.
@@ -169,6 +171,7 @@ pub(crate) fn start(ready: Ready, shared: &Shared) -> Shards {
         tasks: Vec::with_capacity(count),
         jobs: Vec::with_capacity(count),
         inboxes: Vec::with_capacity(count),
+        settings: pool,
     };
     // An empty shard too: jobs added later go to it.
     for slots in split {

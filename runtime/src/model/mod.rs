@@ -69,11 +69,16 @@ impl Spec {
 
     /// A job sharing its settings with the pool's jobs that have the same.
     pub(crate) fn pooled(name: Arc<str>, settings: Settings, pool: &mut SettingsPool) -> Self {
-        let settings = match pool.0.get(&settings) {
+        let settings = match pool.shared.get(&settings) {
             Some(shared) => Arc::clone(shared),
             None => {
+                if pool.shared.len() >= pool.forget_at {
+                    // Settings no job holds any more: only the pool's own reference is left.
+                    pool.shared.retain(|s| Arc::strong_count(s) > 1);
+                    pool.forget_at = (pool.shared.len() * 2).max(64);
+                }
                 let shared = Arc::new(settings);
-                pool.0.insert(Arc::clone(&shared));
+                pool.shared.insert(Arc::clone(&shared));
                 shared
             }
         };
@@ -89,9 +94,14 @@ impl std::ops::Deref for Spec {
     }
 }
 
-/// The distinct settings of jobs made together, each held once.
+/// The distinct settings of a scheduler's jobs, each held once; settings that no job holds any
+/// more are forgotten as new ones come (jobs added and removed at runtime).
 #[derive(Debug, Default)]
-pub(crate) struct SettingsPool(std::collections::HashSet<Arc<Settings>>);
+pub(crate) struct SettingsPool {
+    shared: std::collections::HashSet<Arc<Settings>>,
+    /// The pool forgets unused settings when it grows to this many.
+    forget_at: usize,
+}
 
 /// The current time, as the executor read it: the wall clock, and the monotonic clock as the
 /// time elapsed since an origin of the executor's choice.

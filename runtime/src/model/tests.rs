@@ -497,3 +497,35 @@ fn a_manual_run_stamped_by_a_clock_an_hour_ahead_still_waits_one_grace_at_most()
         .count();
     assert_eq!(misfired, 1, "reported after one grace");
 }
+
+/// Jobs with equal settings share one copy; a copy no job holds any more is forgotten once the
+/// pool grows, so jobs added and removed at runtime do not pile settings up.
+#[test]
+fn jobs_alike_share_their_settings_and_unused_ones_are_forgotten() {
+    let every = |s: u64| Settings {
+        schedule: Schedule::every(Duration::from_secs(s)).expect("valid"),
+        ..(*spec(Lock::Local, Overlap::Skip)).clone()
+    };
+    let mut pool = SettingsPool::default();
+    let a = Spec::pooled(Arc::from("a"), every(10), &mut pool);
+    let b = Spec::pooled(Arc::from("b"), every(10), &mut pool);
+    let c = Spec::pooled(Arc::from("c"), every(11), &mut pool);
+    assert!(Arc::ptr_eq(&a.settings, &b.settings));
+    assert!(!Arc::ptr_eq(&a.settings, &c.settings));
+    assert_eq!(pool.shared.len(), 2);
+
+    drop((a, b));
+    let kept: Vec<Spec> = (100..300)
+        .map(|s| Spec::pooled(Arc::from("x"), every(s), &mut pool))
+        .collect();
+    assert!(
+        !pool.shared.contains(&every(10)),
+        "settings no job holds are forgotten"
+    );
+    assert!(
+        pool.shared.contains(&every(11)),
+        "c still holds its settings"
+    );
+    assert!(kept.iter().all(|s| pool.shared.contains(&**s)));
+    assert!(pool.shared.len() <= 2 * (kept.len() + 1));
+}
