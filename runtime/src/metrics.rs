@@ -1,7 +1,7 @@
 //! Metrics through the `metrics` facade, so users plug in the exporter they already use. The
 //! handles every run updates are registered once per job at start, the others looked up when
-//! used; with no recorder installed every update is a no-op. [`describe`] gives every metric its help
-//! text and unit (README, "Never silent": the table and the alert rules).
+//! used; with no recorder installed every update is a no-op. [`describe`] gives every metric its
+//! help text and unit (README, "Never silent": the table and the alert rules).
 //!
 //! | name | kind | unit | labels |
 //! | --- | --- | --- | --- |
