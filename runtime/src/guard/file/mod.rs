@@ -79,8 +79,28 @@ const REPORTED_HERE: usize = 16;
 
 /// The run lock, held, and the inode it is on.
 struct RunLock {
-    file: File,
+    file: Locked,
     id: FileId,
+}
+
+/// A file this process holds an exclusive `flock` on; dropping it unlocks the file before closing
+/// it. Closing alone is not enough: a child process the application forks meanwhile shares the
+/// open file until it runs its program, and would keep the lock held for that long after this
+/// process let it go (a claim in that moment would be answered busy).
+struct Locked(File);
+
+impl std::ops::Deref for Locked {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        &self.0
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        let _ = FileExt::unlock(&self.0);
+    }
 }
 
 impl FileGuard {
@@ -202,13 +222,13 @@ impl FileGuard {
 
     /// Opens and locks `<job>.state` (waiting for the lock), making sure the path still names the
     /// locked inode.
-    fn lock_state(&self) -> Result<File, GuardError> {
+    fn lock_state(&self) -> Result<Locked, GuardError> {
         self.lock_state_with(true)?
             .ok_or_else(|| self.state_err(std::io::Error::from(std::io::ErrorKind::WouldBlock)))
     }
 
     /// [`Self::lock_state`]; without `wait`, `None` when another claim holds the state lock.
-    fn lock_state_with(&self, wait: bool) -> Result<Option<File>, GuardError> {
+    fn lock_state_with(&self, wait: bool) -> Result<Option<Locked>, GuardError> {
         for _ in 0..REOPEN_TRIES {
             let file = open(&self.state_path)?;
             if wait {
@@ -220,6 +240,7 @@ impl FileGuard {
                     Err(e) => return Err(self.state_err(e)),
                 }
             }
+            let file = Locked(file);
             if still_at(&file, &self.state_path)
                 .map_err(|e| self.state_err(e))?
                 .is_some()
@@ -239,6 +260,7 @@ impl FileGuard {
                 Err(e) if is_contended(&e) => return Ok(None),
                 Err(e) => return Err(self.lock_err(e)),
             }
+            let file = Locked(file);
             if let Some(id) = still_at(&file, &self.lock_path).map_err(|e| self.lock_err(e))? {
                 return Ok(Some(RunLock { file, id }));
             }
@@ -353,7 +375,7 @@ struct FileLease {
 
 /// What a lease holds until it is released.
 struct Held {
-    run_file: File,
+    run_file: Locked,
     holder: Holder,
     guard: FileGuard,
 }
@@ -375,8 +397,6 @@ impl Held {
                  deploy steps away from the lock dir"
             );
         }
-        // Closing the file releases the flock; unlocking first makes the release explicit.
-        let _ = FileExt::unlock(&run_file);
         drop(run_file);
         held_here::remove(holder.file);
         (guard, holder)
@@ -1026,6 +1046,31 @@ mod replaced_lock_file {
         }
     }
 
+    /// A child process the application forks shares this process's open files until it runs its
+    /// program: a lock this process lets go must be free even while such a copy is open. A `dup`
+    /// of the descriptor is exactly the copy a forked child holds.
+    #[test]
+    fn a_lock_let_go_is_free_while_a_forked_child_still_shares_the_file() {
+        let dir = scratch("forked");
+        let guard = FileGuard::new(&dir, "job");
+        let run = guard.try_lock_run().expect("opens").expect("free");
+        let childs_copy = run.file.try_clone().expect("dup");
+        drop(run);
+        assert!(
+            guard.try_lock_run().expect("opens").is_some(),
+            "the run lock is free once let go"
+        );
+        let state = guard.lock_state().expect("state lock");
+        let childs_state_copy = state.try_clone().expect("dup");
+        drop(state);
+        assert!(
+            guard.lock_state_with(false).expect("opens").is_some(),
+            "the state lock is free once let go"
+        );
+        drop((childs_copy, childs_state_copy));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[tokio::test]
     async fn the_holder_is_recorded_while_the_run_lasts() {
         let dir = scratch("recorded");
@@ -1036,14 +1081,9 @@ mod replaced_lock_file {
         assert_eq!(holder.file, lock_file_id(&guard));
         lease.release().await.expect("release");
         assert_eq!(holder_of(&guard), None, "released");
-        // A lease dropped without release clears its record too (on the blocking pool).
+        // A lease dropped without release clears its record too: at once, as nothing else holds
+        // the state lock here.
         drop(acquire(&guard, 2).await);
-        for _ in 0..100 {
-            if holder_of(&guard).is_none() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
         assert_eq!(holder_of(&guard), None, "dropped");
         assert_eq!(answer(&guard, 3).await, "acquired");
         let _ = std::fs::remove_dir_all(&dir);
@@ -1107,8 +1147,11 @@ mod replaced_lock_file {
         let pid = child.id();
         child.kill().expect("kill");
         // Not reaped yet: a zombie, whose locks the kernel already let go.
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        if cfg!(target_os = "linux") {
+        #[cfg(target_os = "linux")]
+        {
+            use nix::sys::wait::{waitid, Id, WaitPidFlag};
+            let raw = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("a pid"));
+            waitid(Id::Pid(raw), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT).expect("exits");
             assert!(!process_alive(pid, 0), "a zombie");
         }
         child.wait().expect("reap");
