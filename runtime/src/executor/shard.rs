@@ -44,6 +44,8 @@ struct Shard {
     polled: Vec<Polled>,
     /// The job models' actions, carried out at once; kept so that a fire allocates none.
     actions: Vec<Action>,
+    /// Where in a bucket of jobs due together this process starts (see [`Shard::take_due`]).
+    rotation: fastrand::Rng,
 }
 
 /// What a job's handlers reach of their shard (see [`Cx`]).
@@ -99,6 +101,7 @@ pub(super) async fn run(
         launching: Vec::new(),
         polled: Vec::new(),
         actions: Vec::new(),
+        rotation: fastrand::Rng::new(),
     };
     shard.schedule_all();
     shard.fire_loop().await;
@@ -175,7 +178,14 @@ impl Shard {
             if *entry.key() > now {
                 break;
             }
-            self.backlog.extend(entry.remove());
+            // Every replica holds the jobs of a bucket in the same order. Starting each at a
+            // place of its own, so that their first claims are of different jobs, the replicas
+            // win most fires early in the burst instead of one winning all of them in turn while
+            // the others' claims of the same jobs queue at the server between its claims.
+            let due = entry.remove();
+            let start = self.rotation.usize(..due.len().max(1));
+            self.backlog.extend(&due[start..]);
+            self.backlog.extend(&due[..start]);
         }
         let now = Instant::now();
         let mut jobs = lock(&self.jobs);
