@@ -174,3 +174,49 @@ async fn a_job_may_read_the_monitor_from_its_own_body() {
         .iter()
         .all(|&(jobs, healthy)| jobs == 1 && healthy));
 }
+
+/// Jobs due at the same instant start in registration order turned to a random place, a new one
+/// at every burst: every replica holds them in the same order, and starting each at a place of
+/// its own keeps them from all claiming the same jobs first, and any job from always being the
+/// last of its burst.
+#[tokio::test(start_paused = true)]
+async fn a_burst_starts_at_a_random_place_and_runs_every_job_once() {
+    const JOBS: usize = 100; // one shard
+    const SECONDS: i64 = 10;
+    let order: Arc<Mutex<BTreeMap<DateTime<Utc>, Vec<usize>>>> = Arc::default();
+    let mut builder = cronguard::builder()
+        .registered_jobs(false)
+        .clock(Clock::anchored(t0()))
+        .shutdown_timeout(Duration::from_secs(5));
+    for i in 0..JOBS {
+        let order = Arc::clone(&order);
+        let schedule = Schedule::every(Duration::from_secs(1)).expect("valid");
+        builder = builder.job(Job::new(format!("job{i}"), schedule).run(move |ctx| {
+            order
+                .lock()
+                .expect("lock")
+                .entry(ctx.fire_time())
+                .or_default()
+                .push(i);
+            async {}
+        }));
+    }
+    let handle = builder.start().await.expect("starts");
+    tokio::time::sleep(Duration::from_millis(SECONDS as u64 * 1000 + 500)).await;
+    handle.shutdown().await;
+
+    let order = order.lock().expect("lock");
+    assert_eq!(order.len(), SECONDS as usize, "a burst every second");
+    let mut firsts = Vec::new();
+    for (fire, started) in order.iter() {
+        let first = started[0];
+        let rotated: Vec<usize> = (0..JOBS).map(|k| (first + k) % JOBS).collect();
+        assert_eq!(started, &rotated, "{fire}: every job once, in turned order");
+        firsts.push(first);
+    }
+    assert!(
+        firsts.iter().any(|f| *f != firsts[0]),
+        "every burst started at job{}: the start does not move",
+        firsts[0]
+    );
+}

@@ -178,10 +178,10 @@ impl Shard {
             if *entry.key() > now {
                 break;
             }
-            // Every replica holds the jobs of a bucket in the same order. Starting each at a
-            // place of its own, so that their first claims are of different jobs, the replicas
-            // win most fires early in the burst instead of one winning all of them in turn while
-            // the others' claims of the same jobs queue at the server between its claims.
+            // Every replica holds the jobs of a bucket in the same order: each starts at a place
+            // of its own, so that their first claims are mostly of different jobs rather than all
+            // of the same ones in turn, and no job is always the last of a burst (README
+            // "Performance").
             let due = entry.remove();
             let start = self.rotation.usize(..due.len().max(1));
             self.backlog.extend(&due[start..]);
