@@ -502,7 +502,9 @@ mod redis {
         let retried = acquire(&g, 1).await;
         assert_eq!(retried.fencing_token(), first.fencing_token());
         let left = pttl(&mut conn, "cronguard:{rearm}:lock").await;
-        assert!(left > 900, "the lock was extended: {left} ms left");
+        // Not extended, at most 600 ms would be left; extended, 1,000 ms less the time since
+        // the retry (room for a loaded machine).
+        assert!(left > 650, "the lock was extended: {left} ms left");
 
         // Once the lease ran out, the retry learns that its fire can no longer start.
         let g = guard(&server, "lapsed", 200).await;
@@ -534,7 +536,7 @@ mod redis {
         assert!(first.is_err(), "the claim timed out: {first:?}");
         let mut conn = raw(&server).await;
         let mut applied = None;
-        for _ in 0..50 {
+        for _ in 0..250 {
             applied = hget(&mut conn, "cronguard:{frozen}:state", "last").await;
             if applied.is_some() {
                 break;
