@@ -1,5 +1,6 @@
 //! What a running job knows about its run.
 
+use smol_str::SmolStr;
 use std::sync::Arc;
 
 use crate::cancel::RunCancel;
@@ -12,7 +13,7 @@ use chrono::{DateTime, Utc};
 /// The scheduler makes one for every run. Tests make their own with [`JobContext::builder`].
 #[derive(Debug, Clone)]
 pub struct JobContext {
-    pub(crate) job: Arc<str>,
+    pub(crate) job: SmolStr,
     pub(crate) fire_time: DateTime<Utc>,
     pub(crate) fencing_token: u64,
     pub(crate) manual: Option<u64>,
@@ -69,7 +70,7 @@ impl JobContext {
     /// ```
     pub fn builder(job_name: impl Into<String>) -> JobContextBuilder {
         JobContextBuilder {
-            job: Arc::from(job_name.into()),
+            job: SmolStr::from(job_name.into()),
             fire_time: DateTime::<Utc>::UNIX_EPOCH,
             fencing_token: 1,
             attempt: 1,
@@ -143,7 +144,7 @@ impl JobContext {
 #[derive(Debug)]
 #[must_use]
 pub struct JobContextBuilder {
-    job: Arc<str>,
+    job: SmolStr,
     fire_time: DateTime<Utc>,
     fencing_token: u64,
     attempt: u32,

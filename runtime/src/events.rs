@@ -1,6 +1,7 @@
 //! Every run and every dropped fire is an [`Event`]: logged through `tracing`, kept in the status,
 //! and handed to the hooks a user adds.
 
+use smol_str::SmolStr;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -238,9 +239,9 @@ impl Occurrence {
         self
     }
 
-    pub(crate) fn to_event(&self, job: &Arc<str>, instance: &Arc<str>) -> Event {
+    pub(crate) fn to_event(&self, job: &SmolStr, instance: &Arc<str>) -> Event {
         Event {
-            job: Arc::clone(job),
+            job: Arc::from(job.clone()),
             fire_time: self.fire_time,
             run_key: Arc::from(crate::fire::run_key(job, self.fire_time, self.manual)),
             manual: self.manual,

@@ -1,5 +1,6 @@
 //! The running scheduler: its jobs' status, and graceful shutdown.
 
+use smol_str::SmolStr;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -191,7 +192,7 @@ impl Monitor {
     pub fn jobs_page(&self, after: Option<&str>, limit: usize) -> JobsPage {
         // The `limit + 1` smallest names after `after` (one more tells whether a page follows).
         let keep = limit.saturating_add(1);
-        let mut smallest: BinaryHeap<(Arc<str>, usize, usize)> = BinaryHeap::new();
+        let mut smallest: BinaryHeap<(SmolStr, usize, usize)> = BinaryHeap::new();
         for (s, shard) in self.shards.iter().enumerate() {
             for (i, job) in lock(shard).iter().enumerate() {
                 if job.removed {
@@ -209,7 +210,7 @@ impl Monitor {
                         _ => continue,
                     }
                 }
-                smallest.push((Arc::clone(name), s, i));
+                smallest.push((name.clone(), s, i));
             }
         }
         let mut page = smallest.into_sorted_vec();

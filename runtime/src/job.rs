@@ -14,16 +14,62 @@ use crate::registry::{
 };
 use crate::state::StateKey;
 use cronguard_schedule::Schedule;
+use smol_str::SmolStr;
 
 pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 
-type AsyncBody = Arc<dyn Fn(JobContext) -> BoxFuture<JobOutcome> + Send + Sync>;
-type BlockingBody = Arc<dyn Fn(JobContext) -> JobOutcome + Send + Sync>;
-
+/// A job's code: one pointer in every job (an enum of the two kinds would take 24 bytes, and a
+/// million jobs feel it; README, "Performance").
 #[derive(Clone)]
-pub(crate) enum Body {
-    Async(AsyncBody),
-    Blocking(BlockingBody),
+pub(crate) struct Body(Arc<dyn Code>);
+
+/// A job's code, by kind.
+pub(crate) enum Call<'a> {
+    /// An async body, run as a future.
+    Async(&'a (dyn Fn(JobContext) -> BoxFuture<JobOutcome> + Send + Sync)),
+    /// A plain function, run on tokio's blocking pool.
+    Blocking(&'a (dyn Fn(JobContext) -> JobOutcome + Send + Sync)),
+}
+
+trait Code: Send + Sync {
+    fn call(&self) -> Call<'_>;
+}
+
+struct AsyncCode<F>(F);
+struct BlockingCode<F>(F);
+
+impl<F: Fn(JobContext) -> BoxFuture<JobOutcome> + Send + Sync> Code for AsyncCode<F> {
+    fn call(&self) -> Call<'_> {
+        Call::Async(&self.0)
+    }
+}
+
+impl<F: Fn(JobContext) -> JobOutcome + Send + Sync> Code for BlockingCode<F> {
+    fn call(&self) -> Call<'_> {
+        Call::Blocking(&self.0)
+    }
+}
+
+impl Body {
+    pub(crate) fn of_async(
+        f: impl Fn(JobContext) -> BoxFuture<JobOutcome> + Send + Sync + 'static,
+    ) -> Self {
+        Body(Arc::new(AsyncCode(f)))
+    }
+
+    pub(crate) fn of_blocking(
+        f: impl Fn(JobContext) -> JobOutcome + Send + Sync + 'static,
+    ) -> Self {
+        Body(Arc::new(BlockingCode(f)))
+    }
+
+    pub(crate) fn call(&self) -> Call<'_> {
+        self.0.call()
+    }
+
+    pub(crate) fn is_blocking(&self) -> bool {
+        matches!(self.call(), Call::Blocking(_))
+    }
 }
 
 /// A job defined in code, with the same settings as the `#[scheduled]` attribute.
@@ -51,7 +97,7 @@ pub(crate) enum Body {
 /// ```
 #[derive(Clone)]
 pub struct Job {
-    pub(crate) name: Arc<str>,
+    pub(crate) name: SmolStr,
     pub(crate) schedule: Schedule,
     pub(crate) lock: Lock,
     pub(crate) lease: Option<Duration>,
@@ -76,7 +122,7 @@ impl Job {
     /// one instance, `overlap = "skip"`, no coalescing, 60 s misfire grace.
     pub fn new(name: impl Into<String>, schedule: Schedule) -> Self {
         Job {
-            name: Arc::from(name.into()),
+            name: SmolStr::from(name.into()),
             schedule,
             lock: Lock::Local,
             lease: None,
@@ -227,10 +273,10 @@ impl Job {
         Fut: Future<Output = R> + Send + 'static,
         R: IntoJobOutcome,
     {
-        self.body = Some(Body::Async(Arc::new(move |ctx| {
+        self.body = Some(Body::of_async(move |ctx| {
             let fut = f(ctx);
             Box::pin(async move { fut.await.into_job_outcome() })
-        })));
+        }));
         self
     }
 
@@ -241,9 +287,7 @@ impl Job {
         F: Fn(JobContext) -> R + Send + Sync + 'static,
         R: IntoJobOutcome,
     {
-        self.body = Some(Body::Blocking(Arc::new(move |ctx| {
-            f(ctx).into_job_outcome()
-        })));
+        self.body = Some(Body::of_blocking(move |ctx| f(ctx).into_job_outcome()));
         self
     }
 
@@ -377,8 +421,8 @@ impl Job {
             StaticGuard::Custom(name) => Lock::custom(name),
         };
         let body = match s.body {
-            JobBody::Async(f) => Body::Async(Arc::new(f)),
-            JobBody::Blocking(f) => Body::Blocking(Arc::new(f)),
+            JobBody::Async(f) => Body::of_async(f),
+            JobBody::Blocking(f) => Body::of_blocking(f),
         };
         let leased = lock.has_lease();
         let mut job = Job::new(s.name, schedule)

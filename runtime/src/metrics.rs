@@ -20,6 +20,7 @@
 //! | `cronguard_clock_skew_seconds` | gauge | seconds | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
 
 use chrono::{DateTime, Utc};
+use smol_str::SmolStr;
 use std::sync::Arc;
 
 use metrics::{
@@ -112,21 +113,42 @@ pub(crate) struct JobMetrics {
     duration: Histogram,
     lateness: Histogram,
     running: Gauge,
-    /// The newest fire claimed, here or elsewhere, as Unix milliseconds (`i64::MIN`: none yet),
-    /// so that a drop reported late for an older fire does not mark the job overdue.
-    claimed_ms: i64,
-    /// What `cronguard_job_overdue` was last set to; the series is registered on its first 1.
-    overdue: bool,
+    overdue: Overdue,
 }
 
-/// The job's name as a label value; one shared string, no copy.
-fn label(job: &Arc<str>) -> SharedString {
-    SharedString::from(Arc::clone(job))
+/// What decides `cronguard_job_overdue`, in eight bytes: the newest fire claimed, here or
+/// elsewhere, as Unix milliseconds (so that a drop reported late for an older fire does not mark
+/// the job overdue), and what the gauge was last set to (the series is registered on its first
+/// 1) in the lowest bit.
+#[derive(Clone, Copy)]
+struct Overdue(i64);
+
+impl Overdue {
+    /// No fire claimed yet, and not overdue.
+    const NEW: Overdue = Overdue(i64::MIN);
+
+    fn claimed_ms(self) -> i64 {
+        self.0 >> 1
+    }
+
+    fn is_set(self) -> bool {
+        self.0 & 1 == 1
+    }
+
+    fn with(claimed_ms: i64, set: bool) -> Overdue {
+        // Unix milliseconds need 42 bits; `i64::MIN >> 1` stays the smallest value.
+        Overdue((claimed_ms.max(i64::MIN >> 1) << 1) | i64::from(set))
+    }
+}
+
+/// The job's name as a label value (a name too long to be held inline is shared, not copied).
+fn label(job: &SmolStr) -> SharedString {
+    SharedString::from(Arc::<str>::from(job.clone()))
 }
 
 impl JobMetrics {
     /// Registers the series every run updates, so that they show (at zero) from the start.
-    pub(crate) fn new(job: &Arc<str>) -> Self {
+    pub(crate) fn new(job: &SmolStr) -> Self {
         let job = label(job);
         let _ = counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere");
         JobMetrics {
@@ -134,13 +156,12 @@ impl JobMetrics {
             duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),
             lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
             running: gauge!("cronguard_jobs_running", "job" => job),
-            claimed_ms: i64::MIN,
-            overdue: false,
+            overdue: Overdue::NEW,
         }
     }
 
     /// Sets the job's next fire time, when it has one.
-    pub(crate) fn next_fire(job: &Arc<str>, next: Option<DateTime<Utc>>) {
+    pub(crate) fn next_fire(job: &SmolStr, next: Option<DateTime<Utc>>) {
         if let Some(t) = next {
             gauge!("cronguard_next_fire_timestamp_seconds", "job" => label(job))
                 .set(unix_seconds(t));
@@ -153,13 +174,13 @@ impl JobMetrics {
     }
 
     /// Counts a claim the guard could not answer, by the kind of failure (`GuardError::kind`).
-    pub(crate) fn guard_error(job: &Arc<str>, kind: &'static str) {
+    pub(crate) fn guard_error(job: &SmolStr, kind: &'static str) {
         counter!("cronguard_guard_errors_total", "job" => label(job), "kind" => kind).increment(1);
     }
 
-    fn set_overdue(&mut self, job: &Arc<str>, overdue: bool) {
-        if self.overdue != overdue {
-            self.overdue = overdue;
+    fn set_overdue(&mut self, job: &SmolStr, overdue: bool) {
+        if self.overdue.is_set() != overdue {
+            self.overdue = Overdue::with(self.overdue.claimed_ms(), overdue);
             gauge!("cronguard_job_overdue", "job" => label(job)).set(if overdue {
                 1.0
             } else {
@@ -169,38 +190,39 @@ impl JobMetrics {
     }
 
     /// Fire `fire` was claimed (started here or claimed elsewhere): the job is on time.
-    fn claimed(&mut self, job: &Arc<str>, fire: DateTime<Utc>) {
-        self.claimed_ms = self.claimed_ms.max(fire.timestamp_millis());
+    fn claimed(&mut self, job: &SmolStr, fire: DateTime<Utc>) {
+        let newest = self.overdue.claimed_ms().max(fire.timestamp_millis());
+        self.overdue = Overdue::with(newest, self.overdue.is_set());
         self.set_overdue(job, false);
     }
 
     /// Fire `fire` will not run: the job is overdue unless a later fire was claimed.
-    fn not_run(&mut self, job: &Arc<str>, fire: DateTime<Utc>) {
-        if fire.timestamp_millis() > self.claimed_ms {
+    fn not_run(&mut self, job: &SmolStr, fire: DateTime<Utc>) {
+        if fire.timestamp_millis() > self.overdue.claimed_ms() {
             self.set_overdue(job, true);
         }
     }
 
-    fn runs(job: &Arc<str>, outcome: &'static str) -> Counter {
+    fn runs(job: &SmolStr, outcome: &'static str) -> Counter {
         counter!("cronguard_runs_total", "job" => label(job), "outcome" => outcome)
     }
 
-    fn dropped(job: &Arc<str>, reason: &'static str) -> Counter {
+    fn dropped(job: &SmolStr, reason: &'static str) -> Counter {
         counter!("cronguard_dropped_fires_total", "job" => label(job), "reason" => reason)
     }
 
     /// The claim latency series of this job's guard.
-    pub(crate) fn claim_latency(job: &Arc<str>, lock: &Lock) -> Histogram {
+    pub(crate) fn claim_latency(job: &SmolStr, lock: &Lock) -> Histogram {
         histogram!("cronguard_claim_latency_seconds", "job" => label(job), "guard" => lock.as_str())
     }
 
     /// The lease renewals series of this job.
-    pub(crate) fn renewals(job: &Arc<str>) -> Counter {
+    pub(crate) fn renewals(job: &SmolStr) -> Counter {
         counter!("cronguard_lease_renewals_total", "job" => label(job))
     }
 
     /// Counts, times and judges an event of job `job`.
-    pub(crate) fn record(&mut self, job: &Arc<str>, event: &Occurrence) {
+    pub(crate) fn record(&mut self, job: &SmolStr, event: &Occurrence) {
         match &event.kind {
             // A retry's start is not a fire's start: its lateness was recorded once.
             EventKind::Started if event.attempt.unwrap_or(1) > 1 => {}

@@ -94,6 +94,7 @@ pub struct Counts {
 #[derive(Debug, Default)]
 pub(crate) struct StatusRecord {
     last_run: Option<LastRun>,
+    /// See [`LastEvent`].
     last_event: LastEvent,
     counts: CountsRecord,
 }
@@ -160,16 +161,10 @@ impl CountsRecord {
     }
 }
 
-#[derive(Debug, Default)]
-enum LastEvent {
-    #[default]
-    None,
-    /// The start of [`StatusRecord::last_run`].
-    RunStarted,
-    /// The end of [`StatusRecord::last_run`].
-    RunEnded,
-    Other(Box<Occurrence>),
-}
+/// The last event, when it is not one of the last run's own: `None` stands for the last run's
+/// end once it ended, its start before that, and no event while there was no run. The last run's
+/// events are told by its record alone, so they cost no allocation and eight bytes in all.
+type LastEvent = Option<Box<Occurrence>>;
 
 /// The last run, exactly as its events carried it: times as nanoseconds from the one before. A
 /// manual run's events are kept whole as the last event, so the run keeps no id.
@@ -312,7 +307,7 @@ impl StatusRecord {
                 run.ended = Ended::Not;
                 run.failure = None;
             }
-            self.last_event = LastEvent::Other(Box::new(event));
+            self.last_event = Some(Box::new(event));
             return;
         }
         if let (
@@ -343,11 +338,7 @@ impl StatusRecord {
                 duration_ns: 0,
                 failure: None,
             });
-            self.last_event = if whole {
-                LastEvent::Other(Box::new(event))
-            } else {
-                LastEvent::RunStarted
-            };
+            self.last_event = whole.then(|| Box::new(event));
             return;
         }
         if let (Some((ended, failure)), true, Some(duration_ns)) = (
@@ -366,16 +357,12 @@ impl StatusRecord {
                     run.duration_ns = duration_ns;
                     run.ended = ended;
                     run.failure = failure;
-                    self.last_event = if whole {
-                        LastEvent::Other(Box::new(event))
-                    } else {
-                        LastEvent::RunEnded
-                    };
+                    self.last_event = whole.then(|| Box::new(event));
                     return;
                 }
             }
         }
-        self.last_event = LastEvent::Other(Box::new(event));
+        self.last_event = Some(Box::new(event));
     }
 
     pub(crate) fn snapshot(
@@ -402,14 +389,12 @@ impl StatusRecord {
                 instance: Arc::clone(instance),
             }),
             last_event: match (&self.last_event, &self.last_run) {
-                (LastEvent::Other(e), _) => Some(e.to_event(&job.name, instance)),
-                (LastEvent::RunStarted, Some(run)) => {
-                    Some(run.event(false).to_event(&job.name, instance))
+                (Some(e), _) => Some(e.to_event(&job.name, instance)),
+                (None, Some(run)) => {
+                    let ended = run.ended != Ended::Not;
+                    Some(run.event(ended).to_event(&job.name, instance))
                 }
-                (LastEvent::RunEnded, Some(run)) => {
-                    Some(run.event(true).to_event(&job.name, instance))
-                }
-                _ => None,
+                (None, None) => None,
             },
             running,
             counts: self.counts.counts(),
@@ -448,7 +433,7 @@ mod tests {
     #[test]
     fn the_status_shows_every_last_event_as_emitted() {
         let spec = Spec::new(
-            Arc::from("job"),
+            smol_str::SmolStr::from("job"),
             Settings {
                 schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
                 misfire_grace: Duration::from_secs(5),

@@ -1,6 +1,7 @@
 //! A run: the job's body, polled once by its shard and then on a task of its own unless it
 //! finished, its lease kept alive by the watchdog, and its end reported back to the shard.
 
+use smol_str::SmolStr;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use super::msg::{Msg, Report};
 use crate::context::JobContext;
 use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
 use crate::guard::Lease;
-use crate::job::Body;
+use crate::job::{Body, Call};
 use crate::model::{RunEnd, RunId, Verdict};
 
 /// Where a run reports to: its shard, its job, its id.
@@ -94,9 +95,9 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
         Hold::Lease(lease) => lease.expiry(),
         Hold::Local => None,
     };
-    let blocking = matches!(body, Body::Blocking(_));
+    let blocking = body.is_blocking();
     // The job's name, for the log line of a lease that cannot be given back.
-    let lease_job = matches!(hold, Hold::Lease(_)).then(|| Arc::clone(&ctx.job));
+    let lease_job = matches!(hold, Hold::Lease(_)).then(|| ctx.job.clone());
     let mut first_poll = None;
     let retries = next_attempt.map(|next| (next, to.owned()));
     let inline = inline && retries.is_none();
@@ -264,7 +265,7 @@ async fn run_body(
     let Some(limit) = timeout else {
         return run_once(body, ctx, cancel).await;
     };
-    let blocking = matches!(body, Body::Blocking(_));
+    let blocking = body.is_blocking();
     // The attempt's own signal: a timeout cancels this attempt, not the retries after it.
     let attempt = RunCancel::default();
     ctx.cancel = attempt.clone();
@@ -292,9 +293,15 @@ async fn run_body(
 
 /// Runs a job body: panics become failures, cancellation stops an async body at its next await.
 async fn run_once(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
-    let outcome = match body {
-        Body::Async(f) => {
-            let fut = std::panic::AssertUnwindSafe(async move { f(ctx).await }).catch_unwind();
+    let outcome = match body.call() {
+        Call::Async(_) => {
+            let fut = std::panic::AssertUnwindSafe(async move {
+                match body.call() {
+                    Call::Async(f) => f(ctx).await,
+                    Call::Blocking(f) => f(ctx),
+                }
+            })
+            .catch_unwind();
             // The body first: a run that finishes in one poll never registers for cancellation
             // (a run cancelled before its first poll still ends as cancelled, below).
             tokio::select! {
@@ -303,10 +310,16 @@ async fn run_once(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
                 _ = cancel.cancelled() => return RunEnd::Cancelled,
             }
         }
-        Body::Blocking(f) => {
+        Call::Blocking(_) => {
             let span = tracing::Span::current();
             let call = move || {
-                span.in_scope(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx))))
+                span.in_scope(|| {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match body.call() {
+                        Call::Blocking(f) => f(ctx),
+                        // Not reached: this arm is taken for blocking bodies only.
+                        Call::Async(_) => Err("an async body was sent to the blocking pool".into()),
+                    }))
+                })
             };
             match tokio::task::spawn_blocking(call).await {
                 Ok(result) => result,
@@ -336,7 +349,7 @@ pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Gives a lease back. A failure is only logged: the guard frees itself when the lease expires
 /// or the process exits.
-pub(super) async fn release(lease: Box<dyn Lease>, job: Arc<str>) {
+pub(super) async fn release(lease: Box<dyn Lease>, job: SmolStr) {
     match std::panic::AssertUnwindSafe(lease.release())
         .catch_unwind()
         .await
@@ -353,7 +366,7 @@ pub(super) async fn release(lease: Box<dyn Lease>, job: Arc<str>) {
 
 /// [`release`] without waiting: done at once when the guard answers at once (in-memory guards),
 /// otherwise on a task of its own.
-pub(super) fn release_soon(lease: Box<dyn Lease>, job: Arc<str>, tasks: &TaskTracker) {
+pub(super) fn release_soon(lease: Box<dyn Lease>, job: SmolStr, tasks: &TaskTracker) {
     let mut releasing = Box::pin(release(lease, job));
     if releasing
         .as_mut()
@@ -389,14 +402,14 @@ mod tests {
     async fn an_async_body_is_dropped_at_its_timeout() {
         let dropped = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&dropped);
-        let body = Body::Async(Arc::new(move |_ctx| {
+        let body = Body::of_async(move |_ctx| {
             let guard = Dropped(Arc::clone(&flag));
             Box::pin(async move {
                 tokio::time::sleep(Duration::from_secs(3_600)).await;
                 drop(guard);
                 Ok(())
             })
-        }));
+        });
         let cancel = RunCancel::default();
         let started = Instant::now();
         let end = run_body(
@@ -420,7 +433,7 @@ mod tests {
         let (saw, seen) = std::sync::mpsc::channel();
         let (began, begun) = tokio::sync::oneshot::channel::<()>();
         let began = std::sync::Mutex::new(Some(began));
-        let body = Body::Blocking(Arc::new(move |ctx: JobContext| {
+        let body = Body::of_blocking(move |ctx: JobContext| {
             if let Some(began) = began.lock().ok().and_then(|mut b| b.take()) {
                 let _ = began.send(());
             }
@@ -430,7 +443,7 @@ mod tests {
             }
             let _ = saw.send(ctx.attempt());
             Ok(())
-        }));
+        });
         let cancel = RunCancel::default();
         let mut running = tokio::spawn(run_body(
             body,
@@ -457,12 +470,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_body_within_its_timeout_ends_as_it_returns() {
-        let body = Body::Async(Arc::new(|_ctx| {
+        let body = Body::of_async(|_ctx| {
             Box::pin(async {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 Err("boom".to_owned())
             })
-        }));
+        });
         let cancel = RunCancel::default();
         let end = run_body(
             body,

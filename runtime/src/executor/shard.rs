@@ -16,7 +16,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::msg::{JobControl, Msg, Report};
 use super::run::{self, ReportTo, Started, INLINE_POLL_LIMIT};
-use super::slot::{Cx, Launch};
+use super::slot::{Armed, Cx, Launch};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
 use crate::guard::Lease;
@@ -197,10 +197,10 @@ impl Shard {
             let Some(slot) = jobs.get_mut(idx as usize) else {
                 continue;
             };
-            if slot.armed != Some(at) {
+            if slot.armed != Armed::at(&self.links.shared, at) {
                 continue; // stale
             }
-            slot.armed = None;
+            slot.armed = Armed::NONE;
             let cx = self.links.cx(idx);
             slot.on_wake(&cx, &mut self.actions);
             arm(&mut self.wakeups, &self.links.shared, slot, idx);
@@ -374,9 +374,10 @@ fn arm(
     idx: u32,
 ) {
     if let Some(at) = slot.wake_at(shared) {
-        if slot.armed.is_none_or(|armed| at < armed) {
+        let armed = Armed::at(shared, at);
+        if slot.armed == Armed::NONE || armed < slot.armed {
             wakeups.push(Reverse((at, idx)));
-            slot.armed = Some(at);
+            slot.armed = armed;
         }
     }
 }

@@ -1,6 +1,7 @@
 //! One job inside its shard: its [`JobModel`] and what carries out the model's actions — the
 //! guard, the body, the cancel signals of its runs, its status and metrics. No rule lives here.
 
+use smol_str::SmolStr;
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,6 +71,21 @@ struct Going {
     next_attempt: Option<mpsc::UnboundedSender<u32>>,
 }
 
+/// When a job's earliest wake-up in its shard's queue is, in eight bytes (an `Option<Instant>`
+/// takes sixteen in every job): nanoseconds from the scheduler's origin, plus one; 0 for none.
+/// Instants before the origin are all the origin: such a wake-up is due at once either way.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Armed(u64);
+
+impl Armed {
+    pub(super) const NONE: Armed = Armed(0);
+
+    pub(super) fn at(shared: &Shared, at: Instant) -> Armed {
+        let ns = u64::try_from(shared.mono(at).as_nanos()).unwrap_or(u64::MAX);
+        Armed(ns.saturating_add(1))
+    }
+}
+
 /// What the health check asks of a job's guard.
 pub(crate) enum GuardView {
     /// The in-process model's last started fire, read at once.
@@ -92,7 +108,7 @@ pub(crate) struct JobSlot {
     /// Each run going on; eight bytes while there are none.
     runs: ThinVec<Going>,
     /// The earliest wake-up of this job in its shard's queue.
-    pub(super) armed: Option<Instant>,
+    pub(super) armed: Armed,
     /// Runs start on a task of their own, not with a first poll on the shard (set once a first
     /// poll took longer than [`INLINE_POLL_LIMIT`]).
     own_task: bool,
@@ -140,7 +156,7 @@ impl JobSlot {
             metrics,
             status: StatusRecord::default(),
             runs: ThinVec::new(),
-            armed: None,
+            armed: Armed::NONE,
             own_task: false,
             history,
             outage: None,
@@ -148,7 +164,7 @@ impl JobSlot {
         }
     }
 
-    pub(crate) fn name(&self) -> &Arc<str> {
+    pub(crate) fn name(&self) -> &SmolStr {
         &self.model.spec().name
     }
 
@@ -260,7 +276,7 @@ impl JobSlot {
         if let Some(unused) = cx.lease.borrow_mut().take() {
             // The model always starts or gives up an acquired claim; should it not, the lease
             // must still go back.
-            run::release_soon(unused, Arc::clone(self.name()), &cx.shared.tasks);
+            run::release_soon(unused, self.name().clone(), &cx.shared.tasks);
         }
     }
 
@@ -279,7 +295,7 @@ impl JobSlot {
                     .expiry()
                     .map(|(length, sent)| cx.shared.mono(sent + length));
                 if let Some(stale) = cx.lease.borrow_mut().replace(lease) {
-                    run::release_soon(stale, Arc::clone(job), &cx.shared.tasks);
+                    run::release_soon(stale, job.clone(), &cx.shared.tasks);
                 }
                 Answer::Acquired { token, deadline }
             }
@@ -435,10 +451,10 @@ impl JobSlot {
                 Action::Abandon(fire) => {
                     let lease = cx.lease.borrow_mut().take();
                     let guard = self.guard.clone();
-                    let job = Arc::clone(self.name());
+                    let job = self.name().clone();
                     cx.shared.tasks.spawn(async move {
                         if let Some(lease) = lease {
-                            run::release(lease, Arc::clone(&job)).await;
+                            run::release(lease, job.clone()).await;
                         }
                         let Some(guard) = guard.filter(|_| fire.manual().is_none()) else {
                             return;
@@ -523,7 +539,7 @@ impl JobSlot {
         };
         let cancel = RunCancel::default();
         let ctx = JobContext {
-            job: Arc::clone(self.name()),
+            job: self.name().clone(),
             fire_time: fire,
             fencing_token: token,
             manual,
@@ -609,7 +625,7 @@ impl JobSlot {
         );
         entry.fencing_token = event.fencing_token;
         entry.error = error;
-        let job = Arc::clone(self.name());
+        let job = self.name().clone();
         cx.shared.tasks.spawn(async move {
             if let Err(e) = guard.record(entry).await {
                 tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not write the run history");
@@ -639,16 +655,16 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 416),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 368),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
-                160,
+                144,
             ),
             (
                 "StatusRecord",
                 std::mem::size_of::<crate::status::StatusRecord>(),
-                96,
+                88,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
             ("Due", std::mem::size_of::<crate::model::due::Due>(), 16),
@@ -656,5 +672,22 @@ mod footprint {
         for (what, size, most) in sizes {
             assert!(size <= most, "{what} grew to {size} bytes (at most {most})");
         }
+    }
+
+    /// A name of up to 23 bytes is held in the job itself: a million jobs make no million small
+    /// allocations for their names.
+    #[test]
+    fn a_short_name_costs_no_allocation() {
+        let schedule = crate::Schedule::every(std::time::Duration::from_secs(1));
+        let job = crate::Job::new("tenant-00001/settle", schedule.expect("a valid interval"));
+        assert!(!job.name.is_heap_allocated());
+        let long = crate::Job::new(
+            "x".repeat(24),
+            crate::Schedule::every(std::time::Duration::from_secs(1)).expect("a valid interval"),
+        );
+        assert!(
+            long.name.is_heap_allocated(),
+            "a long name is shared, not copied"
+        );
     }
 }

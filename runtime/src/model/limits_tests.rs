@@ -1,6 +1,6 @@
 //! The rules of `timeout`, `retries` and `jitter` as plain unit tests of the model.
 
-use std::sync::Arc;
+use smol_str::SmolStr;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -25,7 +25,7 @@ fn ms_of(at: DateTime<Utc>) -> i64 {
 /// Every 10 s, 5 s of grace, in-process guard, with these limits.
 fn model(limits: Limits, grace_s: u64) -> JobModel {
     let spec = Spec::new(
-        Arc::from("job"),
+        SmolStr::from("job"),
         Settings {
             schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
             misfire_grace: Duration::from_secs(grace_s),
@@ -268,7 +268,7 @@ fn jittered(name: &str) -> JobModel {
         },
         5,
     );
-    m.spec.name = Arc::from(name);
+    m.spec.name = SmolStr::from(name);
     m
 }
 

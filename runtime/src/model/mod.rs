@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use smol_str::SmolStr;
 use thin_vec::ThinVec;
 
 use crate::clock::after;
@@ -40,7 +41,8 @@ use window::FireWindow;
 /// that a [`SettingsPool`] hands out once per distinct value (README, "Performance").
 #[derive(Debug, Clone)]
 pub(crate) struct Spec {
-    pub(crate) name: Arc<str>,
+    /// Inline up to 23 bytes: most names cost a job no allocation of its own.
+    pub(crate) name: SmolStr,
     settings: Arc<Settings>,
 }
 
@@ -60,7 +62,7 @@ pub(crate) struct Settings {
 impl Spec {
     /// A job with settings of its own.
     #[cfg(test)]
-    pub(crate) fn new(name: Arc<str>, settings: Settings) -> Self {
+    pub(crate) fn new(name: SmolStr, settings: Settings) -> Self {
         Spec {
             name,
             settings: Arc::new(settings),
@@ -68,7 +70,7 @@ impl Spec {
     }
 
     /// A job sharing its settings with the pool's jobs that have the same.
-    pub(crate) fn pooled(name: Arc<str>, settings: Settings, pool: &mut SettingsPool) -> Self {
+    pub(crate) fn pooled(name: SmolStr, settings: Settings, pool: &mut SettingsPool) -> Self {
         let settings = match pool.shared.get(&settings) {
             Some(shared) => Arc::clone(shared),
             None => {
@@ -296,28 +298,50 @@ pub(crate) struct JobModel {
     spec: Spec,
     next_fire: Option<DateTime<Utc>>,
     due: Due,
-    /// The fire being claimed; boxed, as only jobs of a shared guard claim, for a moment.
-    claiming: Option<Box<Fire>>,
     /// Runs going on; eight bytes while there are none.
     running: ThinVec<Run>,
     next_run_id: RunId,
-    /// Retries and errors of claims; `None` while the guard answers (most jobs, most of the time).
-    trouble: Option<Box<Trouble>>,
-    /// Dropped fires waiting for the shared guard's word on who reports them.
-    pending_reports: u32,
+    /// Claims, their trouble and operators' controls; `None` for a job that does not claim at
+    /// the moment and was never paused or run by hand (most jobs, most of the time).
+    extra: Option<Box<Extra>>,
     /// The latest fire this process started, and its fencing token.
     last_started: Option<DateTime<Utc>>,
     last_token: u64,
     window: FireWindow,
     rng: fastrand::Rng,
     stopping: bool,
-    controls: Option<Box<Controls>>,
     /// The front fire waits for its jittered start.
     jitter_wait: bool,
 }
 
-/// What a job carries only while its claims are retried or their answers are in doubt, kept out
-/// of line so that a job whose guard answers carries one pointer.
+/// What a job carries only while it claims through a shared guard, or once an operator touched
+/// it; kept out of line in one box, so that every other job carries one pointer for all of it.
+#[derive(Debug, Default)]
+struct Extra {
+    /// The fire being claimed.
+    claiming: Option<Fire>,
+    /// Dropped fires waiting for the shared guard's word on who reports them.
+    pending_reports: u32,
+    trouble: Trouble,
+    controls: Controls,
+}
+
+impl Extra {
+    fn is_empty(&self) -> bool {
+        self.claiming.is_none()
+            && self.pending_reports == 0
+            && self.trouble == Trouble::default()
+            && self.controls.is_empty()
+    }
+}
+
+impl Controls {
+    fn is_empty(&self) -> bool {
+        self.paused.is_none() && self.manual.is_empty() && self.seen.is_empty()
+    }
+}
+
+/// Retries and errors of claims; all default while the guard answers.
 #[derive(Debug, Default, PartialEq)]
 struct Trouble {
     retry_at: Option<DateTime<Utc>>,
@@ -330,29 +354,58 @@ struct Trouble {
 }
 
 impl JobModel {
+    fn extra_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    fn trouble(&self) -> Option<&Trouble> {
+        self.extra.as_ref().map(|e| &e.trouble)
+    }
+
     fn retry_at(&self) -> Option<DateTime<Utc>> {
-        self.trouble.as_ref().and_then(|t| t.retry_at)
+        self.trouble().and_then(|t| t.retry_at)
     }
 
     fn uncertain(&self) -> Option<DateTime<Utc>> {
-        self.trouble.as_ref().and_then(|t| t.uncertain)
+        self.trouble().and_then(|t| t.uncertain)
+    }
+
+    fn last_guard_error(&self) -> Option<&str> {
+        self.trouble().and_then(|t| t.last_guard_error.as_deref())
     }
 
     fn trouble_mut(&mut self) -> &mut Trouble {
-        self.trouble.get_or_insert_with(Box::default)
+        &mut self.extra_mut().trouble
     }
 
     /// Changes the trouble, if there is any.
     fn if_trouble(&mut self, change: impl FnOnce(&mut Trouble)) {
-        if let Some(t) = self.trouble.as_deref_mut() {
-            change(t);
+        if let Some(e) = self.extra.as_deref_mut() {
+            change(&mut e.trouble);
         }
     }
 
-    /// Forgets a trouble that is over.
+    fn controls(&self) -> Option<&Controls> {
+        self.extra.as_ref().map(|e| &e.controls)
+    }
+
+    fn controls_mut(&mut self) -> &mut Controls {
+        &mut self.extra_mut().controls
+    }
+
+    fn if_controls(&mut self) -> Option<&mut Controls> {
+        self.extra.as_deref_mut().map(|e| &mut e.controls)
+    }
+
+    fn claiming(&self) -> Option<&Fire> {
+        self.extra.as_ref().and_then(|e| e.claiming.as_ref())
+    }
+
+    /// Lets go of what the job no longer carries: a claim answered, a trouble over, controls
+    /// no longer in use.
     fn tidy(&mut self) {
-        if self.trouble.as_deref() == Some(&Trouble::default()) {
-            self.trouble = None;
+        if self.extra.as_deref().is_some_and(Extra::is_empty) {
+            self.extra = None;
         }
     }
 
@@ -362,36 +415,33 @@ impl JobModel {
             spec,
             next_fire: None,
             due: Due::default(),
-            claiming: None,
             running: ThinVec::new(),
             next_run_id: 0,
-            trouble: None,
-            pending_reports: 0,
+            extra: None,
             last_started: None,
             last_token: 0,
             window: FireWindow::default(),
             rng: fastrand::Rng::with_seed(seed),
             stopping: false,
             jitter_wait: false,
-            controls: None,
         }
     }
 
     /// Who paused the job, as far as this process knows (its own pause, the last word of the
     /// guard or of the control feed).
     pub(crate) fn paused(&self) -> Option<&Pause> {
-        self.controls.as_ref().and_then(|c| c.paused.as_ref())
+        self.controls().and_then(|c| c.paused.as_ref())
     }
 
     /// The job was paused (`Some`) or resumed (`None`): by this process, or another one said so
     /// through the control feed. With a shared guard this is only this process's view: the
     /// guard's store decides at every claim.
     pub(crate) fn set_paused(&mut self, pause: Option<Pause>, now: Now, out: &mut Vec<Action>) {
-        if pause.is_none() && self.controls.is_none() {
+        if pause.is_none() && self.controls().is_none() {
             return;
         }
-        self.controls.get_or_insert_with(Box::default).paused = pause;
-        self.tidy_controls();
+        self.controls_mut().paused = pause;
+        self.tidy();
         self.try_start(now, out);
     }
 
@@ -402,7 +452,8 @@ impl JobModel {
             // A job this replica only watches runs on the replicas that run it.
             return;
         }
-        let controls = self.controls.get_or_insert_with(Box::default);
+        let grace = self.spec.misfire_grace;
+        let controls = self.controls_mut();
         if controls.seen.contains(&run.id) {
             return;
         }
@@ -412,24 +463,12 @@ impl JobModel {
         controls.seen.push_back(run.id);
         controls
             .manual
-            .push_back(Fire::requested(run, now.wall, self.spec.misfire_grace));
+            .push_back(Fire::requested(run, now.wall, grace));
         self.try_start(now, out);
     }
 
     fn manual_front(&self) -> Option<Fire> {
-        self.controls
-            .as_ref()
-            .and_then(|c| c.manual.front().copied())
-    }
-
-    fn tidy_controls(&mut self) {
-        if self
-            .controls
-            .as_ref()
-            .is_some_and(|c| c.paused.is_none() && c.manual.is_empty() && c.seen.is_empty())
-        {
-            self.controls = None;
-        }
+        self.controls().and_then(|c| c.manual.front().copied())
     }
 
     pub(crate) fn spec(&self) -> &Spec {
@@ -485,7 +524,9 @@ impl JobModel {
 
     /// Whether claims, runs or reports are still outstanding.
     pub(crate) fn busy(&self) -> bool {
-        self.claiming.is_some() || !self.running.is_empty() || self.pending_reports > 0
+        self.claiming().is_some()
+            || !self.running.is_empty()
+            || self.extra.as_ref().is_some_and(|e| e.pending_reports > 0)
     }
 
     fn shared(&self) -> bool {
@@ -501,7 +542,10 @@ impl JobModel {
     /// When the model needs a wake-up without a fire or an answer: the misfire deadline of its
     /// oldest waiting fire, or its claim retry.
     pub(crate) fn next_wake(&self) -> Option<DateTime<Utc>> {
-        let manual = self.controls.iter().flat_map(|c| c.manual.iter().copied());
+        let manual = self
+            .controls()
+            .into_iter()
+            .flat_map(|c| c.manual.iter().copied());
         let misfire = self.due.iter().chain(manual).map(|f| f.deadline()).min();
         let attempts = self
             .running
@@ -656,7 +700,7 @@ impl JobModel {
                 self.due.push_back(fire);
                 continue;
             }
-            let reason = match self.trouble.as_ref().and_then(|t| t.last_guard_error.as_ref()) {
+            let reason = match self.last_guard_error() {
                 Some(e) => format!(
                     "not started within the misfire grace of {grace}: the guard could not be asked ({e})"
                 ),
@@ -668,9 +712,9 @@ impl JobModel {
             self.give_up(fire, out);
             let kind = EventKind::misfired(reason, fire.t);
             let too_early = self
-                .trouble
+                .extra
                 .as_deref_mut()
-                .is_some_and(|t| std::mem::take(&mut t.too_early));
+                .is_some_and(|e| std::mem::take(&mut e.trouble.too_early));
             if too_early || ours {
                 // Only this process's clock is wrong: the other processes may still run the
                 // fire, and must be free to report it if they cannot. Or this process's claim
@@ -685,7 +729,7 @@ impl JobModel {
     /// Manual runs that could not start within their grace are reported, each by this process
     /// alone (it alone saw the request, or every replica that read it reports its own view).
     fn drop_manual_misfires(&mut self, now: Now, out: &mut Vec<Action>) {
-        let Some(controls) = self.controls.as_deref_mut() else {
+        let Some(controls) = self.extra.as_deref_mut().map(|e| &mut e.controls) else {
             return;
         };
         if controls.manual.iter().all(|f| now.wall < f.deadline()) {
@@ -700,7 +744,7 @@ impl JobModel {
             keep
         });
         let grace = human(self.spec.misfire_grace);
-        let reason = match self.trouble.as_ref().and_then(|t| t.last_guard_error.as_ref()) {
+        let reason = match self.last_guard_error() {
             Some(e) => format!("the run asked for was not started within the misfire grace of {grace}: the guard could not be asked ({e})"),
             None => format!("the run asked for was not started within the misfire grace of {grace}: no instance slot became free"),
         };
@@ -730,11 +774,11 @@ impl JobModel {
         {
             return false;
         }
-        if let Some(c) = self.controls.as_deref_mut() {
+        if let Some(c) = self.if_controls() {
             c.manual.pop_front();
         }
         if self.shared() {
-            self.claiming = Some(Box::new(fire));
+            self.extra_mut().claiming = Some(fire);
             out.push(Action::Claim(fire));
         } else {
             let token = self.last_token + 1;
@@ -745,7 +789,7 @@ impl JobModel {
 
     fn try_start(&mut self, now: Now, out: &mut Vec<Action>) {
         loop {
-            if self.claiming.is_some() || self.stopping {
+            if self.claiming().is_some() || self.stopping {
                 return;
             }
             if self.try_start_manual(now, out) {
@@ -804,7 +848,7 @@ impl JobModel {
             }
             self.due.pop_front();
             if self.shared() {
-                self.claiming = Some(Box::new(fire));
+                self.extra_mut().claiming = Some(fire);
                 out.push(Action::Claim(fire));
                 return;
             }
@@ -845,7 +889,7 @@ impl JobModel {
 
     /// The shared guard answered the claim of the fire in flight.
     pub(crate) fn on_claimed(&mut self, answer: Answer, now: Now, out: &mut Vec<Action>) {
-        let Some(fire) = self.claiming.take().map(|f| *f) else {
+        let Some(fire) = self.extra.as_deref_mut().and_then(|e| e.claiming.take()) else {
             return;
         };
         self.apply_claim(fire, answer, now, out);
@@ -871,14 +915,13 @@ impl JobModel {
             // The guard's store answered for the job: it is paused only if it said so.
             match &answer {
                 Answer::Paused { pause, .. } => {
-                    self.controls.get_or_insert_with(Box::default).paused = Some(pause.clone());
+                    self.controls_mut().paused = Some(pause.clone());
                 }
                 Answer::Failed(_) | Answer::TooEarly(_) => {}
                 _ => {
-                    if let Some(c) = self.controls.as_deref_mut() {
+                    if let Some(c) = self.if_controls() {
                         c.paused = None;
                     }
-                    self.tidy_controls();
                 }
             }
         }
@@ -1018,16 +1061,13 @@ impl JobModel {
     /// Keeps `fire` due and asks the guard again after a jittered, growing pause.
     fn wait_and_retry(&mut self, fire: Fire, now: Now, out: &mut Vec<Action>) {
         if fire.manual().is_some() {
-            self.controls
-                .get_or_insert_with(Box::default)
-                .manual
-                .push_front(fire);
+            self.controls_mut().manual.push_front(fire);
         } else {
             self.due.push_front(fire);
             self.coalesce(now, out);
         }
         let base = Duration::from_millis(50)
-            .saturating_mul(1 << self.trouble.as_ref().map_or(0, |t| t.retries).min(5))
+            .saturating_mul(1 << self.trouble().map_or(0, |t| t.retries).min(5))
             .min(Duration::from_secs(1));
         let quarter = u64::try_from(base.as_millis() / 4).unwrap_or(0);
         let jitter = Duration::from_millis(self.rng.u64(0..=quarter));
@@ -1167,8 +1207,11 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        self.pending_reports = self.pending_reports.saturating_sub(1);
+        if let Some(e) = self.extra.as_deref_mut() {
+            e.pending_reports = e.pending_reports.saturating_sub(1);
+        }
         self.emit_drop(fire, kind, first_report, now, out);
+        self.tidy();
     }
 
     /// The scheduler stops firing: fires still waiting will not run.
@@ -1196,8 +1239,7 @@ impl JobModel {
         self.if_trouble(|t| t.retry_at = None);
         self.end_all_waiting(now, out);
         let manual = self
-            .controls
-            .as_deref_mut()
+            .if_controls()
             .map(|c| std::mem::take(&mut c.manual))
             .unwrap_or_default();
         for fire in self.due.take_all().into_iter().chain(manual) {
@@ -1235,7 +1277,7 @@ impl JobModel {
         out: &mut Vec<Action>,
     ) {
         if self.shared() {
-            self.pending_reports += 1;
+            self.extra_mut().pending_reports += 1;
             out.push(Action::AskReport { fire, kind });
         } else {
             self.emit_drop(fire, kind, true, now, out);

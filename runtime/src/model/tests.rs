@@ -1,5 +1,6 @@
 //! The model's rules as plain unit tests: inputs in, actions out, no runtime.
 
+use smol_str::SmolStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ fn now_ms(ms: i64) -> Now {
 
 fn spec(lock: Lock, overlap: Overlap) -> Spec {
     Spec::new(
-        Arc::from("job"),
+        SmolStr::from("job"),
         Settings {
             schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
             misfire_grace: Duration::from_secs(5),
@@ -507,16 +508,16 @@ fn jobs_alike_share_their_settings_and_unused_ones_are_forgotten() {
         ..(*spec(Lock::Local, Overlap::Skip)).clone()
     };
     let mut pool = SettingsPool::default();
-    let a = Spec::pooled(Arc::from("a"), every(10), &mut pool);
-    let b = Spec::pooled(Arc::from("b"), every(10), &mut pool);
-    let c = Spec::pooled(Arc::from("c"), every(11), &mut pool);
+    let a = Spec::pooled(SmolStr::from("a"), every(10), &mut pool);
+    let b = Spec::pooled(SmolStr::from("b"), every(10), &mut pool);
+    let c = Spec::pooled(SmolStr::from("c"), every(11), &mut pool);
     assert!(Arc::ptr_eq(&a.settings, &b.settings));
     assert!(!Arc::ptr_eq(&a.settings, &c.settings));
     assert_eq!(pool.shared.len(), 2);
 
     drop((a, b));
     let kept: Vec<Spec> = (100..300)
-        .map(|s| Spec::pooled(Arc::from("x"), every(s), &mut pool))
+        .map(|s| Spec::pooled(SmolStr::from("x"), every(s), &mut pool))
         .collect();
     assert!(
         !pool.shared.contains(&every(10)),

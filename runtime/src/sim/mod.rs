@@ -15,9 +15,9 @@
 mod check;
 mod server;
 
+use smol_str::SmolStr;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -148,7 +148,7 @@ impl Scenario {
 
     fn spec(&self) -> Spec {
         Spec::new(
-            Arc::from("sim"),
+            SmolStr::from("sim"),
             Settings {
                 schedule: Schedule::every(Duration::from_millis(self.period as u64))
                     .unwrap_or_else(|_| unreachable_schedule()),
