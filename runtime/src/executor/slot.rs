@@ -678,13 +678,13 @@ mod footprint {
     /// allocations for their names.
     #[test]
     fn a_short_name_costs_no_allocation() {
-        let schedule = crate::Schedule::every(std::time::Duration::from_secs(1));
-        let job = crate::Job::new("tenant-00001/settle", schedule.expect("a valid interval"));
-        assert!(!job.name.is_heap_allocated());
-        let long = crate::Job::new(
-            "x".repeat(24),
-            crate::Schedule::every(std::time::Duration::from_secs(1)).expect("a valid interval"),
-        );
+        let every_second = || {
+            cronguard_schedule::Schedule::every(std::time::Duration::from_secs(1))
+                .expect("a valid interval")
+        };
+        let short = crate::job::Job::new("tenant-00001/settle", every_second());
+        assert!(!short.name.is_heap_allocated());
+        let long = crate::job::Job::new("x".repeat(24), every_second());
         assert!(
             long.name.is_heap_allocated(),
             "a long name is shared, not copied"
