@@ -235,13 +235,7 @@ impl ControlPlane {
         let idx = {
             let mut jobs = lock(jobs);
             let idx = u32::try_from(jobs.len()).map_err(|_| ControlError::Stopped)?;
-            jobs.push(JobSlot::new(
-                job,
-                body,
-                guard,
-                fastrand::u64(..),
-                &mut settings,
-            ));
+            jobs.push(JobSlot::new(job, body, guard, &mut settings));
             idx
         };
         let found = Found {

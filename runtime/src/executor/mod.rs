@@ -55,6 +55,7 @@ impl Shared {
         Now {
             wall: self.clock.now(),
             mono: self.mono(Instant::now()),
+            random: fastrand::u64(..),
         }
     }
 
@@ -163,7 +164,7 @@ pub(crate) fn start(ready: Ready, shared: &Shared) -> Shards {
         let Some(body) = job.body.take() else {
             continue;
         };
-        let slot = JobSlot::new(job, body, guard, fastrand::u64(..), &mut pool);
+        let slot = JobSlot::new(job, body, guard, &mut pool);
         split[i % count].push(slot);
         i += 1;
     }

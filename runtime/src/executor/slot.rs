@@ -127,7 +127,6 @@ impl JobSlot {
         job: Job,
         body: Body,
         guard: Option<Arc<dyn Guard>>,
-        seed: u64,
         pool: &mut SettingsPool,
     ) -> Self {
         let metrics = JobMetrics::new(&job.name);
@@ -150,7 +149,7 @@ impl JobSlot {
         };
         let spec = Spec::pooled(job.name, settings, pool);
         JobSlot {
-            model: JobModel::new(spec, seed),
+            model: JobModel::new(spec),
             body,
             guard,
             metrics,
@@ -403,6 +402,7 @@ impl JobSlot {
         let now = Now {
             wall: cx.shared.clock.now(),
             mono: cx.shared.mono(at),
+            random: fastrand::u64(..),
         };
         self.model.on_run_ended(id, end, duration, now, out);
         self.perform(cx, now, out);
@@ -655,11 +655,11 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 368),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 344),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
-                144,
+                120,
             ),
             (
                 "StatusRecord",
@@ -667,7 +667,6 @@ mod footprint {
                 88,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
-            ("Due", std::mem::size_of::<crate::model::due::Due>(), 16),
         ];
         for (what, size, most) in sizes {
             assert!(size <= most, "{what} grew to {size} bytes (at most {most})");

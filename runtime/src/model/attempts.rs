@@ -12,7 +12,7 @@ use crate::fire::human;
 impl JobModel {
     /// Whether run `id` waits between two attempts.
     pub(super) fn waiting(&self, id: RunId) -> bool {
-        self.running
+        self.runs()
             .iter()
             .any(|r| r.id == id && r.backoff.is_some())
     }
@@ -49,7 +49,7 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) -> bool {
-        let run = &self.running[pos];
+        let run = &self.runs()[pos];
         if !end.may_retry() || self.stopping || run.cancel_reason.is_some() || run.lease_lost {
             return false;
         }
@@ -69,7 +69,7 @@ impl JobModel {
             reason,
             retry_at: Some(at),
         };
-        let run = &mut self.running[pos];
+        let run = &mut self.runs_mut()[pos];
         out.push(Action::Emit(run.event(kind, now.wall, Some(duration))));
         run.backoff = Some(Box::new(Backoff {
             until: at,
@@ -83,20 +83,28 @@ impl JobModel {
     /// (the process was paused past it).
     pub(super) fn start_attempts(&mut self, now: Now, out: &mut Vec<Action>) {
         let due: Vec<RunId> = self
-            .running
+            .runs()
             .iter()
             .filter(|r| r.backoff.as_ref().is_some_and(|b| b.until <= now.wall))
             .map(|r| r.id)
             .collect();
         for id in due {
-            let Some(run) = self.running.iter_mut().find(|r| r.id == id) else {
+            let Some((fire, deadline)) = self
+                .runs()
+                .iter()
+                .find(|r| r.id == id)
+                .map(|r| (r.fire, r.deadline))
+            else {
                 continue;
             };
-            let next_fire = self.spec.schedule.next_after(run.fire);
-            if now.wall >= run.deadline || next_fire.is_some_and(|n| now.wall >= n) {
+            let next_fire = self.spec.schedule.next_after(fire);
+            if now.wall >= deadline || next_fire.is_some_and(|n| now.wall >= n) {
                 self.end_with_last_failure(id, now, out);
                 continue;
             }
+            let Some(run) = self.runs_mut().iter_mut().find(|r| r.id == id) else {
+                continue;
+            };
             run.backoff = None;
             run.attempt += 1;
             let attempt = run.attempt;
@@ -113,20 +121,19 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        let Some(pos) = self.running.iter().position(|r| r.id == id) else {
+        let Some(pos) = self.runs().iter().position(|r| r.id == id) else {
             return;
         };
-        let run = self.running.swap_remove(pos);
-        if self.running.is_empty() {
-            self.running = thin_vec::ThinVec::new();
-        }
+        let Some(run) = self.end_running(pos) else {
+            return;
+        };
         out.push(Action::Finish(id));
         out.push(Action::Emit(run.event(kind, now.wall, None)));
     }
 
     /// No further attempt: the last failure is the run's end.
     fn end_with_last_failure(&mut self, id: RunId, now: Now, out: &mut Vec<Action>) {
-        let Some(run) = self.running.iter_mut().find(|r| r.id == id) else {
+        let Some(run) = self.runs_mut().iter_mut().find(|r| r.id == id) else {
             return;
         };
         let Some(backoff) = run.backoff.take() else {
@@ -143,7 +150,7 @@ impl JobModel {
     /// The scheduler stops: runs waiting between attempts end with their last failure.
     pub(super) fn end_all_waiting(&mut self, now: Now, out: &mut Vec<Action>) {
         let waiting: Vec<RunId> = self
-            .running
+            .runs()
             .iter()
             .filter(|r| r.backoff.is_some())
             .map(|r| r.id)
@@ -163,7 +170,7 @@ impl JobModel {
     ) {
         let reason = match verdict {
             Verdict::Lost(reason) => {
-                if let Some(run) = self.running.iter().find(|r| r.id == id) {
+                if let Some(run) = self.runs().iter().find(|r| r.id == id) {
                     let lost = EventKind::LeaseLost { reason };
                     out.push(Action::Emit(run.event(lost, now.wall, None)));
                 }

@@ -4,47 +4,44 @@ use std::collections::VecDeque;
 
 use crate::fire::Fire;
 
-/// Due fires, oldest first. Almost always none, for a moment one: the first is boxed and the
-/// rest behind another pointer, so that an idle job keeps sixteen bytes for them (README,
-/// "Performance").
+/// Due fires, oldest first. Almost always none, for a moment one: the first is held inline and
+/// the rest behind a pointer, so that one due fire costs no allocation of its own (the job's
+/// `Flight` holding them is the one).
 #[derive(Debug, Default)]
 pub(crate) struct Due {
     /// The oldest; `None` only when `rest` is empty too.
-    head: Option<Box<Fire>>,
+    head: Option<Fire>,
     #[allow(clippy::box_collection)] // 8 bytes in every job instead of 32: few ever use it
     rest: Option<Box<VecDeque<Fire>>>,
 }
 
 impl Due {
+    pub(crate) const EMPTY: Due = Due {
+        head: None,
+        rest: None,
+    };
+
     fn rest_mut(&mut self) -> &mut VecDeque<Fire> {
         self.rest.get_or_insert_with(Box::default)
     }
 
     pub(crate) fn push_back(&mut self, t: Fire) {
         if self.head.is_none() {
-            self.head = Some(Box::new(t));
+            self.head = Some(t);
         } else {
             self.rest_mut().push_back(t);
         }
     }
 
     pub(crate) fn push_front(&mut self, t: Fire) {
-        match self.head.as_deref_mut() {
-            Some(head) => {
-                let old = std::mem::replace(head, t);
-                self.rest_mut().push_front(old);
-            }
-            None => self.head = Some(Box::new(t)),
+        if let Some(old) = self.head.replace(t) {
+            self.rest_mut().push_front(old);
         }
     }
 
     pub(crate) fn pop_front(&mut self) -> Option<Fire> {
-        let mut head = self.head.take()?;
-        let first = *head;
-        if let Some(next) = self.rest.as_mut().and_then(|r| r.pop_front()) {
-            *head = next;
-            self.head = Some(head);
-        }
+        let first = self.head.take()?;
+        self.head = self.rest.as_mut().and_then(|r| r.pop_front());
         if self.rest.as_ref().is_some_and(|r| r.is_empty()) {
             self.rest = None;
         }
@@ -52,7 +49,7 @@ impl Due {
     }
 
     pub(crate) fn front(&self) -> Option<Fire> {
-        self.head.as_deref().copied()
+        self.head
     }
 
     pub(crate) fn back(&self) -> Option<Fire> {
@@ -74,7 +71,7 @@ impl Due {
     /// Removes and returns every fire, oldest first.
     pub(crate) fn take_all(&mut self) -> Vec<Fire> {
         let mut all = Vec::with_capacity(self.len());
-        all.extend(self.head.take().map(|f| *f));
+        all.extend(self.head.take());
         if let Some(rest) = self.rest.take() {
             all.extend(*rest);
         }

@@ -15,6 +15,7 @@ fn at_ms(ms: i64) -> Now {
     Now {
         wall: t(0) + TimeDelta::milliseconds(ms),
         mono: Duration::from_millis(ms as u64),
+        random: 7,
     }
 }
 
@@ -37,7 +38,7 @@ fn model(limits: Limits, grace_s: u64) -> JobModel {
             limits,
         },
     );
-    let mut m = JobModel::new(spec, 7);
+    let mut m = JobModel::new(spec);
     m.schedule_from(t(0));
     m
 }

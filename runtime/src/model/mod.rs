@@ -106,11 +106,13 @@ pub(crate) struct SettingsPool {
 }
 
 /// The current time, as the executor read it: the wall clock, and the monotonic clock as the
-/// time elapsed since an origin of the executor's choice.
+/// time elapsed since an origin of the executor's choice; with a random number for the jitter of
+/// claim retries, so that the model draws none of its own (and keeps no generator per job).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Now {
     pub(crate) wall: DateTime<Utc>,
     pub(crate) mono: Duration,
+    pub(crate) random: u64,
 }
 
 /// Identifies one run of a job.
@@ -297,9 +299,8 @@ struct Missed {
 pub(crate) struct JobModel {
     spec: Spec,
     next_fire: Option<DateTime<Utc>>,
-    due: Due,
-    /// Runs going on; eight bytes while there are none.
-    running: ThinVec<Run>,
+    /// Its due fires and its runs; `None` while it has neither (an idle job).
+    flight: Option<Box<Flight>>,
     next_run_id: RunId,
     /// Claims, their trouble and operators' controls; `None` for a job that does not claim at
     /// the moment and was never paused or run by hand (most jobs, most of the time).
@@ -308,10 +309,18 @@ pub(crate) struct JobModel {
     last_started: Option<DateTime<Utc>>,
     last_token: u64,
     window: FireWindow,
-    rng: fastrand::Rng,
     stopping: bool,
     /// The front fire waits for its jittered start.
     jitter_wait: bool,
+}
+
+/// What a job holds only while it handles a fire: the fires due and waiting to start, and the runs
+/// going on. Kept out of line in one box, let go when both are empty, so that an idle job carries
+/// one pointer for them.
+#[derive(Default)]
+struct Flight {
+    due: Due,
+    running: ThinVec<Run>,
 }
 
 /// What a job carries only while it claims through a shared guard, or once an operator touched
@@ -354,6 +363,67 @@ struct Trouble {
 }
 
 impl JobModel {
+    fn due(&self) -> &Due {
+        static NONE: Due = Due::EMPTY;
+        self.flight.as_ref().map_or(&NONE, |f| &f.due)
+    }
+
+    fn due_mut(&mut self) -> &mut Due {
+        &mut self.flight.get_or_insert_with(Box::default).due
+    }
+
+    fn pop_due(&mut self) -> Option<Fire> {
+        let fire = self.flight.as_mut()?.due.pop_front();
+        self.land();
+        fire
+    }
+
+    fn take_due(&mut self) -> Vec<Fire> {
+        let fires = self
+            .flight
+            .as_mut()
+            .map(|f| f.due.take_all())
+            .unwrap_or_default();
+        self.land();
+        fires
+    }
+
+    fn runs(&self) -> &[Run] {
+        self.flight.as_ref().map_or(&[], |f| &f.running)
+    }
+
+    fn runs_mut(&mut self) -> &mut [Run] {
+        self.flight.as_mut().map_or(&mut [], |f| &mut f.running)
+    }
+
+    fn start_running(&mut self, run: Run) {
+        let running = &mut self.flight.get_or_insert_with(Box::default).running;
+        running.reserve_exact(1); // most jobs never run twice at once
+        running.push(run);
+    }
+
+    /// Takes the run at `pos` out of the runs going on.
+    fn end_running(&mut self, pos: usize) -> Option<Run> {
+        let flight = self.flight.as_mut()?;
+        if pos >= flight.running.len() {
+            return None;
+        }
+        let run = flight.running.swap_remove(pos);
+        self.land();
+        Some(run)
+    }
+
+    /// Lets go of the fire's box once nothing is due and nothing runs.
+    fn land(&mut self) {
+        if self
+            .flight
+            .as_ref()
+            .is_some_and(|f| f.due.len() == 0 && f.running.is_empty())
+        {
+            self.flight = None;
+        }
+    }
+
     fn extra_mut(&mut self) -> &mut Extra {
         self.extra.get_or_insert_with(Box::default)
     }
@@ -409,19 +479,16 @@ impl JobModel {
         }
     }
 
-    /// A job whose retry jitter comes from `seed`.
-    pub(crate) fn new(spec: Spec, seed: u64) -> Self {
+    pub(crate) fn new(spec: Spec) -> Self {
         JobModel {
             spec,
             next_fire: None,
-            due: Due::default(),
-            running: ThinVec::new(),
+            flight: None,
             next_run_id: 0,
             extra: None,
             last_started: None,
             last_token: 0,
             window: FireWindow::default(),
-            rng: fastrand::Rng::with_seed(seed),
             stopping: false,
             jitter_wait: false,
         }
@@ -482,7 +549,7 @@ impl JobModel {
 
     /// Runs going on in this process.
     pub(crate) fn running(&self) -> usize {
-        self.running.len()
+        self.runs().len()
     }
 
     /// The latest fire started in this process.
@@ -525,7 +592,7 @@ impl JobModel {
     /// Whether claims, runs or reports are still outstanding.
     pub(crate) fn busy(&self) -> bool {
         self.claiming().is_some()
-            || !self.running.is_empty()
+            || !self.runs().is_empty()
             || self.extra.as_ref().is_some_and(|e| e.pending_reports > 0)
     }
 
@@ -546,13 +613,13 @@ impl JobModel {
             .controls()
             .into_iter()
             .flat_map(|c| c.manual.iter().copied());
-        let misfire = self.due.iter().chain(manual).map(|f| f.deadline()).min();
+        let misfire = self.due().iter().chain(manual).map(|f| f.deadline()).min();
         let attempts = self
-            .running
+            .runs()
             .iter()
             .filter_map(|r| r.backoff.as_ref().map(|b| b.until));
         let jitter = self
-            .due
+            .due()
             .front()
             .filter(|_| self.jitter_wait)
             .map(|f| f.start());
@@ -586,7 +653,7 @@ impl JobModel {
                 self.report_missed(missed.take(), now, out);
                 self.window.observe(t, now.wall, grace);
                 if self.spec.enabled {
-                    self.due.push_back(fire);
+                    self.due_mut().push_back(fire);
                     self.coalesce(now, out);
                 }
                 next = self.spec.schedule.next_after(t);
@@ -664,7 +731,7 @@ impl JobModel {
         if self.retry_at().is_some_and(|at| at <= now.wall) {
             self.if_trouble(|t| t.retry_at = None);
         }
-        if self.due.front().is_none_or(|f| f.start() <= now.wall) {
+        if self.due().front().is_none_or(|f| f.start() <= now.wall) {
             self.jitter_wait = false;
         }
         self.start_attempts(now, out);
@@ -678,11 +745,11 @@ impl JobModel {
         if !self.spec.coalesce {
             return;
         }
-        while self.due.len() > 1 {
-            let Some(old) = self.due.pop_front() else {
+        while self.due().len() > 1 {
+            let Some(old) = self.pop_due() else {
                 break;
             };
-            let covered_by = self.due.back().map_or(old.t, |f| f.t);
+            let covered_by = self.due().back().map_or(old.t, |f| f.t);
             self.give_up(old, out);
             self.emit_drop(old.t, EventKind::Coalesced { covered_by }, true, now, out);
         }
@@ -690,14 +757,14 @@ impl JobModel {
 
     fn drop_misfires(&mut self, now: Now, out: &mut Vec<Action>) {
         self.drop_manual_misfires(now, out);
-        if self.due.iter().all(|f| now.wall < f.deadline()) {
+        if self.due().iter().all(|f| now.wall < f.deadline()) {
             return;
         }
         // Usually only the front is late, but a fire put back after a failed claim may not be.
         let grace = human(self.spec.misfire_grace);
-        for fire in self.due.take_all() {
+        for fire in self.take_due() {
             if now.wall < fire.deadline() {
-                self.due.push_back(fire);
+                self.due_mut().push_back(fire);
                 continue;
             }
             let reason = match self.last_guard_error() {
@@ -769,7 +836,7 @@ impl JobModel {
             self.drop_manual_misfires(now, out);
             return false;
         }
-        if self.running.len() >= self.spec.max_instances as usize
+        if self.runs().len() >= self.spec.max_instances as usize
             || self.retry_at().is_some_and(|at| at > now.wall)
         {
             return false;
@@ -795,7 +862,7 @@ impl JobModel {
             if self.try_start_manual(now, out) {
                 continue;
             }
-            let Some(fire) = self.due.front() else {
+            let Some(fire) = self.due().front() else {
                 return;
             };
             if now.wall >= fire.deadline() {
@@ -810,13 +877,13 @@ impl JobModel {
                     reason: format!("the job is {pause}"),
                     paused: true,
                 };
-                self.due.pop_front();
+                self.pop_due();
                 self.emit_drop(fire.t, kind, true, now, out);
                 continue;
             }
             if self.last_started.is_some_and(|last| last >= fire.t) {
                 // Only a fire already started here: never twice.
-                self.due.pop_front();
+                self.pop_due();
                 self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
                 continue;
             }
@@ -825,13 +892,13 @@ impl JobModel {
                 self.jitter_wait = true;
                 return;
             }
-            if self.running.len() >= self.spec.max_instances as usize {
+            if self.runs().len() >= self.spec.max_instances as usize {
                 match self.spec.overlap {
                     // A shared guard is asked even though no slot is free here, so that it
                     // records the skip once for every process.
                     Overlap::Skip if self.shared() => {}
                     Overlap::Skip => {
-                        self.due.pop_front();
+                        self.pop_due();
                         let reason = self.busy_here_reason();
                         self.emit_drop(fire.t, EventKind::skipped(reason), true, now, out);
                         continue;
@@ -846,7 +913,7 @@ impl JobModel {
             if self.retry_at().is_some_and(|at| at > now.wall) {
                 return;
             }
-            self.due.pop_front();
+            self.pop_due();
             if self.shared() {
                 self.extra_mut().claiming = Some(fire);
                 out.push(Action::Claim(fire));
@@ -858,7 +925,7 @@ impl JobModel {
     }
 
     fn busy_here_reason(&self) -> String {
-        match self.running.first() {
+        match self.runs().first() {
             Some(r) => format!(
                 "the run of {} is still going (max_instances = {})",
                 fmt_time(r.fire),
@@ -869,10 +936,10 @@ impl JobModel {
     }
 
     fn replace_oldest(&mut self, now: Now, out: &mut Vec<Action>) {
-        if self.running.iter().any(|r| r.cancel_reason.is_some()) {
+        if self.runs().iter().any(|r| r.cancel_reason.is_some()) {
             return;
         }
-        let oldest = self.running.iter().min_by_key(|r| r.fire).map(|r| r.id);
+        let oldest = self.runs().iter().min_by_key(|r| r.fire).map(|r| r.id);
         if let Some(id) = oldest.filter(|id| self.waiting(*id)) {
             let kind = EventKind::Cancelled {
                 reason: CancelReason::Replaced,
@@ -881,7 +948,7 @@ impl JobModel {
             self.try_start(now, out);
             return;
         }
-        if let Some(oldest) = self.running.iter_mut().min_by_key(|r| r.fire) {
+        if let Some(oldest) = self.runs_mut().iter_mut().min_by_key(|r| r.fire) {
             oldest.cancel_reason = Some(CancelReason::Replaced);
             out.push(Action::Cancel(oldest.id));
         }
@@ -957,7 +1024,7 @@ impl JobModel {
                     return;
                 }
                 // A claim this process must not run: the fire is its alone, nobody else reports it.
-                let refusal = if self.running.len() >= self.spec.max_instances as usize {
+                let refusal = if self.runs().len() >= self.spec.max_instances as usize {
                     Some(EventKind::skipped(format!(
                         "{} (the guard granted the claim, but this process never runs more than max_instances at once)",
                         self.busy_here_reason()
@@ -1013,7 +1080,7 @@ impl JobModel {
             Answer::Busy { .. } if !scheduled => self.wait_and_retry(fire, now, out),
             Answer::Busy { first_report } => match self.spec.overlap {
                 Overlap::Skip => {
-                    let reason = match self.running.first() {
+                    let reason = match self.runs().first() {
                         Some(r) => format!(
                             "the run of {} in this process is still going",
                             fmt_time(r.fire)
@@ -1063,14 +1130,14 @@ impl JobModel {
         if fire.manual().is_some() {
             self.controls_mut().manual.push_front(fire);
         } else {
-            self.due.push_front(fire);
+            self.due_mut().push_front(fire);
             self.coalesce(now, out);
         }
         let base = Duration::from_millis(50)
             .saturating_mul(1 << self.trouble().map_or(0, |t| t.retries).min(5))
             .min(Duration::from_secs(1));
         let quarter = u64::try_from(base.as_millis() / 4).unwrap_or(0);
-        let jitter = Duration::from_millis(self.rng.u64(0..=quarter));
+        let jitter = Duration::from_millis(fastrand::Rng::with_seed(now.random).u64(0..=quarter));
         let t = self.trouble_mut();
         t.retry_at = Some(after(now.wall, base + jitter));
         t.retries = t.retries.saturating_add(1);
@@ -1100,8 +1167,7 @@ impl JobModel {
             backoff: None,
         };
         out.push(Action::Emit(run.event(EventKind::Started, now.wall, None)));
-        self.running.reserve_exact(1); // most jobs never run twice at once
-        self.running.push(run);
+        self.start_running(run);
         out.push(Action::Start {
             run: id,
             fire: fire.t,
@@ -1122,7 +1188,7 @@ impl JobModel {
             self.verdict_between_attempts(id, verdict, now, out);
             return;
         }
-        let Some(run) = self.running.iter_mut().find(|r| r.id == id) else {
+        let Some(run) = self.runs_mut().iter_mut().find(|r| r.id == id) else {
             return;
         };
         match verdict {
@@ -1153,19 +1219,16 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        let Some(pos) = self.running.iter().position(|r| r.id == id) else {
+        let Some(pos) = self.runs().iter().position(|r| r.id == id) else {
             return;
         };
         if self.retry_later(pos, &end, duration, now, out) {
             return;
         }
         let retrying = self.spec.limits.retries > 0 && end.may_retry();
-        let run = self.running.swap_remove(pos);
-        if self.running.is_empty() {
-            // Most jobs run one at a time, and a million of them idle between runs: an idle job
-            // holds no room for runs.
-            self.running = ThinVec::new();
-        }
+        let Some(run) = self.end_running(pos) else {
+            return;
+        };
         if end == RunEnd::LeaseExpired && !run.lease_lost {
             let reason = "the lease's local deadline passed before the run's next step (the process was paused, or renewals failed); the run was stopped there".to_owned();
             out.push(Action::Emit(run.event(
@@ -1242,7 +1305,7 @@ impl JobModel {
             .if_controls()
             .map(|c| std::mem::take(&mut c.manual))
             .unwrap_or_default();
-        for fire in self.due.take_all().into_iter().chain(manual) {
+        for fire in self.take_due().into_iter().chain(manual) {
             self.give_up(fire, out);
             self.emit_drop_of(
                 &fire,
@@ -1256,7 +1319,7 @@ impl JobModel {
 
     /// The shutdown deadline passed: running jobs are cancelled.
     pub(crate) fn cancel_runs(&mut self, out: &mut Vec<Action>) {
-        for run in self.running.iter_mut().filter(|r| r.backoff.is_none()) {
+        for run in self.runs_mut().iter_mut().filter(|r| r.backoff.is_none()) {
             run.cancel_reason.get_or_insert(CancelReason::Shutdown);
             out.push(Action::Cancel(run.id));
         }
@@ -1264,7 +1327,7 @@ impl JobModel {
 
     /// The fires of runs still going on (for the log line of runs abandoned at shutdown).
     pub(crate) fn running_fires(&self) -> impl Iterator<Item = DateTime<Utc>> + '_ {
-        self.running.iter().map(|r| r.fire)
+        self.runs().iter().map(|r| r.fire)
     }
 
     /// Reports a dropped fire. A shared guard is asked first whether another process already

@@ -20,6 +20,7 @@ fn now_ms(ms: i64) -> Now {
     Now {
         wall: t(0) + TimeDelta::milliseconds(ms),
         mono: Duration::from_millis(ms as u64),
+        random: 7,
     }
 }
 
@@ -41,7 +42,7 @@ fn spec(lock: Lock, overlap: Overlap) -> Spec {
 
 /// A model that follows its schedule from second 0.
 fn model(lock: Lock, overlap: Overlap) -> JobModel {
-    let mut m = JobModel::new(spec(lock, overlap), 7);
+    let mut m = JobModel::new(spec(lock, overlap));
     m.schedule_from(t(0));
     m
 }

@@ -330,6 +330,8 @@ struct Replica {
     inc: u32,
     alive: bool,
     nonce: u64,
+    /// Where this incarnation's random numbers come from (the jitter of its claim retries).
+    seed: u64,
     skew: Ms,
     paused_until: Ms,
     model: JobModel,
@@ -388,11 +390,13 @@ impl Sim {
             sc,
         };
         for r in 0..sim.sc.replicas {
-            let model = JobModel::new(sim.sc.spec(), rng.u64(..));
+            let seed = rng.u64(..);
+            let model = JobModel::new(sim.sc.spec());
             sim.replicas.push(Replica {
                 inc: 0,
                 alive: false,
                 nonce: rng.u64(..),
+                seed,
                 skew: sim.sc.skew[r],
                 paused_until: 0,
                 model,
@@ -446,6 +450,7 @@ impl Sim {
         Now {
             wall: wall(self.now + self.replicas[r].skew),
             mono: Duration::from_millis(self.now.max(0) as u64),
+            random: self.replicas[r].seed ^ (self.now as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         }
     }
 
@@ -998,7 +1003,8 @@ impl Sim {
         rep.inc += 1;
         rep.alive = true;
         rep.nonce = nonce;
-        rep.model = JobModel::new(spec, seed);
+        rep.model = JobModel::new(spec);
+        rep.seed = seed;
         rep.pending.clear();
         rep.unanswered.clear();
         rep.pending_lease = None;
