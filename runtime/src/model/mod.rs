@@ -372,20 +372,17 @@ impl JobModel {
         &mut self.flight.get_or_insert_with(Box::default).due
     }
 
+    /// Takes the oldest due fire; the box stays (see [`land`](Self::land)).
     fn pop_due(&mut self) -> Option<Fire> {
-        let fire = self.flight.as_mut()?.due.pop_front();
-        self.land();
-        fire
+        self.flight.as_mut()?.due.pop_front()
     }
 
+    /// Takes every due fire; the box stays (see [`land`](Self::land)).
     fn take_due(&mut self) -> Vec<Fire> {
-        let fires = self
-            .flight
+        self.flight
             .as_mut()
             .map(|f| f.due.take_all())
-            .unwrap_or_default();
-        self.land();
-        fires
+            .unwrap_or_default()
     }
 
     fn runs(&self) -> &[Run] {
@@ -413,7 +410,9 @@ impl JobModel {
         Some(run)
     }
 
-    /// Lets go of the fire's box once nothing is due and nothing runs.
+    /// Lets go of the fire's box once nothing is due and nothing runs. Called where a handling
+    /// ends (a start, a run's end, a halt), not where a fire is taken: a fire taken to start keeps
+    /// the box for its run.
     fn land(&mut self) {
         if self
             .flight
@@ -855,6 +854,11 @@ impl JobModel {
     }
 
     fn try_start(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.start_what_may(now, out);
+        self.land();
+    }
+
+    fn start_what_may(&mut self, now: Now, out: &mut Vec<Action>) {
         loop {
             if self.claiming().is_some() || self.stopping {
                 return;
@@ -1315,6 +1319,7 @@ impl JobModel {
                 out,
             );
         }
+        self.land();
     }
 
     /// The shutdown deadline passed: running jobs are cancelled.

@@ -531,3 +531,41 @@ fn jobs_alike_share_their_settings_and_unused_ones_are_forgotten() {
     assert!(kept.iter().all(|s| pool.shared.contains(&**s)));
     assert!(pool.shared.len() <= 2 * (kept.len() + 1));
 }
+
+/// Whether the job holds nothing out of line: what an idle job keeps (README, "Performance").
+fn holds_nothing(m: &JobModel) -> bool {
+    m.flight.is_none() && m.extra.is_none()
+}
+
+#[test]
+fn a_job_between_fires_holds_nothing_out_of_line() {
+    for lock in [Lock::Local, Lock::Redis] {
+        let mut m = model(lock.clone(), Overlap::Skip);
+        let mut out = Vec::new();
+        assert!(holds_nothing(&m));
+        m.on_timer(now(10), &mut out);
+        if lock == Lock::Redis {
+            assert!(!holds_nothing(&m), "the claim in flight is held");
+            m.on_claimed(acquired(1), now(10), &mut out);
+        }
+        assert!(!holds_nothing(&m), "the run is held");
+        m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(11), &mut out);
+        assert!(
+            holds_nothing(&m),
+            "{lock:?}: a run that ended leaves nothing behind"
+        );
+
+        // A fire skipped while a run goes on, and a claim the guard gives to another process.
+        m.on_timer(now(20), &mut out);
+        if lock == Lock::Redis {
+            m.on_claimed(acquired(2), now(20), &mut out);
+        }
+        m.on_timer(now(30), &mut out);
+        m.on_run_ended(1, RunEnd::Ok, Duration::ZERO, now(31), &mut out);
+        if lock == Lock::Redis {
+            m.on_claimed(Answer::ClaimedByAnother, now(31), &mut out);
+        }
+        said(&mut out);
+        assert!(holds_nothing(&m), "{lock:?}: {:?}", m.runs().len());
+    }
+}
