@@ -24,7 +24,7 @@ pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 pub(crate) struct Body(Arc<dyn Code>);
 
 /// A job's code, by kind.
-pub(crate) enum Call<'a> {
+enum Call<'a> {
     /// An async body, run as a future.
     Async(&'a (dyn Fn(JobContext) -> BoxFuture<JobOutcome> + Send + Sync)),
     /// A plain function, run on tokio's blocking pool.
@@ -63,12 +63,26 @@ impl Body {
         Body(Arc::new(BlockingCode(f)))
     }
 
-    pub(crate) fn call(&self) -> Call<'_> {
-        self.0.call()
+    /// Runs on tokio's blocking pool, not as a future.
+    pub(crate) fn is_blocking(&self) -> bool {
+        matches!(self.0.call(), Call::Blocking(_))
     }
 
-    pub(crate) fn is_blocking(&self) -> bool {
-        matches!(self.call(), Call::Blocking(_))
+    /// An async body's run; a blocking one's is called here, on the caller's thread.
+    pub(crate) fn run_async(&self, ctx: JobContext) -> BoxFuture<JobOutcome> {
+        match self.0.call() {
+            Call::Async(f) => f(ctx),
+            Call::Blocking(f) => Box::pin(std::future::ready(f(ctx))),
+        }
+    }
+
+    /// A blocking body's run, on a thread of the blocking pool; the executor sends no async body
+    /// there, and one that came would fail instead of blocking the pool's thread on a future.
+    pub(crate) fn run_blocking(&self, ctx: JobContext) -> JobOutcome {
+        match self.0.call() {
+            Call::Blocking(f) => f(ctx),
+            Call::Async(_) => Err("an async body was sent to the blocking pool".into()),
+        }
     }
 }
 

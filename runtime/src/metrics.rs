@@ -274,3 +274,25 @@ impl JobMetrics {
 pub(crate) fn clock_skew(guard: &'static str, seconds: f64) {
     gauge!("cronguard_clock_skew_seconds", "guard" => guard).set(seconds);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Overdue;
+
+    #[test]
+    fn the_overdue_flag_and_the_newest_claim_share_eight_bytes_without_mixing() {
+        let new = Overdue::NEW;
+        assert!(!new.is_set());
+        assert!(new.claimed_ms() < 0, "no claim is older than every fire");
+        let ms = 1_767_225_600_000; // 2026-01-01 in Unix milliseconds
+        for set in [false, true] {
+            let o = Overdue::with(ms, set);
+            assert_eq!((o.claimed_ms(), o.is_set()), (ms, set));
+        }
+        let from_none = Overdue::with(new.claimed_ms(), true);
+        assert_eq!(
+            (from_none.claimed_ms(), from_none.is_set()),
+            (new.claimed_ms(), true)
+        );
+    }
+}

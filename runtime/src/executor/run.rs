@@ -20,7 +20,7 @@ use super::msg::{Msg, Report};
 use crate::context::JobContext;
 use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
 use crate::guard::Lease;
-use crate::job::{Body, Call};
+use crate::job::Body;
 use crate::model::{RunEnd, RunId, Verdict};
 
 /// Where a run reports to: its shard, its job, its id.
@@ -293,40 +293,28 @@ async fn run_body(
 
 /// Runs a job body: panics become failures, cancellation stops an async body at its next await.
 async fn run_once(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
-    let outcome = match body.call() {
-        Call::Async(_) => {
-            let fut = std::panic::AssertUnwindSafe(async move {
-                match body.call() {
-                    Call::Async(f) => f(ctx).await,
-                    Call::Blocking(f) => f(ctx),
-                }
+    let outcome = if body.is_blocking() {
+        let span = tracing::Span::current();
+        let call = move || {
+            span.in_scope(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.run_blocking(ctx)))
             })
-            .catch_unwind();
-            // The body first: a run that finishes in one poll never registers for cancellation
-            // (a run cancelled before its first poll still ends as cancelled, below).
-            tokio::select! {
-                biased;
-                result = fut => result,
-                _ = cancel.cancelled() => return RunEnd::Cancelled,
+        };
+        match tokio::task::spawn_blocking(call).await {
+            Ok(result) => result,
+            Err(e) => {
+                return RunEnd::Failed(format!("the blocking pool could not run the job: {e}"))
             }
         }
-        Call::Blocking(_) => {
-            let span = tracing::Span::current();
-            let call = move || {
-                span.in_scope(|| {
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match body.call() {
-                        Call::Blocking(f) => f(ctx),
-                        // Not reached: this arm is taken for blocking bodies only.
-                        Call::Async(_) => Err("an async body was sent to the blocking pool".into()),
-                    }))
-                })
-            };
-            match tokio::task::spawn_blocking(call).await {
-                Ok(result) => result,
-                Err(e) => {
-                    return RunEnd::Failed(format!("the blocking pool could not run the job: {e}"))
-                }
-            }
+    } else {
+        let fut =
+            std::panic::AssertUnwindSafe(async move { body.run_async(ctx).await }).catch_unwind();
+        // The body first: a run that finishes in one poll never registers for cancellation
+        // (a run cancelled before its first poll still ends as cancelled, below).
+        tokio::select! {
+            biased;
+            result = fut => result,
+            _ = cancel.cancelled() => return RunEnd::Cancelled,
         }
     };
     match outcome {
