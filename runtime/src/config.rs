@@ -17,7 +17,7 @@ use crate::guards::{
     GuardSettings, Stores, DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA,
 };
 use crate::handle::Cronguard;
-use crate::job::{registered, Job};
+use crate::job::{registered, Job, JobDefaults};
 use crate::operate::{Feeds, GuardMaker};
 use crate::options::Lock;
 use crate::selection::Selection;
@@ -84,6 +84,7 @@ pub struct Builder {
     postgres_schema: String,
     history: bool,
     history_retention_days: u32,
+    standby: Option<Duration>,
     custom_guards: BTreeMap<String, crate::guard::GuardFactory>,
     instance: Option<String>,
     clock: Clock,
@@ -117,6 +118,7 @@ impl Builder {
                 .unwrap_or_else(|| DEFAULT_POSTGRES_SCHEMA.to_owned()),
             history: false,
             history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
+            standby: None,
             custom_guards: BTreeMap::new(),
             instance: env("CRONGUARD_INSTANCE"),
             clock: Clock::system(),
@@ -241,6 +243,15 @@ impl Builder {
     /// [`Cronguard::history`](crate::Cronguard::history).
     pub fn history(mut self, all: bool) -> Self {
         self.history = all;
+        self
+    }
+
+    /// The standby of every job that does not set its own ([`Job::standby`]; default
+    /// [`DEFAULT_STANDBY`](crate::DEFAULT_STANDBY), 1 s): how long a process that did not get a
+    /// job's last fire waits before it claims the next one. Zero: every process claims every
+    /// fire at once (README, "Standby").
+    pub fn standby(mut self, standby: Duration) -> Self {
+        self.standby = Some(standby);
         self
     }
 
@@ -380,12 +391,12 @@ impl Builder {
             jobs.extend(self.jobs);
             jobs
         };
-        if self.history {
-            for job in &mut jobs {
-                if matches!(job.lock, Lock::Postgres | Lock::Custom(_)) {
-                    job.history = true;
-                }
-            }
+        let defaults = JobDefaults {
+            history: self.history,
+            standby: self.standby,
+        };
+        for job in &mut jobs {
+            defaults.apply(job);
         }
 
         for job in &jobs {
@@ -512,6 +523,7 @@ impl Builder {
             self.shutdown_timeout,
             feeds,
             Box::new(guards),
+            defaults,
         ))
     }
 }

@@ -15,7 +15,7 @@ use crate::executor::{lock, GuardView, ShardJobs, Shards, Shared};
 use crate::guard::GuardError;
 use crate::health::{judge, Health, HealthState, JobHealth};
 use crate::history::HistoryEntry;
-use crate::job::Job;
+use crate::job::{Job, JobDefaults};
 use crate::operate::{ControlError, ControlPlane, Feeds, GuardMaker};
 use crate::status::JobStatus;
 
@@ -382,6 +382,7 @@ impl Cronguard {
         shutdown_timeout: Duration,
         feeds: Feeds,
         maker: Box<dyn GuardMaker>,
+        defaults: JobDefaults,
     ) -> Self {
         let loops = shards.tasks.iter().map(|t| t.abort_handle()).collect();
         let jobs: Arc<[ShardJobs]> = shards.jobs.into();
@@ -392,6 +393,7 @@ impl Cronguard {
             instance: Arc::clone(&shared.instance),
             feeds,
             maker,
+            defaults,
             stop: shared.stop.clone(),
             runtime: tokio::runtime::Handle::current(),
             adding: std::sync::Mutex::new(shards.settings),

@@ -18,6 +18,11 @@ use smol_str::SmolStr;
 
 pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 
+/// How long a process that did not get a job's last fire waits before it claims the next one,
+/// unless the job or the [`Builder`](crate::Builder::standby) says otherwise
+/// ([`Job::standby`]).
+pub const DEFAULT_STANDBY: Duration = Duration::from_secs(1);
+
 /// A job's code: one pointer in every job (an enum of the two kinds would take 24 bytes, and a
 /// million jobs feel it; README, "Performance").
 #[derive(Clone)]
@@ -123,6 +128,7 @@ pub struct Job {
     pub(crate) retries: u32,
     pub(crate) backoff: Option<Duration>,
     pub(crate) jitter: Option<Duration>,
+    pub(crate) standby: Option<Duration>,
     pub(crate) body: Option<Body>,
     pub(crate) defined_at: Option<String>,
     pub(crate) enabled: bool,
@@ -148,6 +154,7 @@ impl Job {
             retries: 0,
             backoff: None,
             jitter: None,
+            standby: None,
             body: None,
             defined_at: None,
             enabled: true,
@@ -238,6 +245,18 @@ impl Job {
         self
     }
 
+    /// How long a process that did not get the job's last fire waits past each fire's start
+    /// before it claims the fire (default [`DEFAULT_STANDBY`], 1 s; see
+    /// [`Builder::standby`](crate::Builder::standby) for every job at once). The process that got
+    /// the last fire claims at once, so in a steady cluster each fire costs the guard one claim
+    /// at its instant, and a fire the others miss (that process died) starts the standby late.
+    /// Zero: every process claims every fire at once. Only shared guards claim; at most half
+    /// the misfire grace and half the time between two fires is waited (README, "Standby").
+    pub fn standby(mut self, standby: Duration) -> Self {
+        self.standby = Some(standby);
+        self
+    }
+
     /// Whether this process fires the job (default `true`). A disabled job runs nothing here but
     /// still follows its schedule for [`Cronguard::health`](crate::Cronguard::health): a process
     /// can watch that *some* replica runs a job without running it itself.
@@ -322,6 +341,11 @@ impl Job {
     }
 
     /// The pause before the first retry.
+    /// The standby, or its default.
+    pub(crate) fn standby_or_default(&self) -> Duration {
+        self.standby.unwrap_or(DEFAULT_STANDBY)
+    }
+
     pub(crate) fn backoff_or_default(&self) -> Duration {
         self.backoff.unwrap_or(cronguard_schedule::DEFAULT_BACKOFF)
     }
@@ -466,6 +490,27 @@ impl Job {
     }
 }
 
+/// What the builder sets for every job, at start and for jobs added later.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobDefaults {
+    /// [`Builder::history`](crate::Builder::history).
+    pub(crate) history: bool,
+    /// [`Builder::standby`](crate::Builder::standby).
+    pub(crate) standby: Option<Duration>,
+}
+
+impl JobDefaults {
+    /// Gives `job` what the builder sets for every job, where the job did not set its own.
+    pub(crate) fn apply(&self, job: &mut Job) {
+        if self.history && matches!(job.lock, Lock::Postgres | Lock::Custom(_)) {
+            job.history = true;
+        }
+        if job.standby.is_none() {
+            job.standby = self.standby;
+        }
+    }
+}
+
 impl fmt::Debug for Job {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Job")
@@ -482,6 +527,7 @@ impl fmt::Debug for Job {
             .field("retries", &self.retries)
             .field("backoff", &self.backoff)
             .field("jitter", &self.jitter)
+            .field("standby", &self.standby)
             .field("states", &self.states)
             .finish_non_exhaustive()
     }

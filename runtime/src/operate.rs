@@ -16,7 +16,7 @@ use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
 };
 use crate::guard::{Guard, GuardError};
-use crate::job::Job;
+use crate::job::{Job, JobDefaults};
 use crate::model::SettingsPool;
 use crate::options::Lock;
 
@@ -42,6 +42,8 @@ pub(crate) struct ControlPlane {
     pub(crate) instance: Arc<str>,
     pub(crate) feeds: Feeds,
     pub(crate) maker: Box<dyn GuardMaker>,
+    /// What the builder sets for every job, for jobs added later too.
+    pub(crate) defaults: JobDefaults,
     pub(crate) stop: CancellationToken,
     /// The scheduler's runtime: a control may be called from any thread (a blocking job, a thread
     /// of the application's own), and what it hands on runs there.
@@ -196,7 +198,8 @@ impl ControlPlane {
     }
 
     /// Adds `job` and starts following its schedule.
-    pub(crate) fn add(&self, job: Job) -> Result<(), ControlError> {
+    pub(crate) fn add(&self, mut job: Job) -> Result<(), ControlError> {
+        self.defaults.apply(&mut job);
         let mut settings = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
         let name = job.name().to_owned();
         if self.find(&name).is_ok() {

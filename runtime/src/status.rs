@@ -443,6 +443,7 @@ mod tests {
                 coalesce: false,
                 enabled: true,
                 limits: crate::model::limits::Limits::default(),
+                standby: Duration::ZERO,
             },
         );
         let instance: Arc<str> = Arc::from("here");

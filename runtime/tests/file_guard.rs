@@ -62,7 +62,9 @@ async fn replicas_with_skewed_clocks_run_each_fire_once() {
     let a = replica(&dir, 0, Duration::from_millis(10), &events).await;
     let b = replica(&dir, -300, Duration::from_millis(10), &events).await;
     let c = replica(&dir, -400, Duration::from_millis(10), &events).await;
-    tokio::time::sleep(Duration::from_millis(5500)).await;
+    // Past the standby of fire 5 in the replicas that did not get it (half the second between
+    // two fires, on clocks up to 400 ms behind).
+    tokio::time::sleep(Duration::from_millis(6_000)).await;
     for h in [a, b, c] {
         h.shutdown().await;
     }

@@ -132,6 +132,7 @@ impl JobSlot {
         let metrics = JobMetrics::new(&job.name);
         let history = job.history && guard.is_some();
         let backoff = job.backoff_or_default();
+        let standby = job.standby_or_default();
         let settings = Settings {
             schedule: job.schedule,
             misfire_grace: job.misfire_grace,
@@ -146,6 +147,7 @@ impl JobSlot {
                 backoff,
                 jitter: job.jitter,
             },
+            standby,
         };
         let spec = Spec::pooled(job.name, settings, pool);
         JobSlot {

@@ -36,6 +36,7 @@ fn model(limits: Limits, grace_s: u64) -> JobModel {
             coalesce: false,
             enabled: true,
             limits,
+            standby: Duration::ZERO,
         },
     );
     let mut m = JobModel::new(spec);

@@ -57,6 +57,9 @@ pub(crate) struct Settings {
     pub(crate) coalesce: bool,
     pub(crate) enabled: bool,
     pub(crate) limits: Limits,
+    /// How long a process that did not get the job's last claimed fire waits past a fire's
+    /// start before it claims the fire (README, "Standby"); zero: every process claims at once.
+    pub(crate) standby: Duration,
 }
 
 impl Spec {
@@ -310,8 +313,13 @@ pub(crate) struct JobModel {
     last_token: u64,
     window: FireWindow,
     stopping: bool,
-    /// The front fire waits for its jittered start.
-    jitter_wait: bool,
+    /// The front fire waits for its start: its jitter, or the standby (see
+    /// [`start_of`](Self::start_of)).
+    front_waits: bool,
+    /// Another process got the job's last claimed fire: this one claims the next fires only
+    /// after the standby, so that in a steady cluster one process claims each fire at its
+    /// instant and the others claim only if it did not.
+    standing_by: bool,
 }
 
 /// What a job holds only while it handles a fire: the fires due and waiting to start, and the runs
@@ -489,7 +497,8 @@ impl JobModel {
             last_token: 0,
             window: FireWindow::default(),
             stopping: false,
-            jitter_wait: false,
+            front_waits: false,
+            standing_by: false,
         }
     }
 
@@ -588,6 +597,35 @@ impl JobModel {
         Fire::delayed(t, delay, self.spec.misfire_grace)
     }
 
+    /// When the scheduled `fire` is claimed or started here: at its jittered start, or, while this
+    /// process stands by (another got the job's last claimed fire), the standby later — at most
+    /// half the misfire grace and half the time to the next fire, so that a fire the others did not
+    /// take still starts well within its grace, and never waits into the next fire (which would
+    /// coalesce it here while another process runs it).
+    ///
+    /// While the job is paused (as far as this process knows) nobody stands by: every process
+    /// claims at the instant and hears that the fire is paused, so that a resume cannot let a
+    /// process standing by run a fire that was already reported as paused.
+    fn start_of(&self, fire: &Fire) -> DateTime<Utc> {
+        if !self.standing_by
+            || !self.shared()
+            || self.spec.standby.is_zero()
+            || self.paused().is_some()
+        {
+            return fire.start();
+        }
+        let to_next = self
+            .next_fire
+            .and_then(|next| (next - fire.t).to_std().ok())
+            .unwrap_or(Duration::MAX);
+        let wait = self
+            .spec
+            .standby
+            .min(self.spec.misfire_grace / 2)
+            .min(to_next / 2);
+        after(fire.start(), wait)
+    }
+
     /// Whether claims, runs or reports are still outstanding.
     pub(crate) fn busy(&self) -> bool {
         self.claiming().is_some()
@@ -617,12 +655,12 @@ impl JobModel {
             .runs()
             .iter()
             .filter_map(|r| r.backoff.as_ref().map(|b| b.until));
-        let jitter = self
+        let start = self
             .due()
             .front()
-            .filter(|_| self.jitter_wait)
-            .map(|f| f.start());
-        [misfire, self.retry_at(), jitter]
+            .filter(|_| self.front_waits)
+            .map(|f| self.start_of(&f));
+        [misfire, self.retry_at(), start]
             .into_iter()
             .flatten()
             .chain(attempts)
@@ -730,8 +768,12 @@ impl JobModel {
         if self.retry_at().is_some_and(|at| at <= now.wall) {
             self.if_trouble(|t| t.retry_at = None);
         }
-        if self.due().front().is_none_or(|f| f.start() <= now.wall) {
-            self.jitter_wait = false;
+        if self
+            .due()
+            .front()
+            .is_none_or(|f| self.start_of(&f) <= now.wall)
+        {
+            self.front_waits = false;
         }
         self.start_attempts(now, out);
         self.drop_misfires(now, out);
@@ -891,9 +933,9 @@ impl JobModel {
                 self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
                 continue;
             }
-            if fire.start() > now.wall {
-                // Not before its jittered start: every decision about the fire is taken then.
-                self.jitter_wait = true;
+            if self.start_of(&fire) > now.wall {
+                // Not before its start: every decision about the fire is taken then.
+                self.front_waits = true;
                 return;
             }
             if self.runs().len() >= self.spec.max_instances as usize {
@@ -994,6 +1036,14 @@ impl JobModel {
                         c.paused = None;
                     }
                 }
+            }
+        }
+        if scheduled {
+            // The process that got this fire claims the next one first; the others stand by.
+            match answer {
+                Answer::Acquired { .. } => self.standing_by = false,
+                Answer::AlreadyRan | Answer::ClaimedByAnother => self.standing_by = true,
+                _ => {}
             }
         }
         if !matches!(answer, Answer::Failed(_)) && was_uncertain {
@@ -1300,9 +1350,24 @@ impl JobModel {
             return;
         }
         self.take_fires(now, out);
+        // Fires this process only stands by for and never asked the guard about: the process
+        // that got the job's last fire claims them, and reports them if it cannot run them. A
+        // fire this process claimed before (a retry is pending, or its claim got no answer) is
+        // its own to report.
+        let asked = self.retry_at().is_some();
+        let standing_by: Vec<DateTime<Utc>> = self
+            .due()
+            .iter()
+            .filter(|f| {
+                !asked
+                    && self.uncertain() != Some(f.t)
+                    && self.start_of(f) > now.wall.max(f.start())
+            })
+            .map(|f| f.t)
+            .collect();
         self.stopping = true;
         self.next_fire = None;
-        self.jitter_wait = false;
+        self.front_waits = false;
         self.if_trouble(|t| t.retry_at = None);
         self.end_all_waiting(now, out);
         let manual = self
@@ -1311,10 +1376,16 @@ impl JobModel {
             .unwrap_or_default();
         for fire in self.take_due().into_iter().chain(manual) {
             self.give_up(fire, out);
+            let first_report = !(fire.manual().is_none() && standing_by.contains(&fire.t));
+            let reason = if first_report {
+                why.to_owned()
+            } else {
+                format!("{why}, while this process stood by for it (the process that ran the job's last fire claims it)")
+            };
             self.emit_drop_of(
                 &fire,
-                EventKind::misfired(why.to_owned(), fire.t),
-                true,
+                EventKind::misfired(reason, fire.t),
+                first_report,
                 now,
                 out,
             );

@@ -36,6 +36,7 @@ fn spec(lock: Lock, overlap: Overlap) -> Spec {
             coalesce: false,
             enabled: true,
             limits: Limits::default(),
+            standby: Duration::ZERO,
         },
     )
 }
@@ -568,4 +569,157 @@ fn a_job_between_fires_holds_nothing_out_of_line() {
         said(&mut out);
         assert!(holds_nothing(&m), "{lock:?}: {:?}", m.runs().len());
     }
+}
+
+/// A Redis job firing every 10 s with a misfire grace of `grace_s` and a standby of `standby_ms`.
+fn standing_by(grace_s: u64, standby_ms: u64) -> JobModel {
+    let mut spec = spec(Lock::Redis, Overlap::Skip);
+    let mut settings = (*spec).clone();
+    settings.misfire_grace = Duration::from_secs(grace_s);
+    settings.standby = Duration::from_millis(standby_ms);
+    spec = Spec::new(spec.name.clone(), settings);
+    let mut m = JobModel::new(spec);
+    m.schedule_from(t(0));
+    m
+}
+
+#[test]
+fn a_process_that_lost_the_last_fire_claims_the_next_only_after_the_standby() {
+    let mut m = standing_by(5, 2_000);
+    let mut out = Vec::new();
+    // Knowing nothing yet, it claims at the instant.
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    assert_eq!(said(&mut out), ["claimed_elsewhere 10"]);
+    m.on_timer(now(20), &mut out);
+    assert!(said(&mut out).is_empty(), "another process claims first");
+    assert_eq!(m.next_wake(), Some(now(22).wall));
+    m.on_wake(now_ms(21_999), &mut out);
+    assert!(said(&mut out).is_empty());
+    m.on_wake(now(22), &mut out);
+    assert_eq!(said(&mut out), ["claim 20"]);
+    // That process did not take it (it died): this one runs it, late by the standby, and from
+    // then on claims at the instant.
+    m.on_claimed(acquired(7), now(22), &mut out);
+    assert_eq!(said(&mut out), ["started 20", "start 20 token 7"]);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(23), &mut out);
+    said(&mut out);
+    m.on_timer(now(30), &mut out);
+    assert_eq!(said(&mut out), ["claim 30"]);
+}
+
+#[test]
+fn a_fire_already_run_elsewhere_keeps_the_process_standing_by() {
+    let mut m = standing_by(5, 2_000);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::AlreadyRan, now(10), &mut out);
+    m.on_timer(now(20), &mut out);
+    m.on_wake(now(22), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 10", "claimed_elsewhere 10", "claim 20"]
+    );
+    // A busy answer says nothing of who got the last fire.
+    m.on_claimed(
+        Answer::Busy {
+            first_report: false,
+        },
+        now(22),
+        &mut out,
+    );
+    said(&mut out);
+    m.on_timer(now(30), &mut out);
+    assert!(said(&mut out).is_empty(), "still standing by");
+    assert_eq!(m.next_wake(), Some(now(32).wall));
+}
+
+#[test]
+fn the_standby_never_waits_past_half_the_grace_or_half_the_time_to_the_next_fire() {
+    let waited = |grace_s: u64, standby_ms: u64| {
+        let mut m = standing_by(grace_s, standby_ms);
+        let mut out = Vec::new();
+        m.on_timer(now(10), &mut out);
+        m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+        m.on_timer(now(20), &mut out);
+        (m.next_wake().expect("a wake-up for the claim") - now(20).wall).num_milliseconds()
+    };
+    assert_eq!(waited(5, 2_000), 2_000);
+    assert_eq!(waited(5, 60_000), 2_500, "half the grace of 5 s");
+    assert_eq!(waited(60, 60_000), 5_000, "half the 10 s to the next fire");
+}
+
+#[test]
+fn without_a_standby_or_a_shared_guard_every_fire_is_taken_at_its_instant() {
+    let mut m = standing_by(5, 0);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    m.on_timer(now(20), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 10", "claimed_elsewhere 10", "claim 20"]
+    );
+    // A local job has its standby too, but never claims, so never waits.
+    let mut spec = spec(Lock::Local, Overlap::Skip);
+    let mut settings = (*spec).clone();
+    settings.standby = Duration::from_secs(2);
+    spec = Spec::new(spec.name.clone(), settings);
+    let mut m = JobModel::new(spec);
+    m.schedule_from(t(0));
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["started 10", "start 10 token 1"]);
+}
+
+#[test]
+fn a_shutdown_while_standing_by_leaves_the_report_to_the_process_that_got_the_last_fire() {
+    let mut m = standing_by(5, 2_000);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    m.on_timer(now(20), &mut out);
+    said(&mut out);
+    m.stop(now_ms(20_500), &mut out);
+    assert_eq!(said(&mut out), ["misfired 20 (reported elsewhere)"]);
+
+    // Once the standby has passed the fire is this process's to claim, and to report.
+    let mut m = standing_by(5, 2_000);
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    m.on_timer(now(20), &mut out);
+    m.on_wake(now(22), &mut out);
+    m.on_claimed(Answer::Failed("timeout".into()), now(23), &mut out);
+    said(&mut out);
+    m.stop(now_ms(23_100), &mut out);
+    assert_eq!(said(&mut out), ["abandon 20", "misfired 20"]);
+}
+
+#[test]
+fn nobody_stands_by_while_the_job_is_paused() {
+    let mut m = standing_by(5, 2_000);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    said(&mut out);
+    // The control feed says the job is paused: the claim goes out at the instant, so that the
+    // store's answer (paused) is heard before a resume could let this process run the fire.
+    m.set_paused(Some(Pause::new("ops", t(15))), now(15), &mut out);
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), ["claim 20"]);
+    m.on_claimed(
+        Answer::Paused {
+            pause: Pause::new("ops", t(15)),
+            first_report: false,
+        },
+        now(20),
+        &mut out,
+    );
+    said(&mut out);
+    m.set_paused(None, now(25), &mut out);
+    m.on_timer(now(30), &mut out);
+    assert!(
+        said(&mut out).is_empty(),
+        "standing by again after the resume"
+    );
 }

@@ -227,3 +227,33 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     broken.truncate(8);
     Err(broken.join("\n"))
 }
+
+/// With every replica up and no message lost, after the first fires (which every replica claims
+/// at once, knowing nothing yet): only one replica claims each fire before its standby has
+/// passed. Checked by the quiet-cluster test, not for every seed: faults move the ownership.
+pub(super) fn one_claim_at_each_instant(sc: &Scenario, rec: &Record) -> Result<(), String> {
+    let standby = sc.standby.min(sc.grace / 2).min(sc.period / 2);
+    let skew = sc.skew.iter().map(|s| s.abs()).max().unwrap_or(0);
+    let early = |fire: Ms| fire + standby - skew - sc.delay_max;
+    let mut broken = Vec::new();
+    let mut fire = (WARM_UP / sc.period + 3) * sc.period;
+    while fire + sc.period < rec.stop_at {
+        let at_instant: BTreeSet<usize> = rec
+            .claims
+            .iter()
+            .filter(|(sent, f, _)| *f == fire && *sent < early(fire))
+            .map(|(_, _, r)| *r)
+            .collect();
+        if at_instant.len() != 1 {
+            broken.push(format!(
+                "fire {fire} was claimed before its standby ({standby} ms) by replicas {at_instant:?}"
+            ));
+        }
+        fire += sc.period;
+    }
+    if broken.is_empty() {
+        return Ok(());
+    }
+    broken.truncate(8);
+    Err(broken.join("\n"))
+}
