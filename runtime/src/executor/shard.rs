@@ -19,6 +19,7 @@ use super::run::{self, ReportTo, Started, INLINE_POLL_LIMIT};
 use super::slot::{Armed, Cx, Launch};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
+use crate::events::Event;
 use crate::guard::Lease;
 use crate::model::{Action, RunEnd, RunId};
 
@@ -56,6 +57,8 @@ struct Links {
     launches: RefCell<Vec<Launch>>,
     /// See [`Cx::lease`].
     lease: RefCell<Option<Box<dyn Lease>>>,
+    /// See [`Cx::for_hooks`].
+    for_hooks: RefCell<Vec<Event>>,
 }
 
 impl Links {
@@ -66,6 +69,7 @@ impl Links {
             tx: &self.tx,
             launches: &self.launches,
             lease: &self.lease,
+            for_hooks: &self.for_hooks,
         }
     }
 }
@@ -93,6 +97,7 @@ pub(super) async fn run(
             tx,
             launches: RefCell::default(),
             lease: RefCell::default(),
+            for_hooks: RefCell::default(),
         },
         rx,
         fires: BTreeMap::new(),
@@ -106,6 +111,13 @@ pub(super) async fn run(
     shard.schedule_all();
     shard.fire_loop().await;
     shard.drain().await;
+}
+
+impl Drop for Shard {
+    /// Whatever way the shard ends, the events it emitted last reach the hooks.
+    fn drop(&mut self) {
+        self.hand_to_hooks();
+    }
 }
 
 impl Shard {
@@ -144,6 +156,7 @@ impl Shard {
                 }
                 self.handle(&mut inbox);
                 self.launch();
+                self.hand_to_hooks();
                 continue;
             }
             let first_fire = self.fires.first_key_value().map(|(t, _)| *t);
@@ -168,7 +181,14 @@ impl Shard {
                 }
             }
             self.launch();
+            self.hand_to_hooks();
         }
+    }
+
+    /// Hands the events of this step to the hooks, in one message.
+    fn hand_to_hooks(&self) {
+        let mut events = self.links.for_hooks.borrow_mut();
+        self.links.shared.events.hand_to_hooks(&mut events);
     }
 
     /// Moves the jobs of every bucket that came due to the backlog, and handles due wake-ups.
@@ -320,6 +340,7 @@ impl Shard {
                 }
             }
         }
+        self.hand_to_hooks();
         let deadline = self
             .links
             .shared
@@ -340,6 +361,7 @@ impl Shard {
                         return;
                     }
                     self.handle(&mut inbox);
+                    self.hand_to_hooks();
                     let jobs = lock(&self.jobs);
                     busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));
                 }

@@ -26,7 +26,7 @@ use crate::guard::{Claim, Guard, GuardError, Lease};
 use crate::history::{HistoryEntry, Outcome};
 use crate::job::Body;
 use crate::job::Job;
-use crate::metrics::JobMetrics;
+use crate::metrics::{ClaimSeries, JobMetrics};
 use crate::model::limits::Limits;
 use crate::model::{
     Action, Answer, JobModel, Now, RunEnd, RunId, Settings, SettingsPool, Spec, ABANDON_ATTEMPTS,
@@ -45,6 +45,8 @@ pub(super) struct Cx<'a> {
     /// The lease of a claim just answered, until the job's model starts its run or gives it up
     /// (it decides at once, in the same call).
     pub(super) lease: &'a RefCell<Option<Box<dyn Lease>>>,
+    /// Events for the hooks, handed over by the shard once its step is done.
+    pub(super) for_hooks: &'a RefCell<Vec<crate::events::Event>>,
 }
 
 impl Cx<'_> {
@@ -98,11 +100,19 @@ pub(crate) enum GuardView {
 /// coalescing and misfires", on shards).
 const BLOCKING_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// A job's shared guard, with the series of its claims.
+struct SharedGuard {
+    guard: Arc<dyn Guard>,
+    series: ClaimSeries,
+}
+
 /// One job and what carries out its model's actions.
 pub(crate) struct JobSlot {
     model: JobModel,
     body: Body,
-    guard: Option<Arc<dyn Guard>>,
+    /// Its shared guard and the series its claims update; `None` for a job that only its model
+    /// guards (eight bytes either way).
+    shared: Option<Box<SharedGuard>>,
     metrics: JobMetrics,
     status: StatusRecord,
     /// Each run going on; eight bytes while there are none.
@@ -130,7 +140,13 @@ impl JobSlot {
         pool: &mut SettingsPool,
     ) -> Self {
         let metrics = JobMetrics::new(&job.name);
-        let history = job.history && guard.is_some();
+        let shared = guard.map(|guard| {
+            Box::new(SharedGuard {
+                guard,
+                series: ClaimSeries::new(&job.name, &job.lock),
+            })
+        });
+        let history = job.history && shared.is_some();
         let backoff = job.backoff_or_default();
         let standby = job.standby_or_default();
         let settings = Settings {
@@ -153,7 +169,7 @@ impl JobSlot {
         JobSlot {
             model: JobModel::new(spec),
             body,
-            guard,
+            shared,
             metrics,
             status: StatusRecord::default(),
             runs: ThinVec::new(),
@@ -169,14 +185,18 @@ impl JobSlot {
         &self.model.spec().name
     }
 
+    fn shared_guard(&self) -> Option<Arc<dyn Guard>> {
+        self.shared.as_ref().map(|s| Arc::clone(&s.guard))
+    }
+
     pub(crate) fn model(&self) -> &JobModel {
         &self.model
     }
 
     pub(crate) fn guard(&self) -> GuardView {
-        match &self.guard {
+        match &self.shared {
             None => GuardView::Local(self.model.last_started()),
-            Some(shared) => GuardView::Shared(Arc::clone(shared)),
+            Some(shared) => GuardView::Shared(Arc::clone(&shared.guard)),
         }
     }
 
@@ -234,8 +254,9 @@ impl JobSlot {
         let now = cx.now();
         match report {
             Report::Claimed { result, latency } => {
-                JobMetrics::claim_latency(self.name(), &self.model.spec().lock)
-                    .record(latency.as_secs_f64());
+                if let Some(shared) = &self.shared {
+                    shared.series.latency.record(latency.as_secs_f64());
+                }
                 let answer = self.answer(cx, cx.shared.instant(now.mono), result);
                 self.model.on_claimed(answer, now, out);
             }
@@ -452,7 +473,7 @@ impl JobSlot {
                 }
                 Action::Abandon(fire) => {
                     let lease = cx.lease.borrow_mut().take();
-                    let guard = self.guard.clone();
+                    let guard = self.shared_guard();
                     let job = self.name().clone();
                     cx.shared.tasks.spawn(async move {
                         if let Some(lease) = lease {
@@ -474,7 +495,7 @@ impl JobSlot {
                     });
                 }
                 Action::Claim(fire) => {
-                    let Some(guard) = self.guard.clone() else {
+                    let Some(guard) = self.shared_guard() else {
                         continue;
                     };
                     let (tx, job) = (cx.tx.clone(), cx.idx);
@@ -505,7 +526,7 @@ impl JobSlot {
                     });
                 }
                 Action::AskReport { fire, kind } => {
-                    let Some(guard) = self.guard.clone() else {
+                    let Some(guard) = self.shared_guard() else {
                         continue;
                     };
                     let (tx, job) = (cx.tx.clone(), cx.idx);
@@ -565,7 +586,11 @@ impl JobSlot {
             next_attempt: tx,
         });
         self.metrics.running(self.runs.len());
-        let renewals = matches!(hold, Hold::Lease(_)).then(|| JobMetrics::renewals(self.name()));
+        let renewals = self
+            .shared
+            .as_ref()
+            .filter(|_| matches!(hold, Hold::Lease(_)))
+            .map(|s| s.series.renewals.clone());
         let start = run::Start {
             body: self.body.clone(),
             ctx,
@@ -586,7 +611,7 @@ impl JobSlot {
 
     /// Writes the end of a run, or a drop this process reports first, to the guard's history.
     fn record_history(&self, cx: &Cx<'_>, event: &Occurrence) {
-        let Some(guard) = self.guard.clone() else {
+        let Some(guard) = self.shared_guard() else {
             return;
         };
         let (outcome, error) = match &event.kind {
@@ -638,13 +663,15 @@ impl JobSlot {
     /// Counts, keeps and publishes an event; it becomes an [`Event`](crate::Event) only when a
     /// hook, a subscriber or a log subscriber takes it.
     fn emit(&mut self, cx: &Cx<'_>, event: Occurrence) {
-        self.metrics.record(&self.model.spec().name, &event);
+        let claims = self.shared.as_ref().map(|s| &s.series);
+        self.metrics.record(&self.model.spec().name, &event, claims);
         if self.history {
             self.record_history(cx, &event);
         }
         let events = &cx.shared.events;
         if events.wants(&event.kind, event.first_report) {
-            events.emit(&event.to_event(self.name(), &cx.shared.instance));
+            let event = event.to_event(self.name(), &cx.shared.instance);
+            events.emit(event, &mut cx.for_hooks.borrow_mut());
         }
         self.status.record(event);
     }
@@ -657,7 +684,7 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 344),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 336),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),

@@ -27,8 +27,75 @@ const IN_FLIGHT: usize = 2;
 /// One operation: its code (see [`scripts::op`]), its keys and its arguments.
 pub(super) struct Op {
     pub(super) code: &'static str,
-    pub(super) keys: Vec<Arc<str>>,
-    pub(super) args: Vec<String>,
+    pub(super) keys: Vec<Arg>,
+    pub(super) args: Vec<Arg>,
+}
+
+/// A key or an argument of an operation, written straight into the call's buffer: a claim
+/// formats nothing of its own, so that a burst of claims costs no string per argument.
+#[derive(Clone, Debug)]
+pub(super) enum Arg {
+    /// A string the guard keeps (a key, its nonce).
+    Shared(Arc<str>),
+    Static(&'static str),
+    Int(i64),
+    /// A string the guard keeps followed by a number: a fire's report key, a claimant's token.
+    Joined(Arc<str>, i64),
+    /// Anything else.
+    Owned(String),
+}
+
+impl Arg {
+    /// The string a key's hash slot is computed from: a joined key shares the hash tag of its
+    /// first part.
+    fn slot_str(&self) -> &str {
+        match self {
+            Arg::Shared(s) | Arg::Joined(s, _) => s,
+            Arg::Static(s) => s,
+            Arg::Owned(s) => s,
+            Arg::Int(_) => "",
+        }
+    }
+}
+
+impl redis::ToRedisArgs for Arg {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        use std::io::Write as _;
+        match self {
+            Arg::Shared(s) => out.write_arg(s.as_bytes()),
+            Arg::Static(s) => out.write_arg(s.as_bytes()),
+            Arg::Owned(s) => out.write_arg(s.as_bytes()),
+            // Writing into the command's own buffer cannot fail.
+            Arg::Int(n) => {
+                let _ = write!(out.writer_for_next_arg(), "{n}");
+            }
+            Arg::Joined(s, n) => {
+                let _ = write!(out.writer_for_next_arg(), "{s}{n}");
+            }
+        }
+    }
+}
+
+impl Op {
+    /// The `EVALSHA` of the batch script for these operations alone (or, through [`call`], for
+    /// a batch of them): every key first, then every operation's code and arguments.
+    pub(super) fn script_call<'a>(ops: impl Iterator<Item = &'a Op> + Clone) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        let keys: usize = ops.clone().map(|op| op.keys.len()).sum();
+        cmd.arg(scripts::BATCH.get_hash()).arg(keys);
+        for op in ops.clone() {
+            for key in &op.keys {
+                cmd.arg(key);
+            }
+        }
+        for op in ops {
+            cmd.arg(op.code);
+            for arg in &op.args {
+                cmd.arg(arg);
+            }
+        }
+        cmd
+    }
 }
 
 struct Queued {
@@ -74,7 +141,7 @@ async fn send_batches(conn: RedisConn, mut rx: mpsc::UnboundedReceiver<Queued>) 
         let batch = crate::guard::batching::take_queued(first, &mut rx, MAX_BATCH).await;
         let conn = conn.clone();
         tokio::spawn(async move {
-            let groups = conn.group_by_node(batch, |q| q.op.keys.first().map_or("", |k| &**k));
+            let groups = conn.group_by_node(batch, |q| q.op.keys.first().map_or("", Arg::slot_str));
             futures_util::future::join_all(groups.into_iter().map(|g| call(conn.clone(), g))).await;
             drop(permit);
         });
@@ -83,17 +150,8 @@ async fn send_batches(conn: RedisConn, mut rx: mpsc::UnboundedReceiver<Queued>) 
 
 /// One call of the batch script for `batch`; every operation gets its answer or the call's error.
 async fn call(mut conn: RedisConn, batch: Vec<Queued>) {
-    let mut invocation = scripts::BATCH.prepare_invoke();
-    for queued in &batch {
-        invocation.arg(queued.op.code);
-        for key in &queued.op.keys {
-            invocation.key(&**key);
-        }
-        for arg in &queued.op.args {
-            invocation.arg(arg);
-        }
-    }
-    let answers: Result<Vec<Value>, RedisError> = invocation.invoke_async(&mut conn).await;
+    let cmd = Op::script_call(batch.iter().map(|q| &q.op));
+    let answers: Result<Vec<Value>, RedisError> = run_script(&mut conn, &cmd).await;
     match answers {
         Ok(answers) if answers.len() == batch.len() => {
             for (queued, answer) in batch.into_iter().zip(answers) {
@@ -115,5 +173,20 @@ async fn call(mut conn: RedisConn, batch: Vec<Queued>) {
                 let _ = queued.reply.send(Err(e.clone()));
             }
         }
+    }
+}
+
+/// Runs `cmd`, an `EVALSHA` of the batch script; a server that does not know the script (it
+/// restarted) gets it loaded, and `cmd` once more.
+pub(super) async fn run_script(
+    conn: &mut RedisConn,
+    cmd: &redis::Cmd,
+) -> Result<Vec<Value>, RedisError> {
+    match cmd.query_async(conn).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            scripts::BATCH.load_async(conn).await?;
+            cmd.query_async(conn).await
+        }
+        answered => answered,
     }
 }

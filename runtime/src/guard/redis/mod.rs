@@ -74,6 +74,7 @@ pub(crate) use batch::Batcher;
 pub(crate) use connection::connect_with;
 pub(crate) use connection::{connect, open_with, Open, RedisConn};
 // Built by the scheduler's control wiring, which lands separately.
+use batch::Arg;
 pub(crate) use feed::RedisFeed;
 use scripts::op;
 pub(crate) use scripts::BATCH_LUA;
@@ -134,6 +135,8 @@ pub(crate) struct RedisGuard {
     /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
     /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
     nonce: Arc<str>,
+    /// `<nonce>:`: followed by a fire's Unix ms, the lock token of this guard value's claim.
+    token_prefix: Arc<str>,
     lock_key: Arc<str>,
     state_key: Arc<str>,
     cancel_key: Arc<str>,
@@ -155,15 +158,13 @@ impl RedisGuard {
         lease: Duration,
         overlap: Overlap,
     ) -> Self {
+        let nonce = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
         RedisGuard {
             conn,
             batcher,
             wait: None,
-            nonce: Arc::from(format!(
-                "{:016x}{:016x}",
-                fastrand::u64(..),
-                fastrand::u64(..)
-            )),
+            token_prefix: Arc::from(format!("{nonce}:")),
+            nonce: Arc::from(nonce),
             lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
@@ -246,6 +247,12 @@ fn lease_px(lease: Duration) -> Result<u64, GuardError> {
     cronguard_schedule::check_lease(lease)
         .and_then(|()| u64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
         .map_err(|e| GuardError::Invalid(format!("the lease of {lease:?} {e}")))
+}
+
+/// [`lease_px`] as an argument of the batch script.
+fn px_arg(lease: Duration) -> Result<Arg, GuardError> {
+    let px = lease_px(lease)?;
+    Ok(Arg::Int(i64::try_from(px).unwrap_or(i64::MAX)))
 }
 
 /// The integers of one operation's answer (`{-1, message}` is the operation's error).
@@ -335,36 +342,36 @@ impl Guard for RedisGuard {
         let state_key = Arc::clone(&self.state_key);
         let cancel_key = Arc::clone(&self.cancel_key);
         let lease = self.lease;
-        let replace = self.replace;
-        let skip = self.skip;
         let fire = epoch_millis(fire_time);
-        let reported_key: Arc<str> = Arc::from(format!("{}{fire}", self.reported_prefix));
+        let flag = |on: bool| Arg::Static(if on { "1" } else { "0" });
+        let (replace, skip) = (flag(self.replace), flag(self.skip));
+        let reported_key = Arg::Joined(Arc::clone(&self.reported_prefix), fire);
         // The same for every claim of this fire by this guard value.
-        let token = format!("{}:{fire}", self.nonce);
-        let nonce = Arc::clone(&self.nonce);
+        let token = Arg::Joined(Arc::clone(&self.token_prefix), fire);
+        let nonce = Arg::Shared(Arc::clone(&self.nonce));
         let wait = self.wait.clone();
         Box::pin(async move {
-            let px = lease_px(lease)?;
+            let px = px_arg(lease)?;
             // The lock's expiry on the server is at least a lease after this instant, also when
             // this claim repeats one that took effect (the script extends the lock then).
             let sent_at = Instant::now();
             let op = batch::Op {
                 code: op::CLAIM,
                 keys: vec![
-                    Arc::clone(&lock_key),
-                    Arc::clone(&state_key),
-                    Arc::clone(&cancel_key),
+                    Arg::Shared(Arc::clone(&lock_key)),
+                    Arg::Shared(Arc::clone(&state_key)),
+                    Arg::Shared(Arc::clone(&cancel_key)),
                     reported_key,
                 ],
                 args: vec![
-                    fire.to_string(),
+                    Arg::Int(fire),
                     token.clone(),
-                    px.to_string(),
-                    if replace { "1" } else { "0" }.to_owned(),
-                    CLAIM_AHEAD_TOLERANCE_MS.to_string(),
-                    if skip { "1" } else { "0" }.to_owned(),
-                    nonce.to_string(),
-                    REPORT_TTL_MS.to_string(),
+                    px,
+                    replace,
+                    Arg::Int(CLAIM_AHEAD_TOLERANCE_MS as i64),
+                    skip,
+                    nonce,
+                    Arg::Int(REPORT_TTL_MS as i64),
                 ],
             };
             let (value, acked) = match &wait {
@@ -372,15 +379,7 @@ impl Guard for RedisGuard {
                 Some((wait, conn)) => {
                     let mut conn = conn.clone();
                     // Not batched: the WAIT goes with this claim, in the same round trip.
-                    let mut evalsha = redis::cmd("EVALSHA");
-                    evalsha.arg(scripts::BATCH.get_hash()).arg(op.keys.len());
-                    for key in &op.keys {
-                        evalsha.arg(&**key);
-                    }
-                    evalsha.arg(op.code);
-                    for arg in &op.args {
-                        evalsha.arg(arg);
-                    }
+                    let evalsha = batch::Op::script_call(std::iter::once(&op));
                     let (reply, acked) =
                         claim_and_wait(&mut conn, &scripts::BATCH, evalsha, &state_key, *wait)
                             .await
@@ -453,17 +452,13 @@ impl Guard for RedisGuard {
 
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
         let batcher = Arc::clone(&self.batcher);
-        let key: Arc<str> = Arc::from(format!(
-            "{}{}",
-            self.reported_prefix,
-            epoch_millis(fire_time)
-        ));
-        let nonce = self.nonce.to_string();
+        let key = Arg::Joined(Arc::clone(&self.reported_prefix), epoch_millis(fire_time));
+        let nonce = Arg::Shared(Arc::clone(&self.nonce));
         Box::pin(async move {
             let op = batch::Op {
                 code: op::FIRST_REPORT,
                 keys: vec![key],
-                args: vec![nonce, REPORT_TTL_MS.to_string()],
+                args: vec![nonce, Arg::Int(REPORT_TTL_MS as i64)],
             };
             Ok(call_one(&batcher, op).await? == 1)
         })
@@ -475,11 +470,14 @@ impl Guard for RedisGuard {
         let op = batch::Op {
             code: op::ABANDON,
             keys: vec![
-                Arc::clone(&self.lock_key),
-                Arc::clone(&self.state_key),
-                Arc::clone(&self.cancel_key),
+                Arg::Shared(Arc::clone(&self.lock_key)),
+                Arg::Shared(Arc::clone(&self.state_key)),
+                Arg::Shared(Arc::clone(&self.cancel_key)),
             ],
-            args: vec![fire.to_string(), format!("{}:{fire}", self.nonce)],
+            args: vec![
+                Arg::Int(fire),
+                Arg::Joined(Arc::clone(&self.token_prefix), fire),
+            ],
         };
         Box::pin(async move {
             call_one(&batcher, op).await?;
@@ -570,14 +568,14 @@ impl Guard for RedisGuard {
         let cancel_key = Arc::clone(&self.cancel_key);
         let lease = self.lease;
         // The same for every claim of this run by this guard value; never a scheduled fire's.
-        let token = format!("{}:manual:{:016x}", self.nonce, run.id);
+        let token = Arg::Owned(format!("{}:manual:{:016x}", self.nonce, run.id));
         Box::pin(async move {
-            let px = lease_px(lease)?;
+            let px = px_arg(lease)?;
             let sent_at = Instant::now();
             let op = batch::Op {
                 code: op::MANUAL,
-                keys: vec![Arc::clone(&lock_key), state_key],
-                args: vec![format!("{:016x}", run.id), token.clone(), px.to_string()],
+                keys: vec![Arg::Shared(Arc::clone(&lock_key)), Arg::Shared(state_key)],
+                args: vec![Arg::Owned(format!("{:016x}", run.id)), token.clone(), px],
             };
             let value = batcher.call(op).await.map_err(redis_err)?;
             let (code, value) = match answer(value)?[..] {
@@ -615,7 +613,7 @@ struct RedisLease {
     batcher: Arc<Batcher>,
     lock_key: Arc<str>,
     cancel_key: Arc<str>,
-    token: String,
+    token: Arg,
     fencing_token: u64,
     lease: Duration,
     sent_at: Instant,
@@ -632,15 +630,18 @@ impl Lease for RedisLease {
 
     fn renew(&self) -> BoxFuture<Result<Renewal, GuardError>> {
         let batcher = Arc::clone(&self.batcher);
-        let keys = vec![Arc::clone(&self.lock_key), Arc::clone(&self.cancel_key)];
+        let keys = vec![
+            Arg::Shared(Arc::clone(&self.lock_key)),
+            Arg::Shared(Arc::clone(&self.cancel_key)),
+        ];
         let token = self.token.clone();
         let lease = self.lease;
         Box::pin(async move {
-            let px = lease_px(lease)?;
+            let px = px_arg(lease)?;
             let op = batch::Op {
                 code: op::RENEW,
                 keys,
-                args: vec![token, px.to_string()],
+                args: vec![token, px],
             };
             Ok(match call_one(&batcher, op).await? {
                 0 => Renewal::Lost,
@@ -652,12 +653,19 @@ impl Lease for RedisLease {
 
     fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
         Box::pin(async move {
+            let RedisLease {
+                batcher,
+                lock_key,
+                cancel_key,
+                token,
+                ..
+            } = *self;
             let op = batch::Op {
                 code: op::RELEASE,
-                keys: vec![Arc::clone(&self.lock_key), Arc::clone(&self.cancel_key)],
-                args: vec![self.token.clone()],
+                keys: vec![Arg::Shared(lock_key), Arg::Shared(cancel_key)],
+                args: vec![token],
             };
-            call_one(&self.batcher, op).await?;
+            call_one(&batcher, op).await?;
             Ok(())
         })
     }
