@@ -388,7 +388,8 @@ impl EventSink {
             return;
         }
         let room = HOOK_QUEUE_CAPACITY.saturating_sub(self.hooks_queued.load(Relaxed));
-        let mut batch = std::mem::take(events);
+        // The next step's events likely number about as many: room for them at once.
+        let mut batch = std::mem::replace(events, Vec::with_capacity(events.len()));
         let missed = batch.len().saturating_sub(room);
         batch.truncate(room);
         let sent = batch.len();

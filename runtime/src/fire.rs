@@ -79,8 +79,25 @@ pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
 pub(crate) fn run_key(job: &str, fire: DateTime<Utc>, manual: Option<u64>) -> String {
     match manual {
         Some(id) => format!("{job}@manual:{id:016x}"),
-        None => format!("{job}@{}", fmt_time(fire)),
+        None => FIRE_TIME.with(|last| {
+            let mut last = last.borrow_mut();
+            if last.0 != fire || last.1.is_empty() {
+                *last = (fire, fmt_time(fire));
+            }
+            let mut key = String::with_capacity(job.len() + 1 + last.1.len());
+            key.push_str(job);
+            key.push('@');
+            key.push_str(&last.1);
+            key
+        }),
     }
+}
+
+thread_local! {
+    /// The fire time a run key was last made for on this thread, formatted: the jobs due at one
+    /// instant (thousands, in a burst) share it, and formatting a time costs more than the key.
+    static FIRE_TIME: std::cell::RefCell<(DateTime<Utc>, String)> =
+        const { std::cell::RefCell::new((DateTime::<Utc>::MIN_UTC, String::new())) };
 }
 
 /// `1500ms`, `60s`: durations as the attribute writes them.

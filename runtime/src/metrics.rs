@@ -203,6 +203,12 @@ impl JobMetrics {
         }
     }
 
+    /// Looked up (and so registered) at the first success only: a process that never ran the
+    /// job shows no time of a last success.
+    fn last_success(job: &SmolStr) -> Gauge {
+        gauge!("cronguard_last_success_timestamp_seconds", "job" => label(job))
+    }
+
     fn runs(job: &SmolStr, outcome: &'static str) -> Counter {
         counter!("cronguard_runs_total", "job" => label(job), "outcome" => outcome)
     }
@@ -216,7 +222,7 @@ impl JobMetrics {
         &mut self,
         job: &SmolStr,
         event: &Occurrence,
-        claims: Option<&ClaimSeries>,
+        claims: Option<&mut ClaimSeries>,
     ) {
         match &event.kind {
             // A retry's start is not a fire's start: its lateness was recorded once.
@@ -229,8 +235,14 @@ impl JobMetrics {
             }
             EventKind::Succeeded => {
                 self.succeeded.increment(1);
-                gauge!("cronguard_last_success_timestamp_seconds", "job" => label(job))
-                    .set(unix_seconds(event.at));
+                let at = unix_seconds(event.at);
+                match claims {
+                    Some(c) => c
+                        .last_success
+                        .get_or_insert_with(|| Self::last_success(job))
+                        .set(at),
+                    None => Self::last_success(job).set(at),
+                }
             }
             EventKind::Failed {
                 retry_at: Some(_), ..
@@ -269,13 +281,15 @@ impl JobMetrics {
 }
 
 /// The series a job with a shared guard updates on every fire (its claim, a fire claimed
-/// elsewhere, its lease renewals), registered once with the job rather than looked up each time:
+/// elsewhere, its lease renewals, its last success), registered once with the job rather than looked up each time:
 /// at 10,000 jobs due together every lookup (a label and a key built, a hash map searched) counts.
 /// Only such jobs hold them, out of line, so that a local job does not grow.
 pub(crate) struct ClaimSeries {
     pub(crate) latency: Histogram,
     pub(crate) claimed_elsewhere: Counter,
     pub(crate) renewals: Counter,
+    /// From the first success in this process on.
+    last_success: Option<Gauge>,
 }
 
 impl ClaimSeries {
@@ -285,6 +299,7 @@ impl ClaimSeries {
             latency: histogram!("cronguard_claim_latency_seconds", "job" => job.clone(), "guard" => lock.as_str()),
             claimed_elsewhere: counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere"),
             renewals: counter!("cronguard_lease_renewals_total", "job" => job),
+            last_success: None,
         }
     }
 }

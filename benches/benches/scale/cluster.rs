@@ -303,6 +303,9 @@ pub struct Merged {
     pub duplicated: u64,
     /// Over all runs, sorted.
     pub lateness: Vec<i64>,
+    /// The p99 of each burst of the window, in order, and of each process's runs.
+    pub p99_by_burst: Vec<i64>,
+    pub p99_by_process: Vec<i64>,
     pub claim_us: Vec<i64>,
     pub outcome_us: Vec<i64>,
     pub won: u64,
@@ -333,13 +336,27 @@ impl Launched {
         let expected = self.n * fires;
         let mut runs_of = vec![0u32; expected];
         let mut lateness = Vec::with_capacity(expected);
+        let mut by_burst = vec![Vec::new(); fires];
+        let mut p99_by_process = Vec::with_capacity(replicas.len());
         for r in &replicas {
+            let mut own = Vec::with_capacity(r.ran.len());
             for &(slot, l) in &r.ran {
                 runs_of[slot as usize] += 1;
                 lateness.push(i64::from(l));
+                by_burst[slot as usize % fires].push(i64::from(l));
+                own.push(i64::from(l));
             }
+            own.sort_unstable();
+            p99_by_process.push(percentile(&own, 0.99));
         }
         lateness.sort_unstable();
+        let p99_by_burst = by_burst
+            .into_iter()
+            .map(|mut b| {
+                b.sort_unstable();
+                percentile(&b, 0.99)
+            })
+            .collect();
         let local_dup: u64 = replicas.iter().map(|r| r.duplicated).sum();
         let sorted = |f: fn(&ReplicaResult) -> &Vec<i64>| {
             let mut all: Vec<i64> = replicas.iter().flat_map(|r| f(r).iter().copied()).collect();
@@ -365,6 +382,8 @@ impl Launched {
                 .sum::<u64>()
                 + local_dup,
             lateness,
+            p99_by_burst,
+            p99_by_process,
             claim_us: sorted(|r| &r.claim_us),
             outcome_us: sorted(|r| &r.outcome_us),
             won: sum(|r| r.won),
@@ -455,6 +474,19 @@ impl Merged {
         value_row(
             "lateness max (ms)",
             ms(self.lateness.last().copied().unwrap_or(0)),
+            "",
+            "",
+        );
+        let list = |v: &[i64]| v.iter().map(|us| ms(*us)).collect::<Vec<_>>().join(" / ");
+        value_row(
+            "lateness p99 per burst (ms)",
+            list(&self.p99_by_burst),
+            "",
+            "",
+        );
+        value_row(
+            "lateness p99 per process (ms)",
+            list(&self.p99_by_process),
             "",
             "",
         );

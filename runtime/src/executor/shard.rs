@@ -25,6 +25,8 @@ use crate::model::{Action, RunEnd, RunId};
 
 /// Jobs handled between two yields during a burst of fires.
 const CHUNK: usize = 64;
+/// Events a shard keeps for the hooks at most before it hands them over while still busy.
+const HOOK_HANDOFF: usize = 1024;
 /// Messages handled per batch.
 const INBOX_BATCH: usize = 256;
 /// How long runs cancelled at the shutdown deadline get to stop before they are abandoned.
@@ -156,7 +158,7 @@ impl Shard {
                 }
                 self.handle(&mut inbox);
                 self.launch();
-                self.hand_to_hooks();
+                self.hand_to_hooks_when_idle();
                 continue;
             }
             let first_fire = self.fires.first_key_value().map(|(t, _)| *t);
@@ -181,14 +183,23 @@ impl Shard {
                 }
             }
             self.launch();
-            self.hand_to_hooks();
+            self.hand_to_hooks_when_idle();
         }
     }
 
-    /// Hands the events of this step to the hooks, in one message.
+    /// Hands the events of the steps so far to the hooks, in one message.
     fn hand_to_hooks(&self) {
         let mut events = self.links.for_hooks.borrow_mut();
         self.links.shared.events.hand_to_hooks(&mut events);
+    }
+
+    /// Hands the events over once the shard has nothing more to do at once (or many wait): in a
+    /// burst, the hooks' thread is woken a few times, not once per step.
+    fn hand_to_hooks_when_idle(&self) {
+        let waiting = self.links.for_hooks.borrow().len();
+        if waiting >= HOOK_HANDOFF || (self.rx.is_empty() && self.backlog.is_empty()) {
+            self.hand_to_hooks();
+        }
     }
 
     /// Moves the jobs of every bucket that came due to the backlog, and handles due wake-ups.

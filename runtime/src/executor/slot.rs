@@ -663,7 +663,7 @@ impl JobSlot {
     /// Counts, keeps and publishes an event; it becomes an [`Event`](crate::Event) only when a
     /// hook, a subscriber or a log subscriber takes it.
     fn emit(&mut self, cx: &Cx<'_>, event: Occurrence) {
-        let claims = self.shared.as_ref().map(|s| &s.series);
+        let claims = self.shared.as_deref_mut().map(|s| &mut s.series);
         self.metrics.record(&self.model.spec().name, &event, claims);
         if self.history {
             self.record_history(cx, &event);

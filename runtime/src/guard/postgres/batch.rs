@@ -16,6 +16,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
 use super::{pg_err, Database, CLAIM_AHEAD_TOLERANCE_MS};
+use crate::guard::batching::Queue;
 use crate::guard::GuardError;
 
 /// The most operations in one statement.
@@ -108,14 +109,15 @@ fn stopped() -> GuardError {
 
 async fn send_batches(db: Weak<Database>, mut rx: mpsc::UnboundedReceiver<Queued>) {
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-    while let Some(first) = rx.recv().await {
+    let mut queue = Queue::new(|q: &Queued| matches!(q.op, Op::Claim(_)));
+    while queue.wait(&mut rx).await {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
         };
         // A statement costs far more than a wait for the scheduler: let the operations started in
         // the same instant (each job's claim runs on a task of its own) queue up behind the first.
         tokio::task::yield_now().await;
-        let batch = crate::guard::batching::take_queued(first, &mut rx, MAX_BATCH).await;
+        let batch = queue.take(&mut rx, MAX_BATCH).await;
         let Some(db) = db.upgrade() else {
             return;
         };

@@ -16,7 +16,8 @@ use redis::{RedisError, Value};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::connection::RedisConn;
-use super::scripts;
+use super::scripts::{self, op};
+use crate::guard::batching::Queue;
 
 /// The most operations in one call.
 pub(crate) const MAX_BATCH: usize = 1000;
@@ -134,11 +135,12 @@ fn stopped() -> RedisError {
 
 async fn send_batches(conn: RedisConn, mut rx: mpsc::UnboundedReceiver<Queued>) {
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-    while let Some(first) = rx.recv().await {
+    let mut queue = Queue::new(|q: &Queued| q.op.code == op::CLAIM || q.op.code == op::MANUAL);
+    while queue.wait(&mut rx).await {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
         };
-        let batch = crate::guard::batching::take_queued(first, &mut rx, MAX_BATCH).await;
+        let batch = queue.take(&mut rx, MAX_BATCH).await;
         let conn = conn.clone();
         tokio::spawn(async move {
             let groups = conn.group_by_node(batch, |q| q.op.keys.first().map_or("", Arg::slot_str));

@@ -10,9 +10,10 @@
 //!   eight claims as `fire token`, so that a retry of a claim is recognised even after later fires
 //!   were claimed, a fire another claimant took is named (`ClaimedByAnother`), and a fire that
 //!   nobody claimed before a later one is told apart (`Superseded`) from an older one that is
-//!   simply past (`AlreadyRan`)) and `lapsed` (a last claimed fire that was given up unstarted:
+//!   simply past (`AlreadyRan`)), `lapsed` (a last claimed fire that was given up unstarted:
 //!   its claimant's reply was lost, or it came too late to run; the health check does not count it
-//!   as run);
+//!   as run) and `rep` (the newest fire with a report record, so that a claim deletes the record
+//!   of its fire only when there may be one);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
 //!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
 //!   is reported at warn level once. One key per fire: a report of fire 5 after one of fire 7 is
@@ -452,13 +453,15 @@ impl Guard for RedisGuard {
 
     fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
         let batcher = Arc::clone(&self.batcher);
-        let key = Arg::Joined(Arc::clone(&self.reported_prefix), epoch_millis(fire_time));
+        let fire = epoch_millis(fire_time);
+        let key = Arg::Joined(Arc::clone(&self.reported_prefix), fire);
+        let state = Arg::Shared(Arc::clone(&self.state_key));
         let nonce = Arg::Shared(Arc::clone(&self.nonce));
         Box::pin(async move {
             let op = batch::Op {
                 code: op::FIRST_REPORT,
-                keys: vec![key],
-                args: vec![nonce, Arg::Int(REPORT_TTL_MS as i64)],
+                keys: vec![key, state],
+                args: vec![nonce, Arg::Int(REPORT_TTL_MS as i64), Arg::Int(fire)],
             };
             Ok(call_one(&batcher, op).await? == 1)
         })

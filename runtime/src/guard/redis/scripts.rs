@@ -22,7 +22,8 @@ pub(super) mod op {
     pub(in super::super) const RENEW: &str = "n";
     /// KEYS: lock, state, cancel. ARGV: fire (Unix ms), the claimant's token.
     pub(in super::super) const ABANDON: &str = "a";
-    /// KEYS: the report record of the fire. ARGV: the guard value's nonce, the record's TTL (ms).
+    /// KEYS: the report record of the fire, state. ARGV: the guard value's nonce, the record's
+    /// TTL (ms), fire (Unix ms).
     pub(in super::super) const FIRST_REPORT: &str = "f";
     /// A manual run. KEYS: lock, state. ARGV: the run's id (16 hex digits), the claimant's token,
     /// lease (ms).
@@ -64,13 +65,29 @@ local function recent_claimant(state_key, fire)
   return who, oldest
 end
 
+-- Records this guard value's report of `fire` unless another's is: `1` when it is the first (also
+-- when it asks again). The state hash keeps the newest fire with a report record (`rep`, as read
+-- by the caller), so that a claim deletes a report record only where one may exist.
+local function report_once(report, state_key, rep, fire, nonce, ttl)
+  if redis.call('SET', report, nonce, 'NX', 'PX', ttl) then
+    if not tonumber(rep) or tonumber(rep) < fire then
+      redis.call('HSET', state_key, 'rep', string.format('%.0f', fire))
+    end
+    return 1
+  end
+  if redis.call('GET', report) == nonce then
+    return 1
+  end
+  return 0
+end
+
 local function claim(lock, state_key, cancel, report, fire_arg, token, px, replace, tolerance, skip, nonce, ttl)
   local fire = tonumber(fire_arg)
   tolerance = tonumber(tolerance)
   if fire > now + tolerance then
     return {4, fire - now, 0}
   end
-  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused')
+  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep')
   local last = tonumber(state[1])
   local ignored = 0
   if last and last > now + tolerance then
@@ -113,11 +130,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   end
   -- A paused fire is dropped whatever the overlap: its report is recorded as for a busy skip.
   if state[5] then
-    local first = 0
-    if redis.call('SET', report, nonce, 'NX', 'PX', ttl) or redis.call('GET', report) == nonce then
-      first = 1
-    end
-    return {6, first, ignored, state[5]}
+    return {6, report_once(report, state_key, state[6], fire, nonce, ttl), ignored, state[5]}
   end
   if not redis.call('SET', lock, token, 'NX', 'PX', px) then
     if replace == '1' then
@@ -126,10 +139,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     if skip ~= '1' then
       return {1, 0, ignored}
     end
-    if redis.call('SET', report, nonce, 'NX', 'PX', ttl) or redis.call('GET', report) == nonce then
-      return {1, 1, ignored}
-    end
-    return {1, 0, ignored}
+    return {1, report_once(report, state_key, state[6], fire, nonce, ttl), ignored}
   end
   local fence = math.max((tonumber(state[2]) or 0) + 1, now_us)
   local n = tonumber(state[4]) or 0
@@ -137,7 +147,10 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
   -- A drop of this fire reported before (a busy claim whose answer was lost) gives way: the
   -- claimant reports the fire if it gives it up.
-  redis.call('DEL', report)
+  local rep = tonumber(state[6])
+  if rep and rep >= fire then
+    redis.call('DEL', report)
+  end
   return {2, fence, ignored}
 end
 
@@ -215,11 +228,9 @@ local function abandon(lock, state_key, cancel, fire_arg, token)
 end
 
 -- `1` when this guard value is the first to report the fire (also when it asks again).
-local function first_report(report, nonce, ttl)
-  if redis.call('SET', report, nonce, 'NX', 'PX', ttl) or redis.call('GET', report) == nonce then
-    return {1}
-  end
-  return {0}
+local function first_report(report, state_key, nonce, ttl, fire_arg)
+  local rep = redis.call('HGET', state_key, 'rep')
+  return {report_once(report, state_key, rep, tonumber(fire_arg), nonce, ttl)}
 end
 
 local out = {}
@@ -244,8 +255,8 @@ while a <= #ARGV do
     ok, res = pcall(manual, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
     k, a = k + 2, a + 4
   elseif code == 'f' then
-    ok, res = pcall(first_report, KEYS[k], ARGV[a + 1], ARGV[a + 2])
-    k, a = k + 1, a + 3
+    ok, res = pcall(first_report, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+    k, a = k + 2, a + 4
   else
     return redis.error_reply('unknown cronguard operation ' .. tostring(code))
   end
