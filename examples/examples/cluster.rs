@@ -7,9 +7,12 @@
 //! ```
 //!
 //! Every 3 s exactly one copy prints that it runs the fire, with a fencing token that only rises;
-//! the others log (at debug level) that another process claimed it. Freeze the runner with
+//! the others log (at debug level) that another process claimed it. The copy that ran the last
+//! fire claims the next one at its instant; the others stand by and claim it half a second later
+//! (`standby`), so the guard is asked once per fire while all is well. Freeze the runner with
 //! `kill -STOP <pid>` for longer than the lease (6 s) and resume it with `kill -CONT <pid>`: the
-//! others take the next fires, and the frozen run reports `lease lost` and is cancelled.
+//! others take the next fires (half a second late, the first of them), and the frozen run reports
+//! `lease lost` and is cancelled.
 
 use std::time::Duration;
 
@@ -19,6 +22,7 @@ use cronguard::{scheduled, JobContext};
     every = "3s",
     lock = "redis",
     lease = "6s",
+    standby = "500ms",
     name = "example::cluster::rebuild_index"
 )]
 async fn rebuild_index(ctx: JobContext) -> anyhow::Result<()> {

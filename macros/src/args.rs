@@ -24,6 +24,7 @@ pub(crate) const ARGUMENTS: &[&str] = &[
     "retries",
     "backoff",
     "jitter",
+    "standby",
     "name",
     "history",
     "crate",
@@ -58,6 +59,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("retry_backoff", "backoff"),
     ("splay", "jitter"),
     ("spread", "jitter"),
+    ("failover_delay", "standby"),
 ];
 
 /// One argument as written.

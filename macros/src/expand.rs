@@ -99,6 +99,13 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
     let retries = Literal::u32_suffixed(job.limits.retries);
     let backoff_millis = Literal::u64_suffixed(job.limits.backoff_millis);
     let jitter_millis = Literal::u64_suffixed(job.limits.jitter_millis);
+    let standby_millis = match job.limits.standby_millis {
+        Some(millis) => {
+            let millis = Literal::u64_suffixed(millis);
+            quote!(::core::option::Option::Some(#millis))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let coalesce = job.coalesce;
     let history = job.history;
     let body = body(ident, job, &krate);
@@ -131,6 +138,7 @@ fn register(func: &ItemFn, job: &Job) -> TokenStream {
                     retries: #retries,
                     backoff_millis: #backoff_millis,
                     jitter_millis: #jitter_millis,
+                    standby_millis: #standby_millis,
                     body: #private::JobBody::#variant(__cronguard_body),
                     states: &[#(<#params as #private::FromContext>::required),*],
                     file: ::core::file!(),

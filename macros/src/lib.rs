@@ -40,6 +40,7 @@ use proc_macro::TokenStream;
 /// | `retries = N` | retry a failed run under the same fire, lease and token while the next attempt fits the fire's window; at most 100 | `0` |
 /// | `backoff = "10s"` | pause before the first retry, doubled per retry, capped at 1 h; needs `retries` | `1s` |
 /// | `jitter = "30s"` | delay each start by a deterministic amount in `[0, jitter)` from (job, `T`); 1 ms to 24 h | none |
+/// | `standby = "2s"` | a process that did not get the last fire claims the next ones this long after their start; `0s` claims at once; up to 1 h | `1s` (or `Builder::standby`) |
 /// | `name = "..."` | the job's identity in locks, logs and events | `module_path::fn_name` |
 /// | `crate = "..."` | the path of `cronguard` when it is re-exported or renamed | `::cronguard` |
 ///

@@ -54,6 +54,8 @@ pub(crate) struct Limits {
     pub(crate) retries: u32,
     pub(crate) backoff_millis: u64,
     pub(crate) jitter_millis: u64,
+    /// `standby`; `None` where not given (zero is a value: every process claims at once).
+    pub(crate) standby_millis: Option<u64>,
 }
 
 /// When a job fires.
@@ -306,7 +308,7 @@ fn did_you_mean(written: &str, candidates: &[&str]) -> String {
 fn is_duration(key: &str) -> bool {
     matches!(
         key,
-        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter"
+        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter" | "standby"
     )
 }
 
@@ -325,6 +327,7 @@ fn example(key: &str) -> &'static str {
         "retries" => "retries = 3",
         "backoff" => "backoff = \"10s\"",
         "jitter" => "jitter = \"30s\"",
+        "standby" => "standby = \"2s\"",
         "name" => "name = \"billing::settle_orders\"",
         "crate" => "crate = \"my_framework::cronguard\"",
         _ => "coalesce",
@@ -365,7 +368,7 @@ fn valid_unquoted(key: &str, text: &str) -> bool {
         "lock" => LOCKS.contains(&text),
         "overlap" => OVERLAPS.contains(&text),
         "tz" => cronguard_schedule::parse_time_zone(text).is_ok(),
-        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter" => {
+        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter" | "standby" => {
             cronguard_schedule::parse_duration(text).is_ok()
         }
         _ => false,
@@ -638,6 +641,7 @@ fn check_limits(args: &Args, errors: &mut Errors) -> Option<Limits> {
     let timeout_millis = limit_duration(args, "timeout", check_timeout, errors);
     let backoff_millis = limit_duration(args, "backoff", check_backoff, errors);
     let jitter_millis = limit_duration(args, "jitter", check_jitter, errors);
+    let standby_millis = check_standby_arg(args, errors);
     let retries = check_retries(args, errors);
     if let (Some(key), Some(0)) = (args.key("backoff"), retries) {
         errors.at(
@@ -651,7 +655,28 @@ fn check_limits(args: &Args, errors: &mut Errors) -> Option<Limits> {
         retries: retries?,
         backoff_millis: backoff_millis?,
         jitter_millis: jitter_millis?,
+        standby_millis: standby_millis?,
     })
+}
+
+/// `standby`: `Some(None)` when not given, `None` (reported) when wrong. Zero is a value here:
+/// every process claims at once.
+fn check_standby_arg(args: &Args, errors: &mut Errors) -> Option<Option<u64>> {
+    let Some(lit) = args.string("standby", errors) else {
+        return (!args.has("standby")).then_some(None);
+    };
+    let standby = match cronguard_schedule::parse_duration_millis_or_zero(&lit.value()) {
+        Ok(standby) => standby,
+        Err(e) => {
+            errors.on(&lit, e.to_string());
+            return None;
+        }
+    };
+    if let Err(range) = cronguard_schedule::check_standby(standby) {
+        errors.on(&lit, format!("`standby = \"{}\"` {range}", lit.value()));
+        return None;
+    }
+    Some(Some(u64::try_from(standby.as_millis()).unwrap_or(u64::MAX)))
 }
 
 /// A duration limit in milliseconds (0 when not given), checked against its shared range.
@@ -1393,6 +1418,14 @@ mod tests {
     }
 
     #[test]
+    fn a_standby_of_zero_is_a_value_not_a_mistake() {
+        let zero =
+            job(quote!(every = "1s", standby = "0s"), plain()).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(zero.limits.standby_millis, Some(0));
+        assert_eq!(job_of_every().limits.standby_millis, None, "not given");
+    }
+
+    #[test]
     fn reads_the_limits() {
         let job = job(
             quote!(
@@ -1400,7 +1433,8 @@ mod tests {
                 timeout = "5m",
                 retries = 3,
                 backoff = "10s",
-                jitter = "30s"
+                jitter = "30s",
+                standby = "2s"
             ),
             plain(),
         )
@@ -1412,6 +1446,7 @@ mod tests {
                 retries: 3,
                 backoff_millis: 10_000,
                 jitter_millis: 30_000,
+                standby_millis: Some(2_000),
             }
         );
         let none = job_of_every();
@@ -1454,6 +1489,10 @@ mod tests {
                 "`jitter = \"25h\"` is out of range; give a duration from 1ms to 24h",
             ),
             (quote!(every = "1s", jitter = "0s"), "is zero"),
+            (
+                quote!(every = "1s", standby = "2h"),
+                "`standby = \"2h\"` is out of range; give a duration from 0s",
+            ),
             (quote!(every = "1s", timeout = "soon"), "is not a duration"),
             (
                 quote!(every = "1s", timeout = 30),

@@ -18,10 +18,7 @@ use smol_str::SmolStr;
 
 pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 
-/// How long a process that did not get a job's last fire waits before it claims the next one,
-/// unless the job or the [`Builder`](crate::Builder::standby) says otherwise
-/// ([`Job::standby`]).
-pub const DEFAULT_STANDBY: Duration = Duration::from_secs(1);
+pub use cronguard_schedule::DEFAULT_STANDBY;
 
 /// A job's code: one pointer in every job (an enum of the two kinds would take 24 bytes, and a
 /// million jobs feel it; README, "Performance").
@@ -250,8 +247,10 @@ impl Job {
     /// [`Builder::standby`](crate::Builder::standby) for every job at once). The process that got
     /// the last fire claims at once, so in a steady cluster each fire costs the guard one claim
     /// at its instant, and a fire the others miss (that process died) starts the standby late.
-    /// Zero: every process claims every fire at once. Only shared guards claim; at most half
-    /// the misfire grace and half the time between two fires is waited (README, "Standby").
+    /// Zero: every process claims every fire at once; at most
+    /// [`MAX_STANDBY`](cronguard_schedule::MAX_STANDBY), 1 h (`standby = "..."`). Only shared
+    /// guards claim; at most half the misfire grace and half the time between two fires is waited
+    /// (README, "Standby").
     pub fn standby(mut self, standby: Duration) -> Self {
         self.standby = Some(standby);
         self
@@ -432,6 +431,7 @@ impl Job {
             ),
             ("backoff", self.backoff, cronguard_schedule::check_backoff),
             ("jitter", self.jitter, cronguard_schedule::check_jitter),
+            ("standby", self.standby, cronguard_schedule::check_standby),
         ];
         for (key, value, check) in durations {
             if let Some(Err(range)) = value.map(check) {
@@ -479,6 +479,7 @@ impl Job {
         job.timeout = given(s.timeout_millis);
         job.backoff = given(s.backoff_millis);
         job.jitter = given(s.jitter_millis);
+        job.standby = s.standby_millis.map(Duration::from_millis);
         job.body = Some(body);
         for key in s.states.iter().filter_map(|required| required()) {
             if !job.states.contains(&key) {

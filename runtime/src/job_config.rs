@@ -31,6 +31,7 @@ use crate::options::{Lock, Overlap};
 /// retries = 3                  # default 0, at most 100
 /// backoff = "10s"              # needs retries; default 1s, doubles per retry, capped at 1h
 /// jitter = "30s"               # default none
+/// standby = "2s"               # shared guards; default 1s (or Builder::standby); 0s: none
 /// enabled = true               # default true
 /// ```
 ///
@@ -99,6 +100,10 @@ pub struct JobConfig {
     /// The spread of each fire's start (`jitter = "30s"`).
     #[cfg_attr(feature = "serde", serde(default))]
     pub jitter: Option<String>,
+    /// How long a process that did not get the last fire waits before it claims (`standby =
+    /// "2s"`; see [`Job::standby`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub standby: Option<String>,
     /// Whether the guard keeps the job's run history (`history`; `postgres` or a custom guard).
     #[cfg_attr(feature = "serde", serde(default))]
     pub history: bool,
@@ -165,6 +170,12 @@ impl JobConfig {
         let timeout = parse(&mut problems, "timeout", self.timeout.as_deref(), duration);
         let backoff = parse(&mut problems, "backoff", self.backoff.as_deref(), duration);
         let jitter = parse(&mut problems, "jitter", self.jitter.as_deref(), duration);
+        let standby = parse(
+            &mut problems,
+            "standby",
+            self.standby.as_deref(),
+            cronguard_schedule::parse_duration_millis_or_zero,
+        );
         // The combinations (`lease` without `redis`, `max_instances` with a shared guard, the
         // name, the lease's range) are the checks every job passes at start: run them now, also
         // when the schedule is invalid (on a stand-in), so that every problem is reported at once.
@@ -189,6 +200,7 @@ impl JobConfig {
             job.timeout = timeout.flatten();
             job.backoff = backoff.flatten();
             job.jitter = jitter.flatten();
+            job.standby = standby.flatten();
             problems.extend(job.setting_problems());
             if problems.is_empty() && schedule.is_some() {
                 return Ok(job);
@@ -326,9 +338,11 @@ mod tests {
             c.retries = Some(3);
             c.backoff = Some("10s".to_owned());
             c.jitter = Some("30s".to_owned());
+            c.standby = Some("0s".to_owned());
         })
         .into_job()
         .expect("valid");
+        assert_eq!(job.standby, Some(Duration::ZERO), "zero is a standby: none");
         assert_eq!(job.timeout, Some(Duration::from_secs(300)));
         assert_eq!(job.retries, 3);
         assert_eq!(job.backoff, Some(Duration::from_secs(10)));
@@ -337,8 +351,9 @@ mod tests {
             c.timeout = Some("soon".to_owned());
             c.retries = Some(500);
             c.jitter = Some("2d".to_owned());
+            c.standby = Some("2h".to_owned());
         }));
-        assert_eq!(wrong.len(), 3, "{wrong:?}");
+        assert_eq!(wrong.len(), 4, "{wrong:?}");
         assert!(
             wrong[0].starts_with("`timeout`: `soon` is not a duration"),
             "{wrong:?}"
@@ -350,6 +365,10 @@ mod tests {
         assert!(
             wrong[2]
                 .contains("`jitter` of 172800s is out of range; give a duration from 1ms to 24h"),
+            "{wrong:?}"
+        );
+        assert!(
+            wrong[3].contains("`standby` of 7200s is out of range; give a duration from 0s"),
             "{wrong:?}"
         );
         let backoff_alone = problems(config(|c| c.backoff = Some("10s".to_owned())));

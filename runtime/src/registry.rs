@@ -79,6 +79,9 @@ pub struct StaticJob {
     pub backoff_millis: u64,
     /// The spread of each fire's start in milliseconds (`jitter`); 0 for none.
     pub jitter_millis: u64,
+    /// How long a process that did not get the last fire waits before it claims, in
+    /// milliseconds (`standby`); `None` for the scheduler's default.
+    pub standby_millis: Option<u64>,
     /// The function.
     pub body: JobBody,
     /// The state types its arguments need (`State<T>`), checked by `start()`.

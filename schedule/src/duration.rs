@@ -75,9 +75,28 @@ pub fn parse_duration_millis(text: &str) -> Result<Duration, DurationError> {
     Ok(duration)
 }
 
+/// [`parse_duration_millis`] for a setting where zero means "none" (`standby = "0s"`).
+pub fn parse_duration_millis_or_zero(text: &str) -> Result<Duration, DurationError> {
+    match parse_duration(text) {
+        Err(DurationError::Zero { .. }) => Ok(Duration::ZERO),
+        _ => parse_duration_millis(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_is_a_duration_only_where_it_means_none() {
+        assert_eq!(parse_duration_millis_or_zero("0s"), Ok(Duration::ZERO));
+        assert_eq!(
+            parse_duration_millis_or_zero("250ms"),
+            Ok(Duration::from_millis(250))
+        );
+        assert!(parse_duration_millis_or_zero("500us").is_err());
+        assert!(parse_duration_millis_or_zero("soon").is_err());
+    }
 
     #[test]
     fn setting_durations_are_whole_milliseconds() {

@@ -82,13 +82,13 @@ mod zone;
 
 pub use crate::cron::{validate_cron, CronExpr, YEAR_MAX, YEAR_MIN};
 pub use crate::duration::{
-    check_lease, parse_duration, parse_duration_millis, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE,
-    MAX_LEASE, MIN_LEASE,
+    check_lease, parse_duration, parse_duration_millis, parse_duration_millis_or_zero,
+    DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, MAX_LEASE, MIN_LEASE,
 };
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
 pub use crate::limits::{
-    check_backoff, check_jitter, check_retries, check_timeout, DEFAULT_BACKOFF, MAX_BACKOFF,
-    MAX_JITTER, MAX_RETRIES, MAX_TIMEOUT,
+    check_backoff, check_jitter, check_retries, check_standby, check_timeout, DEFAULT_BACKOFF,
+    DEFAULT_STANDBY, MAX_BACKOFF, MAX_JITTER, MAX_RETRIES, MAX_STANDBY, MAX_TIMEOUT,
 };
 pub use crate::name::validate_job_name;
 pub use crate::schedule::{Fires, FiresBefore, Schedule};

@@ -21,6 +21,14 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// The longest `jitter`: 24 h.
 pub const MAX_JITTER: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How long a process that did not get a shared-guard job's last fire waits before it claims the
+/// next one, unless the job says otherwise (`standby`): 1 s.
+pub const DEFAULT_STANDBY: Duration = Duration::from_secs(1);
+
+/// The longest `standby`: 1 h (it is cut to half the misfire grace and half the time between two
+/// fires anyway).
+pub const MAX_STANDBY: Duration = Duration::from_secs(60 * 60);
+
 /// Checks `retries` against [`MAX_RETRIES`]. The error completes a sentence that names the
 /// setting ("`retries = 500` ...").
 pub fn check_retries(retries: u32) -> Result<(), String> {
@@ -60,6 +68,15 @@ pub fn check_jitter(jitter: Duration) -> Result<(), String> {
         "24h",
         "keep it well below the interval between fires",
     )
+}
+
+/// Checks `standby` (0, which turns it off, to [`MAX_STANDBY`]). The error completes a sentence
+/// that names it.
+pub fn check_standby(standby: Duration) -> Result<(), String> {
+    if standby <= MAX_STANDBY {
+        return Ok(());
+    }
+    Err("is out of range; give a duration from 0s (every process claims at once) to 1h (it is cut to half the misfire grace anyway)".to_owned())
 }
 
 fn in_range(value: Duration, max: Duration, max_text: &str, why: &str) -> Result<(), String> {
