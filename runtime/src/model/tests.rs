@@ -571,9 +571,9 @@ fn a_job_between_fires_holds_nothing_out_of_line() {
     }
 }
 
-/// A Redis job firing every 10 s with a misfire grace of `grace_s` and a standby of `standby_ms`.
-fn standing_by(grace_s: u64, standby_ms: u64) -> JobModel {
-    let mut spec = spec(Lock::Redis, Overlap::Skip);
+/// A job firing every 10 s with a misfire grace of `grace_s` and a standby of `standby_ms`.
+fn with_standby(lock: Lock, grace_s: u64, standby_ms: u64) -> JobModel {
+    let mut spec = spec(lock, Overlap::Skip);
     let mut settings = (*spec).clone();
     settings.misfire_grace = Duration::from_secs(grace_s);
     settings.standby = Duration::from_millis(standby_ms);
@@ -581,6 +581,26 @@ fn standing_by(grace_s: u64, standby_ms: u64) -> JobModel {
     let mut m = JobModel::new(spec);
     m.schedule_from(t(0));
     m
+}
+
+/// A Redis job [`with_standby`].
+fn standing_by(grace_s: u64, standby_ms: u64) -> JobModel {
+    with_standby(Lock::Redis, grace_s, standby_ms)
+}
+
+/// [`standing_by`], after another process got fire 10 (what was said of it is drained).
+fn lost_fire_10(grace_s: u64, standby_ms: u64) -> (JobModel, Vec<Action>) {
+    lost_fire_10_as(Answer::ClaimedByAnother, grace_s, standby_ms)
+}
+
+/// [`lost_fire_10`], the guard answering `answer`.
+fn lost_fire_10_as(answer: Answer, grace_s: u64, standby_ms: u64) -> (JobModel, Vec<Action>) {
+    let mut m = standing_by(grace_s, standby_ms);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(answer, now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10", "claimed_elsewhere 10"]);
+    (m, out)
 }
 
 #[test]
@@ -611,16 +631,10 @@ fn a_process_that_lost_the_last_fire_claims_the_next_only_after_the_standby() {
 
 #[test]
 fn a_fire_already_run_elsewhere_keeps_the_process_standing_by() {
-    let mut m = standing_by(5, 2_000);
-    let mut out = Vec::new();
-    m.on_timer(now(10), &mut out);
-    m.on_claimed(Answer::AlreadyRan, now(10), &mut out);
+    let (mut m, mut out) = lost_fire_10_as(Answer::AlreadyRan, 5, 2_000);
     m.on_timer(now(20), &mut out);
     m.on_wake(now(22), &mut out);
-    assert_eq!(
-        said(&mut out),
-        ["claim 10", "claimed_elsewhere 10", "claim 20"]
-    );
+    assert_eq!(said(&mut out), ["claim 20"]);
     // A busy answer says nothing of who got the last fire.
     m.on_claimed(
         Answer::Busy {
@@ -638,10 +652,7 @@ fn a_fire_already_run_elsewhere_keeps_the_process_standing_by() {
 #[test]
 fn the_standby_never_waits_past_half_the_grace_or_half_the_time_to_the_next_fire() {
     let waited = |grace_s: u64, standby_ms: u64| {
-        let mut m = standing_by(grace_s, standby_ms);
-        let mut out = Vec::new();
-        m.on_timer(now(10), &mut out);
-        m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+        let (mut m, mut out) = lost_fire_10(grace_s, standby_ms);
         m.on_timer(now(20), &mut out);
         (m.next_wake().expect("a wake-up for the claim") - now(20).wall).num_milliseconds()
     };
@@ -652,41 +663,25 @@ fn the_standby_never_waits_past_half_the_grace_or_half_the_time_to_the_next_fire
 
 #[test]
 fn without_a_standby_or_a_shared_guard_every_fire_is_taken_at_its_instant() {
-    let mut m = standing_by(5, 0);
-    let mut out = Vec::new();
-    m.on_timer(now(10), &mut out);
-    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    let (mut m, mut out) = lost_fire_10(5, 0);
     m.on_timer(now(20), &mut out);
-    assert_eq!(
-        said(&mut out),
-        ["claim 10", "claimed_elsewhere 10", "claim 20"]
-    );
+    assert_eq!(said(&mut out), ["claim 20"]);
     // A local job has its standby too, but never claims, so never waits.
-    let mut spec = spec(Lock::Local, Overlap::Skip);
-    let mut settings = (*spec).clone();
-    settings.standby = Duration::from_secs(2);
-    spec = Spec::new(spec.name.clone(), settings);
-    let mut m = JobModel::new(spec);
-    m.schedule_from(t(0));
+    let mut m = with_standby(Lock::Local, 5, 2_000);
     m.on_timer(now(10), &mut out);
     assert_eq!(said(&mut out), ["started 10", "start 10 token 1"]);
 }
 
 #[test]
 fn a_shutdown_while_standing_by_leaves_the_report_to_the_process_that_got_the_last_fire() {
-    let mut m = standing_by(5, 2_000);
-    let mut out = Vec::new();
-    m.on_timer(now(10), &mut out);
-    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    let (mut m, mut out) = lost_fire_10(5, 2_000);
     m.on_timer(now(20), &mut out);
     said(&mut out);
     m.stop(now_ms(20_500), &mut out);
     assert_eq!(said(&mut out), ["misfired 20 (reported elsewhere)"]);
 
     // Once the standby has passed the fire is this process's to claim, and to report.
-    let mut m = standing_by(5, 2_000);
-    m.on_timer(now(10), &mut out);
-    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
+    let (mut m, mut out) = lost_fire_10(5, 2_000);
     m.on_timer(now(20), &mut out);
     m.on_wake(now(22), &mut out);
     m.on_claimed(Answer::Failed("timeout".into()), now(23), &mut out);
@@ -697,11 +692,7 @@ fn a_shutdown_while_standing_by_leaves_the_report_to_the_process_that_got_the_la
 
 #[test]
 fn nobody_stands_by_while_the_job_is_paused() {
-    let mut m = standing_by(5, 2_000);
-    let mut out = Vec::new();
-    m.on_timer(now(10), &mut out);
-    m.on_claimed(Answer::ClaimedByAnother, now(10), &mut out);
-    said(&mut out);
+    let (mut m, mut out) = lost_fire_10(5, 2_000);
     // The control feed says the job is paused: the claim goes out at the instant, so that the
     // store's answer (paused) is heard before a resume could let this process run the fire.
     m.set_paused(Some(Pause::new("ops", t(15))), now(15), &mut out);
