@@ -6,9 +6,10 @@ use std::collections::VecDeque;
 use tokio::sync::mpsc;
 
 /// Operations waiting for a batch. The urgent ones — claims, whose fires wait for their answer to
-/// start — go before the rest (releases, renewals, reports), which fill the room a batch has
-/// left. So a burst of claims is not held up by the releases of the runs it already started;
-/// those wait only while a whole batch of claims is queued before them.
+/// start, and renewals, which keep running jobs' leases — go before the rest (releases, abandons,
+/// reports), which fill the room a batch has left. So a burst of claims is not held up by the
+/// releases of the runs it already started; those wait only while a whole batch of urgent
+/// operations is queued before them.
 pub(crate) struct Queue<T> {
     urgent: VecDeque<T>,
     later: VecDeque<T>,

@@ -109,7 +109,7 @@ fn stopped() -> GuardError {
 
 async fn send_batches(db: Weak<Database>, mut rx: mpsc::UnboundedReceiver<Queued>) {
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut queue = Queue::new(|q: &Queued| matches!(q.op, Op::Claim(_)));
+    let mut queue = Queue::new(|q: &Queued| matches!(q.op, Op::Claim(_) | Op::Renew { .. }));
     while queue.wait(&mut rx).await {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;

@@ -135,7 +135,8 @@ fn stopped() -> RedisError {
 
 async fn send_batches(conn: RedisConn, mut rx: mpsc::UnboundedReceiver<Queued>) {
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut queue = Queue::new(|q: &Queued| q.op.code == op::CLAIM || q.op.code == op::MANUAL);
+    let mut queue =
+        Queue::new(|q: &Queued| matches!(q.op.code, op::CLAIM | op::MANUAL | op::RENEW));
     while queue.wait(&mut rx).await {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
