@@ -148,9 +148,13 @@ fn label(job: &SmolStr) -> SharedString {
 
 impl JobMetrics {
     /// Registers the series every run updates, so that they show (at zero) from the start.
-    pub(crate) fn new(job: &SmolStr) -> Self {
+    /// `claimed_elsewhere`: register that series here (a job with a shared guard holds its handle
+    /// in its [`ClaimSeries`], which registers it).
+    pub(crate) fn new(job: &SmolStr, claimed_elsewhere: bool) -> Self {
         let job = label(job);
-        let _ = counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere");
+        if claimed_elsewhere {
+            let _ = counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere");
+        }
         JobMetrics {
             succeeded: counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => "succeeded"),
             duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),

@@ -45,7 +45,7 @@ pub(super) struct Cx<'a> {
     /// The lease of a claim just answered, until the job's model starts its run or gives it up
     /// (it decides at once, in the same call).
     pub(super) lease: &'a RefCell<Option<Box<dyn Lease>>>,
-    /// Events for the hooks, handed over by the shard once its step is done.
+    /// Events for the hooks, handed over by the shard once it is idle (or holds many).
     pub(super) for_hooks: &'a RefCell<Vec<crate::events::Event>>,
 }
 
@@ -139,7 +139,8 @@ impl JobSlot {
         guard: Option<Arc<dyn Guard>>,
         pool: &mut SettingsPool,
     ) -> Self {
-        let metrics = JobMetrics::new(&job.name);
+        // A shared guard's series register with its handles below.
+        let metrics = JobMetrics::new(&job.name, guard.is_none());
         let shared = guard.map(|guard| {
             Box::new(SharedGuard {
                 guard,
