@@ -475,12 +475,13 @@ impl Builder {
         let shared = Shared {
             clock: self.clock,
             events: EventSink::new(self.hooks),
-            instance,
+            instance: Arc::clone(&instance),
             stop: CancellationToken::new(),
             deadline: Arc::new(OnceLock::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             origin: tokio::time::Instant::now(),
             states: Arc::new(self.states),
+            presence: Arc::new(crate::executor::Presence::new(&instance)),
         };
         let needs_retention = jobs.iter().any(|j| j.history && j.lock == Lock::Postgres);
         let guards = JobGuards {

@@ -392,6 +392,7 @@ impl Cronguard {
             clock: shared.clock.clone(),
             instance: Arc::clone(&shared.instance),
             feeds,
+            presence: Arc::clone(&shared.presence),
             maker,
             defaults,
             stop: shared.stop.clone(),

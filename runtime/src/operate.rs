@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::control::{ManualRun, Pause};
-use crate::executor::{lock, GuardView, Inbox, JobControl, JobSlot, ShardJobs};
+use crate::executor::{lock, GuardView, Inbox, JobControl, JobSlot, Presence, ShardJobs};
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
 };
@@ -41,6 +41,8 @@ pub(crate) struct ControlPlane {
     pub(crate) clock: Clock,
     pub(crate) instance: Arc<str>,
     pub(crate) feeds: Feeds,
+    /// Who is present at each store, as the feeds' readers hear it.
+    pub(crate) presence: Arc<Presence>,
     pub(crate) maker: Box<dyn GuardMaker>,
     /// What the builder sets for every job, for jobs added later too.
     pub(crate) defaults: JobDefaults,
@@ -337,6 +339,37 @@ async fn announce(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPla
     true
 }
 
+/// Attends the store of guard kind `kind` and tells the jobs who is present there; returns how
+/// many processes are (`None`: the store could not tell), `before` being the last count.
+async fn attend(
+    kind: &'static str,
+    feed: &dyn ControlFeed,
+    presence: &Presence,
+    before: Option<usize>,
+) -> Option<usize> {
+    match feed.attend(presence.me()).await {
+        Ok(listed) => {
+            presence.heard(kind, Some(&listed));
+            let now = presence.count(kind);
+            if now != before {
+                tracing::debug!(
+                    guard = kind,
+                    processes = now,
+                    "processes present at the store; the shared jobs spread over them"
+                );
+            }
+            now
+        }
+        Err(e) => {
+            presence.heard(kind, None);
+            if before.is_some() {
+                tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "cannot tell which processes are present at the store; its jobs claim first where they ran last until it can");
+            }
+            None
+        }
+    }
+}
+
 async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) {
     // A store that is down at start gets the roster once it answers.
     let mut announced = announce(kind, feed, plane).await;
@@ -344,11 +377,13 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
     let mut failing = false;
     let mut tick = tokio::time::interval(FEED_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut present: Option<usize> = None;
     loop {
         tick.tick().await;
         if !announced {
             announced = announce(kind, feed, plane).await;
         }
+        present = attend(kind, feed, &plane.presence, present).await;
         loop {
             // Until the first read works, the feed's end is not known: requests made before it
             // are not replayed.

@@ -84,6 +84,83 @@ async fn replicas_with_skewed_clocks_run_each_fire_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Three replicas start one after another with 60 shared jobs: the first up claims every job
+/// alone at first, yet once each has heard who is present (README, "Standby: one claim per
+/// fire") every job is claimed at its instant by the one replica named first for it, so the
+/// jobs spread over the three and stay where they are.
+#[tokio::test(start_paused = true)]
+async fn shared_jobs_spread_over_the_replicas_present() {
+    let dir = lock_dir("spread");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    // A clock anchored now reads `t0 + offset`.
+    let start = |name: &'static str, offset_ms: i64| {
+        let (dir, events) = (dir.clone(), Arc::clone(&events));
+        async move {
+            let sink = Arc::clone(&events);
+            let mut builder = cronguard::builder()
+                .registered_jobs(false)
+                .lock_dir(&dir)
+                .instance(name)
+                .clock(Clock::anchored(t0()).with_offset(TimeDelta::milliseconds(offset_ms)))
+                .on_event(move |e| sink.lock().expect("lock").push(e.clone()));
+            for i in 0..60 {
+                builder = builder.job(
+                    Job::new(
+                        format!("job-{i}"),
+                        Schedule::every(Duration::from_secs(2)).expect("valid"),
+                    )
+                    .lock(Lock::File)
+                    .run(|_| async {}),
+                );
+            }
+            builder.start().await.expect("starts")
+        }
+    };
+    let a = start("a", 0).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // Their clocks a few milliseconds behind the first's.
+    let b = start("b", 2_495).await;
+    let c = start("c", 2_490).await;
+    tokio::time::sleep(Duration::from_millis(12_000)).await;
+    for h in [a, b, c] {
+        h.shutdown().await;
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let events = events.lock().expect("lock").clone();
+    let runs_of = |fire: DateTime<Utc>| {
+        let mut runs: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e.fire_time == fire && e.kind.name() == "started")
+            .map(|e| (e.job.to_string(), e.instance.to_string()))
+            .collect();
+        runs.sort();
+        runs
+    };
+    let early = runs_of(t0() + TimeDelta::seconds(2));
+    assert!(
+        early.iter().all(|(_, who)| who == "a"),
+        "alone at first: {early:?}"
+    );
+    // From the fifth second on every replica has heard the others (they attend every second).
+    let settled = runs_of(t0() + TimeDelta::seconds(8));
+    assert_eq!(settled.len(), 60, "each job ran once: {settled:?}");
+    for who in ["a", "b", "c"] {
+        let mine = settled.iter().filter(|(_, w)| w == who).count();
+        assert!(
+            (8..=32).contains(&mine),
+            "{who} ran {mine} of 60: {settled:?}"
+        );
+    }
+    for second in [10, 12] {
+        assert_eq!(
+            runs_of(t0() + TimeDelta::seconds(second)),
+            settled,
+            "the jobs stay where they are"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// With `overlap = "queue"` a busy fire waits instead of being dropped, so the busy answer must
 /// not use up the fire's report: when it misfires, exactly one replica reports it at warn level.
 #[tokio::test(start_paused = true)]

@@ -8,6 +8,7 @@
 
 pub(crate) mod msg;
 mod outage;
+mod presence;
 mod run;
 mod shard;
 mod slot;
@@ -28,6 +29,7 @@ use crate::model::{Now, SettingsPool};
 
 pub(crate) use msg::JobControl;
 use msg::{Msg, Report};
+pub(crate) use presence::Presence;
 pub(crate) use slot::{GuardView, JobSlot};
 
 /// What every shard shares.
@@ -47,6 +49,8 @@ pub(crate) struct Shared {
     pub(crate) origin: Instant,
     /// The application's state, handed to every run.
     pub(crate) states: Arc<crate::state::States>,
+    /// Who is present at the shared stores: which process claims a shared job's fires first.
+    pub(crate) presence: Arc<Presence>,
 }
 
 impl Shared {

@@ -228,6 +228,11 @@ impl JobSlot {
         now: Now,
         out: &mut Vec<Action>,
     ) -> Option<DateTime<Utc>> {
+        if self.shared.is_some() {
+            let kind = self.model.spec().lock.as_str();
+            let first = cx.shared.presence.first_here(kind, self.name());
+            self.model.set_first_here(first);
+        }
         let next = self.model.on_timer(now, out);
         JobMetrics::next_fire(self.name(), next);
         self.perform(cx, now, out);

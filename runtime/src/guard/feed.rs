@@ -1,7 +1,8 @@
 //! The control feed of a shared store: a log of pause, resume and run-now requests that every
 //! replica reads about once a second, so that a request made anywhere — another replica, the
 //! command-line tool — reaches every replica that runs the job; and the roster of the jobs the
-//! replicas run, which the tool lists (README, "Controls: pause, resume, run now").
+//! replicas run, which the tool lists (README, "Controls: pause, resume, run now"); and the
+//! processes present, over which the jobs spread (README, "Standby: one claim per fire").
 //!
 //! A pause itself is stored with the job's state by [`Guard::set_pause`](super::Guard::set_pause)
 //! and honoured by every claim, whether or not a replica read the feed: the feed only tells
@@ -15,6 +16,10 @@ use crate::registry::BoxFuture;
 
 /// How often a replica reads its stores' feeds.
 pub(crate) const FEED_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a process stays present at a store after it last attended (README, "Standby: one
+/// claim per fire"): a few reads of the feed, so that one slow read does not drop it.
+pub(crate) const PRESENCE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Requests read per call at most; a replica reads again at once when it got this many.
 pub(crate) const FEED_BATCH: usize = 1000;
@@ -111,4 +116,35 @@ pub(crate) trait ControlFeed: Send + Sync + 'static {
 
     /// Every job in the roster, sorted by name.
     fn roster(&self) -> BoxFuture<Result<Vec<RosterEntry>, GuardError>>;
+
+    /// Lists `process` as present for [`PRESENCE_TTL`], forgets the processes that did not
+    /// attend within it, and returns the ids of the processes present, in any order.
+    fn attend(&self, process: &str) -> BoxFuture<Result<Vec<String>, GuardError>>;
+}
+
+/// Two processes attend `feed` and both are listed, each once (for each store's own tests, which
+/// then age `"b 2 0002"` past [`PRESENCE_TTL`] and check that [`expect_alone`] holds).
+#[cfg(test)]
+pub(crate) async fn two_attend(feed: &dyn ControlFeed) {
+    let listed = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    let first = feed.attend("a 1 0001").await.expect("attends");
+    assert_eq!(listed(first), ["a 1 0001"]);
+    let second = feed.attend("b 2 0002").await.expect("attends");
+    assert_eq!(listed(second), ["a 1 0001", "b 2 0002"]);
+    let again = feed.attend("a 1 0001").await.expect("attends again");
+    assert_eq!(listed(again), ["a 1 0001", "b 2 0002"]);
+}
+
+/// After [`two_attend`] and `"b 2 0002"` aged past [`PRESENCE_TTL`]: only `"a 1 0001"` is present.
+#[cfg(test)]
+pub(crate) async fn expect_alone(feed: &dyn ControlFeed) {
+    let alone = feed.attend("a 1 0001").await.expect("attends");
+    assert_eq!(
+        alone,
+        ["a 1 0001"],
+        "a process that stopped attending is forgotten"
+    );
 }

@@ -24,7 +24,7 @@ pub(crate) struct Limits {
 
 /// FNV-1a, 64 bits: a hash fixed by its specification, so that every build, platform and Rust
 /// version (unlike `std`'s `DefaultHasher`) and therefore every replica computes the same value.
-fn fnv1a64(parts: &[&[u8]]) -> u64 {
+pub(crate) fn fnv1a64(parts: &[&[u8]]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut hash = OFFSET;

@@ -14,6 +14,7 @@ pub(crate) mod due;
 pub(crate) mod limits;
 #[cfg(test)]
 mod limits_tests;
+pub(crate) mod spread;
 #[cfg(test)]
 mod tests;
 pub(crate) mod window;
@@ -34,6 +35,7 @@ use crate::options::{Lock, Overlap};
 use cronguard_schedule::Schedule;
 use due::Due;
 use limits::Limits;
+use spread::Turn;
 use window::FireWindow;
 
 /// A job as the model needs it: its name and its settings. Many jobs share their settings
@@ -316,10 +318,9 @@ pub(crate) struct JobModel {
     /// The front fire waits for its start: its jitter, or the standby (see
     /// [`start_of`](Self::start_of)).
     front_waits: bool,
-    /// Another process got the job's last claimed fire: this one claims the next fires only
-    /// after the standby, so that in a steady cluster one process claims each fire at its
-    /// instant and the others claim only if it did not.
-    standing_by: bool,
+    /// When this process claims the job's fires: at their instant, or only after the standby
+    /// (see [`start_of`](Self::start_of)).
+    turn: Turn,
 }
 
 /// What a job holds only while it handles a fire: the fires due and waiting to start, and the runs
@@ -498,7 +499,7 @@ impl JobModel {
             window: FireWindow::default(),
             stopping: false,
             front_waits: false,
-            standing_by: false,
+            turn: Turn::default(),
         }
     }
 
@@ -606,8 +607,13 @@ impl JobModel {
     /// While the job is paused (as far as this process knows) nobody stands by: every process
     /// claims at the instant and hears that the fire is paused, so that a resume cannot let a
     /// process standing by run a fire that was already reported as paused.
+    ///
+    /// Once the processes present at the store are known ([`spread`]), the one they name first
+    /// for the job never stands by, and the others always do — unless one of them got the last
+    /// fire after standing by for it, which shows that the one named does not claim it. So the
+    /// jobs spread evenly over the processes instead of staying with whichever claimed first.
     fn start_of(&self, fire: &Fire) -> DateTime<Utc> {
-        if !self.standing_by
+        if !self.turn.stands_by()
             || !self.shared()
             || self.spec.standby.is_zero()
             || self.paused().is_some()
@@ -635,6 +641,13 @@ impl JobModel {
 
     fn shared(&self) -> bool {
         self.spec.lock != Lock::Local
+    }
+
+    /// Whether the processes present at the job's shared store name this one to claim its fires
+    /// first ([`spread::Present::first_here`]), for the fires that come due from now on; `None`:
+    /// not known.
+    pub(crate) fn set_first_here(&mut self, first: Option<bool>) {
+        self.turn.set_first_here(first);
     }
 
     /// Starts following the schedule: the first fire after `now`.
@@ -961,6 +974,8 @@ impl JobModel {
             }
             self.pop_due();
             if self.shared() {
+                let waited = self.start_of(&fire) > fire.start();
+                self.turn.claim_sent(waited);
                 self.extra_mut().claiming = Some(fire);
                 out.push(Action::Claim(fire));
                 return;
@@ -1041,8 +1056,8 @@ impl JobModel {
         if scheduled {
             // The process that got this fire claims the next one first; the others stand by.
             match answer {
-                Answer::Acquired { .. } => self.standing_by = false,
-                Answer::AlreadyRan | Answer::ClaimedByAnother => self.standing_by = true,
+                Answer::Acquired { .. } => self.turn.won(),
+                Answer::AlreadyRan | Answer::ClaimedByAnother => self.turn.lost(),
                 _ => {}
             }
         }
@@ -1351,7 +1366,8 @@ impl JobModel {
         }
         self.take_fires(now, out);
         // Fires this process only stands by for and never asked the guard about: the process
-        // that got the job's last fire claims them, and reports them if it cannot run them. A
+        // that claims first (named first, or that got the last fire) claims them, and reports
+        // them if it cannot run them. A
         // fire this process claimed before (a retry is pending, or its claim got no answer) is
         // its own to report.
         let asked = self.retry_at().is_some();
@@ -1380,7 +1396,7 @@ impl JobModel {
             let reason = if first_report {
                 why.to_owned()
             } else {
-                format!("{why}, while this process stood by for it (the process that ran the job's last fire claims it)")
+                format!("{why}, while this process stood by for it (the process that claims the job first claims it)")
             };
             self.emit_drop_of(
                 &fire,

@@ -630,6 +630,78 @@ fn a_process_that_lost_the_last_fire_claims_the_next_only_after_the_standby() {
 }
 
 #[test]
+fn the_process_named_first_for_a_job_claims_at_the_instant_even_after_losing_a_fire() {
+    let (mut m, mut out) = lost_fire_10(5, 2_000);
+    m.set_first_here(Some(true));
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), ["claim 20"], "named first: no standby");
+    m.on_claimed(Answer::ClaimedByAnother, now(20), &mut out);
+    said(&mut out);
+    m.on_timer(now(30), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 30"],
+        "still first, whoever got the last"
+    );
+    // Named for another, it stands by once it loses a fire, as without word of the others.
+    m.on_claimed(Answer::AlreadyRan, now(30), &mut out);
+    said(&mut out);
+    m.set_first_here(Some(false));
+    m.on_timer(now(40), &mut out);
+    assert!(said(&mut out).is_empty(), "another is named first");
+    assert_eq!(m.next_wake(), Some(now(42).wall));
+}
+
+#[test]
+fn a_process_not_named_first_stands_by_until_it_gets_a_fire_after_standing_by() {
+    let mut m = standing_by(5, 2_000);
+    m.set_first_here(Some(false));
+    let mut out = Vec::new();
+    // Even knowing nothing of the job's claims yet, it lets the process named first claim.
+    m.on_timer(now(10), &mut out);
+    assert!(said(&mut out).is_empty(), "another process is named first");
+    m.on_wake(now(12), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    // Nobody claimed it before: the process named first does not run this job. This one
+    // claims at the instant from now on, until it loses a fire.
+    m.on_claimed(acquired(3), now(12), &mut out);
+    said(&mut out);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(13), &mut out);
+    said(&mut out);
+    m.on_timer(now(20), &mut out);
+    assert_eq!(said(&mut out), ["claim 20"]);
+    m.on_claimed(Answer::ClaimedByAnother, now(20), &mut out);
+    said(&mut out);
+    m.on_timer(now(30), &mut out);
+    assert!(said(&mut out).is_empty(), "lost a fire: stands by again");
+    assert_eq!(m.next_wake(), Some(now(32).wall));
+}
+
+#[test]
+fn a_process_not_named_first_that_won_the_race_at_the_instant_stands_by_next() {
+    let mut m = standing_by(5, 2_000);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 10"],
+        "nothing known: claims at the instant"
+    );
+    m.set_first_here(Some(false));
+    m.on_claimed(acquired(3), now(10), &mut out);
+    said(&mut out);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(11), &mut out);
+    said(&mut out);
+    // It got the fire at the instant, which says nothing of the process named first.
+    m.on_timer(now(20), &mut out);
+    assert!(
+        said(&mut out).is_empty(),
+        "leaves the instant to the process named first"
+    );
+    assert_eq!(m.next_wake(), Some(now(22).wall));
+}
+
+#[test]
 fn a_fire_already_run_elsewhere_keeps_the_process_standing_by() {
     let (mut m, mut out) = lost_fire_10_as(Answer::AlreadyRan, 5, 2_000);
     m.on_timer(now(20), &mut out);

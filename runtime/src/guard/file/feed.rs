@@ -4,7 +4,9 @@
 //!   appended with a single write (whole lines, never interleaved); a reader's cursor is a byte
 //!   offset. It grows by a line per control.
 //! - `<job>.roster`: `<job>\t<schedule>\t<instance>\t<Unix ms>`, the job as a process last
-//!   announced it.
+//!   announced it;
+//! - `.cronguard-processes/<16 hex digits>`: one file per process present, named by the FNV-1a
+//!   hash of its id and holding the id; its modification time is when it last attended.
 //!
 //! Fields are percent-encoded where they hold `%`, a tab or a line break.
 
@@ -16,7 +18,9 @@ use chrono::{DateTime, Utc};
 
 use super::{file_stem, open};
 use crate::clock::epoch_millis;
-use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH};
+use crate::guard::feed::{
+    ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+};
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
 
@@ -27,6 +31,7 @@ pub(crate) struct FileFeed {
 
 const CONTROLS: &str = ".cronguard-controls";
 const ROSTER_SUFFIX: &str = "roster";
+const PROCESSES: &str = ".cronguard-processes";
 
 fn encode(field: &str) -> String {
     field
@@ -185,6 +190,41 @@ impl FileFeed {
         entries.sort_by(|a, b| a.job.cmp(&b.job));
         Ok(entries)
     }
+
+    fn attend_blocking(&self, process: &str) -> Result<Vec<String>, GuardError> {
+        let dir = self.dir.join(PROCESSES);
+        std::fs::create_dir_all(&dir).map_err(|e| Self::err(&dir, e))?;
+        let own = dir.join(format!("{:016x}", super::fnv1a64(process.as_bytes())));
+        let mut file = open(&own)?;
+        file.write_all(process.as_bytes())
+            .and_then(|()| file.set_len(process.len() as u64))
+            .map_err(|e| Self::err(&own, e))?;
+        let now = std::time::SystemTime::now();
+        let mut present = Vec::new();
+        for item in std::fs::read_dir(&dir)
+            .map_err(|e| Self::err(&dir, e))?
+            .flatten()
+        {
+            let path = item.path();
+            let age = item
+                .metadata()
+                .and_then(|m| m.modified())
+                .map(|at| now.duration_since(at).unwrap_or_default());
+            match age {
+                Ok(age) if age <= PRESENCE_TTL => {
+                    if let Ok(id) = std::fs::read_to_string(&path) {
+                        present.push(id);
+                    }
+                }
+                // Gone quiet: forgotten (another process may have removed it first).
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(present)
+    }
 }
 
 fn blocking<T: Send + 'static>(
@@ -218,15 +258,44 @@ impl ControlFeed for FileFeed {
     fn roster(&self) -> BoxFuture<Result<Vec<RosterEntry>, GuardError>> {
         blocking(&self.dir, FileFeed::roster_blocking)
     }
+
+    fn attend(&self, process: &str) -> BoxFuture<Result<Vec<String>, GuardError>> {
+        let process = process.to_owned();
+        blocking(&self.dir, move |f| f.attend_blocking(&process))
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::control::ManualRun;
 
     fn at(ms: i64) -> DateTime<Utc> {
         DateTime::<Utc>::from_timestamp_millis(1_767_225_600_000 + ms).expect("in range")
+    }
+
+    #[tokio::test]
+    async fn the_lock_dir_lists_the_processes_present() {
+        let dir = std::env::temp_dir().join(format!("cronguard-present-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let feed = FileFeed::new(&dir);
+        crate::guard::feed::two_attend(&feed).await;
+        let b = dir.join(PROCESSES).join(format!(
+            "{:016x}",
+            super::super::fnv1a64("b 2 0002".as_bytes())
+        ));
+        let long_ago = std::time::SystemTime::now() - PRESENCE_TTL - Duration::from_secs(1);
+        std::fs::File::options()
+            .write(true)
+            .open(&b)
+            .and_then(|f| f.set_modified(long_ago))
+            .expect("ages a process");
+        crate::guard::feed::expect_alone(&feed).await;
+        assert!(!b.exists(), "a process gone quiet is removed");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]

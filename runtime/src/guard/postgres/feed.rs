@@ -1,6 +1,6 @@
 //! The control feed and the roster in PostgreSQL (see [`ControlFeed`]): the tables
 //! `<schema>.controls`, one row per request in the order of its `id`, and `<schema>.roster`, one
-//! row per job. A cursor is the `id` of the last request read. Requests older than seven days are
+//! row per job; `<schema>.processes`, one row per process present. A cursor is the `id` of the last request read. Requests older than seven days are
 //! deleted by the statement that publishes one, through the index on `at`.
 
 use std::sync::Arc;
@@ -10,7 +10,9 @@ use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
 use super::{first, pg_err, Database};
-use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH};
+use crate::guard::feed::{
+    ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+};
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
 
@@ -22,6 +24,7 @@ pub(crate) struct PostgresFeed {
     read: Arc<str>,
     announce: Arc<str>,
     roster: Arc<str>,
+    attend: Arc<str>,
 }
 
 impl PostgresFeed {
@@ -51,6 +54,18 @@ impl PostgresFeed {
             )),
             roster: Arc::from(format!(
                 "SELECT job, schedule, instance, at FROM {s}.roster ORDER BY job"
+            )),
+            // One statement sees the table as it was before it: the attending process is added
+            // to what it reads.
+            attend: Arc::from(format!(
+                "WITH seen AS (INSERT INTO {s}.processes (process, seen) \
+                   VALUES ($1, clock_timestamp()) \
+                   ON CONFLICT (process) DO UPDATE SET seen = EXCLUDED.seen), \
+                 gone AS (DELETE FROM {s}.processes \
+                   WHERE seen < clock_timestamp() - $2 * interval '1 millisecond') \
+                 SELECT process FROM {s}.processes \
+                   WHERE seen >= clock_timestamp() - $2 * interval '1 millisecond' \
+                 UNION SELECT $1"
             )),
         }
     }
@@ -166,6 +181,19 @@ impl ControlFeed for PostgresFeed {
                     })
                 })
                 .collect()
+        })
+    }
+
+    fn attend(&self, process: &str) -> BoxFuture<Result<Vec<String>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let sql = Arc::clone(&self.attend);
+        let process = process.to_owned();
+        let ttl = i64::try_from(PRESENCE_TTL.as_millis()).unwrap_or(i64::MAX);
+        Box::pin(async move {
+            let rows = db
+                .query(&sql, &[(&process, Type::TEXT), (&ttl, Type::INT8)])
+                .await?;
+            rows.iter().map(|row| get(row, 0)).collect()
         })
     }
 }

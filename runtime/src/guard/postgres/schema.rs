@@ -19,6 +19,8 @@ use tokio_postgres::types::Type;
 /// - `controls`: the control feed (pause, resume, run now), read by every replica; rows older
 ///   than seven days are deleted when a request is published.
 /// - `roster`: the jobs the replicas run, one row per job, as the last replica announced it.
+/// - `processes`: the processes present, one row per process id, `seen` when it last attended
+///   (the database clock); rows not seen for the presence time are deleted by the next attend.
 const CREATE: &str = r#"
 CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE TABLE IF NOT EXISTS {schema}.jobs (
@@ -78,6 +80,10 @@ CREATE TABLE IF NOT EXISTS {schema}.roster (
   schedule  text NOT NULL,
   instance  text NOT NULL,
   at        timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {schema}.processes (
+  process   text PRIMARY KEY,
+  seen      timestamptz NOT NULL
 );
 
 CREATE OR REPLACE FUNCTION {schema}.claim_v2(
@@ -359,6 +365,8 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("roster", "schedule", "text"),
     ("roster", "instance", "text"),
     ("roster", "at", "timestamp with time zone"),
+    ("processes", "process", "text"),
+    ("processes", "seen", "timestamp with time zone"),
 ];
 
 /// Columns added to a table after its first release: a table without them is cronguard's, made
@@ -370,7 +378,7 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "manual_tokens"),
 ];
 
-const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster"];
+const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster", "processes"];
 const FUNCTIONS: &[&str] = &[
     "claim_v1",
     "claim_v2",

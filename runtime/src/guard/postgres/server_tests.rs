@@ -491,6 +491,25 @@ fn feed_requests(base: DateTime<Utc>) -> Vec<crate::guard::feed::ControlRequest>
 }
 
 #[tokio::test]
+async fn the_postgres_feed_lists_the_processes_present() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let feed = super::PostgresFeed::new(Arc::clone(&db));
+    crate::guard::feed::two_attend(&feed).await;
+    client(&server)
+        .await
+        .batch_execute(
+            "UPDATE cronguard.processes SET seen = now() - interval '6 seconds' \
+             WHERE process = 'b 2 0002'",
+        )
+        .await
+        .expect("ages a process");
+    crate::guard::feed::expect_alone(&feed).await;
+}
+
+#[tokio::test]
 async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
     use crate::guard::feed::{ControlFeed, RosterEntry};
     let Some(server) = PostgresServer::start() else {

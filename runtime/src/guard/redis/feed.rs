@@ -4,16 +4,20 @@
 //!   (`pause`, `resume`, `trigger`), `argument` (who, or the manual run's id in hex) and `at` (Unix
 //!   ms), trimmed to about the last 10,000 entries (`MAXLEN ~`);
 //! - `<prefix>:roster`: a hash, field the job's name, value `<at ms> <length of instance>
-//!   <instance><schedule>` (the length makes the split unambiguous whatever the texts hold).
+//!   <instance><schedule>` (the length makes the split unambiguous whatever the texts hold);
+//! - `<prefix>:processes`: a sorted set, member a process's id, score when it last attended
+//!   (Unix ms of its clock).
 //!
-//! Both are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
+//! All are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
 //! slot, and every command here touches one key.
 
 use chrono::{DateTime, Utc};
 use redis::Value;
 
 use super::{redis_err, RedisConn};
-use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH};
+use crate::guard::feed::{
+    ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+};
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
 
@@ -25,6 +29,7 @@ pub(crate) struct RedisFeed {
     conn: RedisConn,
     stream: String,
     roster: String,
+    processes: String,
 }
 
 impl RedisFeed {
@@ -33,6 +38,7 @@ impl RedisFeed {
             conn,
             stream: format!("{prefix}:controls"),
             roster: format!("{prefix}:roster"),
+            processes: format!("{prefix}:processes"),
         }
     }
 }
@@ -201,6 +207,33 @@ impl ControlFeed for RedisFeed {
             Ok(roster)
         })
     }
+
+    fn attend(&self, process: &str) -> BoxFuture<Result<Vec<String>, GuardError>> {
+        let mut conn = self.conn.clone();
+        let now = Utc::now().timestamp_millis();
+        let ttl = i64::try_from(PRESENCE_TTL.as_millis()).unwrap_or(i64::MAX);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("ZADD")
+            .arg(&self.processes)
+            .arg(now)
+            .arg(process)
+            .ignore()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(&self.processes)
+            .arg("-inf")
+            .arg(format!("({}", now.saturating_sub(ttl)))
+            .ignore()
+            .cmd("ZRANGE")
+            .arg(&self.processes)
+            .arg(0)
+            .arg(-1);
+        Box::pin(async move {
+            let (present,): (Vec<String>,) =
+                pipe.query_async(&mut conn).await.map_err(redis_err)?;
+            Ok(present)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -322,11 +355,34 @@ mod server_tests {
     }
 
     #[tokio::test]
+    async fn redis_feed_lists_the_processes_present() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = connect(&server.url()).await.expect("connects");
+        let feed = RedisFeed::new(conn.clone(), "cronguard");
+        crate::guard::feed::two_attend(&feed).await;
+        let long_ago = Utc::now().timestamp_millis()
+            - i64::try_from(PRESENCE_TTL.as_millis()).expect("small")
+            - 1;
+        let _: i64 = redis::cmd("ZADD")
+            .arg("cronguard:processes")
+            .arg(long_ago)
+            .arg("b 2 0002")
+            .query_async(&mut conn)
+            .await
+            .expect("ZADD");
+        crate::guard::feed::expect_alone(&feed).await;
+    }
+
+    #[tokio::test]
     async fn redis_feed_works_on_a_cluster() {
         let Some(cluster) = RedisCluster::start(3, 0) else {
             return;
         };
         let conn = connect(&cluster.url()).await.expect("connects");
-        round_trip(&RedisFeed::new(conn, "cronguard")).await;
+        let feed = RedisFeed::new(conn, "cronguard");
+        round_trip(&feed).await;
+        crate::guard::feed::two_attend(&feed).await;
     }
 }
