@@ -361,8 +361,8 @@ impl EventSink {
 
     /// Logs `event` and sends it to the subscribers at once; for the hooks it joins `for_hooks`,
     /// which the caller hands over with [`hand_to_hooks`](Self::hand_to_hooks) (a shard does once
-    /// it is idle, or holds many): the hooks' thread wakes a few times per burst, not once per
-    /// event (a burst of 10,000 jobs emits 20,000 events in a few milliseconds).
+    /// it is idle and the last hand-over is 10 ms ago, or it holds many): the hooks' thread wakes
+    /// a few times per burst, not once per event (a burst of 10,000 jobs emits 20,000 events).
     pub(crate) fn emit(&self, event: Event, for_hooks: &mut Vec<Event>) {
         log(&event);
         if self.hooks.is_some() {

@@ -27,6 +27,10 @@ use crate::model::{Action, RunEnd, RunId};
 const CHUNK: usize = 64;
 /// Events a shard keeps for the hooks at most before it hands them over while still busy.
 const HOOK_HANDOFF: usize = 1024;
+/// Events wait at most this long for the next hand-over to the hooks once the shard is idle:
+/// in a burst the hooks' thread is woken about every this long, not at every idle moment (each
+/// wake-up is a system call and a thread switch, once per claim answer in a burst otherwise).
+const HOOK_LINGER: Duration = Duration::from_millis(10);
 /// Messages handled per batch.
 const INBOX_BATCH: usize = 256;
 /// How long runs cancelled at the shutdown deadline get to stop before they are abandoned.
@@ -49,6 +53,10 @@ struct Shard {
     actions: Vec<Action>,
     /// Where in a bucket of jobs due together this process starts (see [`Shard::take_due`]).
     rotation: fastrand::Rng,
+    /// When the hooks last got events.
+    handed_at: Instant,
+    /// When the events waiting for the hooks are handed over at the latest, if any wait.
+    hooks_at: Option<Instant>,
 }
 
 /// What a job's handlers reach of their shard (see [`Cx`]).
@@ -109,6 +117,8 @@ pub(super) async fn run(
         polled: Vec::new(),
         actions: Vec::new(),
         rotation: fastrand::Rng::new(),
+        handed_at: Instant::now(),
+        hooks_at: None,
     };
     shard.schedule_all();
     shard.fire_loop().await;
@@ -162,7 +172,8 @@ impl Shard {
                 continue;
             }
             let first_fire = self.fires.first_key_value().map(|(t, _)| *t);
-            let first_wake = self.wakeups.peek().map(|w| w.0 .0);
+            let first_wake = self.wakeups.peek().map(|w| w.0 .0).into_iter();
+            let first_wake = first_wake.chain(self.hooks_at).min();
             if armed_for != Some((first_fire, first_wake)) {
                 let fire_at = first_fire.map(|t| self.links.shared.clock.deadline_for(t));
                 let at = fire_at.into_iter().chain(first_wake).min();
@@ -193,12 +204,24 @@ impl Shard {
         self.links.shared.events.hand_to_hooks(&mut events);
     }
 
-    /// Hands the events over once the shard has nothing more to do at once (or many wait): in a
-    /// burst, the hooks' thread is woken a few times, not once per step.
-    fn hand_to_hooks_when_idle(&self) {
+    /// Hands the events over when many wait, or once the shard has nothing more to do at once
+    /// and the last hand-over is [`HOOK_LINGER`] ago (else the timer comes back for them then):
+    /// in a burst, the hooks' thread is woken a few times, not once per step.
+    fn hand_to_hooks_when_idle(&mut self) {
         let waiting = self.links.for_hooks.borrow().len();
-        if waiting >= HOOK_HANDOFF || (self.rx.is_empty() && self.backlog.is_empty()) {
+        if waiting == 0 {
+            self.hooks_at = None;
+            return;
+        }
+        let idle = self.rx.is_empty() && self.backlog.is_empty();
+        let now = Instant::now();
+        let due = self.handed_at + HOOK_LINGER;
+        if waiting >= HOOK_HANDOFF || (idle && now >= due) {
             self.hand_to_hooks();
+            self.handed_at = now;
+            self.hooks_at = None;
+        } else {
+            self.hooks_at = Some(due);
         }
     }
 
