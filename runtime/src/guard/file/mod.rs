@@ -851,9 +851,7 @@ pub(crate) fn file_stem(job: &str) -> String {
 /// 64-bit FNV-1a: stable across versions and platforms, which a file name needs (`std`'s
 /// hashers are not).
 fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
-        (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    crate::model::limits::fnv1a64(&[bytes])
 }
 
 #[cfg(test)]
