@@ -1054,7 +1054,8 @@ impl JobModel {
             }
         }
         if scheduled {
-            // The process that got this fire claims the next one first; the others stand by.
+            // Who got this fire decides who claims the next one first, while the processes
+            // present are not known (see `start_of`).
             match answer {
                 Answer::Acquired { .. } => self.turn.won(),
                 Answer::AlreadyRan | Answer::ClaimedByAnother => self.turn.lost(),
@@ -1367,9 +1368,8 @@ impl JobModel {
         self.take_fires(now, out);
         // Fires this process only stands by for and never asked the guard about: the process
         // that claims first (named first, or that got the last fire) claims them, and reports
-        // them if it cannot run them. A
-        // fire this process claimed before (a retry is pending, or its claim got no answer) is
-        // its own to report.
+        // them if it cannot run them. A fire this process claimed before (a retry is pending, or
+        // its claim got no answer) is its own to report.
         let asked = self.retry_at().is_some();
         let standing_by: Vec<DateTime<Utc>> = self
             .due()
