@@ -51,7 +51,7 @@ impl Presence {
         heard
             .iter()
             .find(|(k, _)| *k == kind)
-            .map(|(_, present)| present.count() == 1 || present.first_here(job))
+            .map(|(_, present)| present.first_here(job))
     }
 
     /// How many processes the store of guard `kind` lists as present, if known.

@@ -1,7 +1,8 @@
-//! The control feed and the roster in PostgreSQL (see [`ControlFeed`]): the tables
-//! `<schema>.controls`, one row per request in the order of its `id`, and `<schema>.roster`, one
-//! row per job; `<schema>.processes`, one row per process present. A cursor is the `id` of the last request read. Requests older than seven days are
-//! deleted by the statement that publishes one, through the index on `at`.
+//! The control feed, the roster and the processes present in PostgreSQL (see [`ControlFeed`]):
+//! the tables `<schema>.controls`, one row per request in the order of its `id`,
+//! `<schema>.roster`, one row per job, and `<schema>.processes`, one row per process present. A
+//! cursor is the `id` of the last request read. Requests older than seven days are deleted by the
+//! statement that publishes one, through the index on `at`.
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! - `<prefix>:roster`: a hash, field the job's name, value `<at ms> <length of instance>
 //!   <instance><schedule>` (the length makes the split unambiguous whatever the texts hold);
 //! - `<prefix>:processes`: a sorted set, member a process's id, score when it last attended
-//!   (Unix ms of its clock).
+//!   (Unix ms of the server's clock).
 //!
 //! All are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
 //! slot, and every command here touches one key.
@@ -210,27 +210,11 @@ impl ControlFeed for RedisFeed {
 
     fn attend(&self, process: &str) -> BoxFuture<Result<Vec<String>, GuardError>> {
         let mut conn = self.conn.clone();
-        let now = Utc::now().timestamp_millis();
         let ttl = i64::try_from(PRESENCE_TTL.as_millis()).unwrap_or(i64::MAX);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("ZADD")
-            .arg(&self.processes)
-            .arg(now)
-            .arg(process)
-            .ignore()
-            .cmd("ZREMRANGEBYSCORE")
-            .arg(&self.processes)
-            .arg("-inf")
-            .arg(format!("({}", now.saturating_sub(ttl)))
-            .ignore()
-            .cmd("ZRANGE")
-            .arg(&self.processes)
-            .arg(0)
-            .arg(-1);
+        let mut call = super::scripts::PRESENCE.prepare_invoke();
+        call.key(&self.processes).arg(process).arg(ttl);
         Box::pin(async move {
-            let (present,): (Vec<String>,) =
-                pipe.query_async(&mut conn).await.map_err(redis_err)?;
+            let present: Vec<String> = call.invoke_async(&mut conn).await.map_err(redis_err)?;
             Ok(present)
         })
     }
@@ -362,6 +346,23 @@ mod server_tests {
         let mut conn = connect(&server.url()).await.expect("connects");
         let feed = RedisFeed::new(conn.clone(), "cronguard");
         crate::guard::feed::two_attend(&feed).await;
+        // Scored by the server's clock, whatever this host's says (a host an hour off neither
+        // lingers in the list nor drops out of it).
+        let (secs, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut conn)
+            .await
+            .expect("TIME");
+        let score: f64 = redis::cmd("ZSCORE")
+            .arg("cronguard:processes")
+            .arg("a 1 0001")
+            .query_async(&mut conn)
+            .await
+            .expect("ZSCORE");
+        let server_ms = secs * 1000 + micros / 1000;
+        assert!(
+            (server_ms as f64 - score).abs() < 2_000.0,
+            "{score} against {server_ms}"
+        );
         let long_ago = Utc::now().timestamp_millis()
             - i64::try_from(PRESENCE_TTL.as_millis()).expect("small")
             - 1;

@@ -10,6 +10,21 @@ use redis::Script;
 /// The batch script, loaded once per server and run by SHA (loaded again after a restart).
 pub(super) static BATCH: LazyLock<Script> = LazyLock::new(|| Script::new(BATCH_LUA));
 
+/// Attends the processes present (the sorted set `KEYS[1]`): `ARGV[1]` the process's id, `ARGV[2]`
+/// how long an entry stays (ms). Scores are the server's clock (`TIME`), so a process whose
+/// clock is off neither lingers in the list nor drops out of it. Answers the members left.
+pub(in super::super) static PRESENCE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', now - tonumber(ARGV[2])))
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+"#,
+    )
+});
+
 /// The code of each operation in `ARGV`, followed by its arguments; its keys come next in `KEYS`.
 pub(super) mod op {
     /// KEYS: lock, state, cancel, the report record of the fire. ARGV: fire (Unix ms), the
