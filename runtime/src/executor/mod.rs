@@ -1,11 +1,13 @@
 //! The executor: carries out what each job's [`JobModel`](crate::model::JobModel) decides.
 //!
 //! Jobs are split into shards; a shard is one task with one timer for all of its jobs, so a
-//! process with 100,000 jobs has a handful of timers, not 100,000. A claim that waits on a guard
-//! is a task of its own; a run is polled once by its shard (outside the shard's lock) and becomes
-//! a task of its own unless it finished there. Tasks report back to their shard by message, so a
-//! shard never waits for a job or a guard. Nothing here decides what happens to a fire.
+//! process with 100,000 jobs has a handful of timers, not 100,000. The claims of a shard's step
+//! go to their guards together, on one task; a run is polled once by its shard (outside the
+//! shard's lock) and becomes a task of its own unless it finished there. Tasks report back to
+//! their shard by message, so a shard never waits for a job or a guard. Nothing here decides what
+//! happens to a fire.
 
+mod errands;
 pub(crate) mod msg;
 mod outage;
 mod presence;

@@ -2,6 +2,7 @@
 //! finished, its lease kept alive by the watchdog, and its end reported back to the shard.
 
 use smol_str::SmolStr;
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::errands::Errands;
 use super::msg::{Msg, Report};
 use crate::context::JobContext;
 use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
@@ -23,12 +25,14 @@ use crate::guard::Lease;
 use crate::job::Body;
 use crate::model::{RunEnd, RunId, Verdict};
 
-/// Where a run reports to: its shard, its job, its id.
+/// Where a run reports to: its shard, its job, its id; and where a run that finished at its
+/// first poll gives its lease back.
 pub(super) struct ReportTo<'a> {
     pub(super) tx: &'a mpsc::UnboundedSender<Msg>,
     pub(super) job: u32,
     pub(super) id: RunId,
     pub(super) tasks: &'a TaskTracker,
+    pub(super) errands: &'a RefCell<Errands>,
 }
 
 /// [`ReportTo`] owned by a run's task.
@@ -75,9 +79,9 @@ pub(super) enum Started {
     Spawned { first_poll: Option<Duration> },
 }
 
-/// Starts a run. An async body whose lease never expires is polled once right here, and gets a
-/// task of its own only if it does not finish at once: most runs of a quick job never need one.
-/// Otherwise the run is a task from the start, with the watchdog renewing an expiring lease.
+/// Starts a run. An async body is polled once right here, within its lease, and gets a task of
+/// its own only if it does not finish at once: most runs of a quick job never need one. A run
+/// that goes on has the watchdog renew an expiring lease and stop the body at the lease's end.
 /// `started` is when the run was claimed; the first poll's length is measured from there.
 pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let Start {
@@ -100,24 +104,27 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let lease_job = matches!(hold, Hold::Lease(_)).then(|| ctx.job.clone());
     let mut first_poll = None;
     let retries = next_attempt.map(|next| (next, to.owned()));
-    let inline = inline && retries.is_none();
-    let Some((length, sent)) = expiry else {
-        let mut running = Box::pin(attempts(body, ctx, cancel, timeout, retries));
-        if inline && !blocking {
-            let polled = span.in_scope(|| {
-                running
-                    .as_mut()
-                    .poll(&mut Context::from_waker(Waker::noop()))
-            });
-            let ended = Instant::now();
-            if let Poll::Ready(end) = polled {
-                if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
-                    release_soon(lease, job, to.tasks);
-                }
-                return Started::Finished { end, ended };
+    let inline = inline && retries.is_none() && !blocking;
+    let mut running = Box::pin(attempts(body, ctx, cancel, timeout, retries));
+    // Never polled past the lease's local deadline: a run claimed long ago (a paused process)
+    // goes to its task, whose check ends it without a step.
+    let within_lease = expiry.is_none_or(|(length, sent)| Instant::now() < sent + length);
+    if inline && within_lease {
+        let polled = span.in_scope(|| {
+            running
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+        });
+        let ended = Instant::now();
+        if let Poll::Ready(end) = polled {
+            if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
+                to.errands.borrow_mut().release(lease, job);
             }
-            first_poll = Some(ended - started);
+            return Started::Finished { end, ended };
         }
+        first_poll = Some(ended - started);
+    }
+    let Some((length, sent)) = expiry else {
         let reporter = to.owned();
         spawn_run(to.tasks, &span, async move {
             let end = running.await;
@@ -136,7 +143,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let deadline = Arc::new(LeaseDeadline::new(sent, sent + length));
     let body_deadline = (!blocking).then(|| Arc::clone(&deadline));
     let running = WithinLease {
-        body: Box::pin(attempts(body, ctx, cancel, timeout, retries)),
+        body: running,
         deadline: body_deadline,
     };
     let reporter = to.owned();
@@ -349,19 +356,6 @@ pub(super) async fn release(lease: Box<dyn Lease>, job: SmolStr) {
         Err(panic) => {
             tracing::warn!(job = %job, panic = %panic_message(&*panic), "the guard panicked while releasing; it frees itself when the lease expires or the process exits")
         }
-    }
-}
-
-/// [`release`] without waiting: done at once when the guard answers at once (in-memory guards),
-/// otherwise on a task of its own.
-pub(super) fn release_soon(lease: Box<dyn Lease>, job: SmolStr, tasks: &TaskTracker) {
-    let mut releasing = Box::pin(release(lease, job));
-    if releasing
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-        .is_pending()
-    {
-        tasks.spawn(releasing);
     }
 }
 

@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
+use super::errands::Errands;
 use super::msg::{JobControl, Msg, Report};
 use super::run::{self, ReportTo, Started, INLINE_POLL_LIMIT};
 use super::slot::{Armed, Cx, Launch};
@@ -69,6 +70,8 @@ struct Links {
     lease: RefCell<Option<Box<dyn Lease>>>,
     /// See [`Cx::for_hooks`].
     for_hooks: RefCell<Vec<Event>>,
+    /// See [`Cx::errands`].
+    errands: RefCell<Errands>,
 }
 
 impl Links {
@@ -80,6 +83,7 @@ impl Links {
             launches: &self.launches,
             lease: &self.lease,
             for_hooks: &self.for_hooks,
+            errands: &self.errands,
         }
     }
 }
@@ -108,6 +112,7 @@ pub(super) async fn run(
             launches: RefCell::default(),
             lease: RefCell::default(),
             for_hooks: RefCell::default(),
+            errands: RefCell::default(),
         },
         rx,
         fires: BTreeMap::new(),
@@ -168,6 +173,7 @@ impl Shard {
                 }
                 self.handle(&mut inbox);
                 self.launch();
+                self.send_errands();
                 self.hand_to_hooks_when_idle();
                 continue;
             }
@@ -194,8 +200,18 @@ impl Shard {
                 }
             }
             self.launch();
+            self.send_errands();
             self.hand_to_hooks_when_idle();
         }
+    }
+
+    /// Sends the step's claims and lease releases to their guards.
+    fn send_errands(&self) {
+        let links = &self.links;
+        links
+            .errands
+            .borrow_mut()
+            .send(&links.tx, &links.shared.tasks);
     }
 
     /// Hands the events of the steps so far to the hooks, in one message.
@@ -283,6 +299,7 @@ impl Shard {
             }
             self.launch();
         }
+        self.send_errands();
     }
 
     /// Starts the runs claimed under the lock: each is polled once here, without the lock, and
@@ -306,6 +323,7 @@ impl Shard {
                     job: idx,
                     id,
                     tasks: &self.links.shared.tasks,
+                    errands: &self.links.errands,
                 };
                 let (first_poll, ended) = match run::start(start, claimed, to) {
                     Started::Finished { end, ended } => {
@@ -361,6 +379,8 @@ impl Shard {
     /// After the scheduler stopped firing: report fires that will not run, let running jobs
     /// finish until the deadline, then cancel them.
     async fn drain(mut self) {
+        // What the last step asked of the guards goes out: its answers may be waited for below.
+        self.send_errands();
         let mut busy: Vec<u32> = Vec::new();
         {
             let mut jobs = lock(&self.jobs);
@@ -374,6 +394,7 @@ impl Shard {
                 }
             }
         }
+        self.send_errands();
         self.hand_to_hooks();
         let deadline = self
             .links
@@ -395,6 +416,7 @@ impl Shard {
                         return;
                     }
                     self.handle(&mut inbox);
+                    self.send_errands();
                     self.hand_to_hooks();
                     let jobs = lock(&self.jobs);
                     busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));

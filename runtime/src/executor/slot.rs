@@ -7,18 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures_util::FutureExt;
 use thin_vec::ThinVec;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::errands::Errands;
 use super::msg::{JobControl, Msg, Report};
 use super::outage::{self, Outage, Say, SUMMARY_EVERY};
-use super::run::{self, panic_message, Hold, INLINE_POLL_LIMIT};
+use super::run::{self, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
 use crate::cancel::RunCancel;
 use crate::context::JobContext;
-use crate::control::ManualRun;
 use crate::events::EventKind;
 use crate::events::Occurrence;
 use crate::fire::fmt_time;
@@ -47,6 +46,8 @@ pub(super) struct Cx<'a> {
     pub(super) lease: &'a RefCell<Option<Box<dyn Lease>>>,
     /// Events for the hooks, handed over by the shard once it is idle (or holds many).
     pub(super) for_hooks: &'a RefCell<Vec<crate::events::Event>>,
+    /// Claims and lease releases, sent by the shard at the end of its step.
+    pub(super) errands: &'a RefCell<Errands>,
 }
 
 impl Cx<'_> {
@@ -304,7 +305,7 @@ impl JobSlot {
         if let Some(unused) = cx.lease.borrow_mut().take() {
             // The model always starts or gives up an acquired claim; should it not, the lease
             // must still go back.
-            run::release_soon(unused, self.name().clone(), &cx.shared.tasks);
+            cx.errands.borrow_mut().release(unused, self.name().clone());
         }
     }
 
@@ -323,7 +324,7 @@ impl JobSlot {
                     .expiry()
                     .map(|(length, sent)| cx.shared.mono(sent + length));
                 if let Some(stale) = cx.lease.borrow_mut().replace(lease) {
-                    run::release_soon(stale, job.clone(), &cx.shared.tasks);
+                    cx.errands.borrow_mut().release(stale, job.clone());
                 }
                 Answer::Acquired { token, deadline }
             }
@@ -501,35 +502,9 @@ impl JobSlot {
                     });
                 }
                 Action::Claim(fire) => {
-                    let Some(guard) = self.shared_guard() else {
-                        continue;
-                    };
-                    let (tx, job) = (cx.tx.clone(), cx.idx);
-                    cx.shared.tasks.spawn(async move {
-                        let sent = Instant::now();
-                        // A report must come back whatever happens, or the job would wait forever.
-                        let claim = match fire.manual() {
-                            None => guard.claim(fire.t),
-                            Some(id) => guard.claim_manual(ManualRun {
-                                id,
-                                requested_at: fire.t,
-                            }),
-                        };
-                        let result = std::panic::AssertUnwindSafe(claim)
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|p| {
-                                Err(GuardError::Task(format!(
-                                    "the guard panicked: {}",
-                                    panic_message(&*p)
-                                )))
-                            });
-                        let latency = sent.elapsed();
-                        let _ = tx.send(Msg {
-                            job,
-                            report: Report::Claimed { result, latency },
-                        });
-                    });
+                    if let Some(guard) = self.shared_guard() {
+                        cx.errands.borrow_mut().claim(cx.idx, guard, fire);
+                    }
                 }
                 Action::AskReport { fire, kind } => {
                     let Some(guard) = self.shared_guard() else {

@@ -1,0 +1,158 @@
+//! What a shard's step asks of shared guards — claims of fires and lease releases — sent together
+//! on one task, not each on a task of its own: in a burst of fires that is one task per chunk of
+//! jobs, and one wake-up of it per answer batch rather than one per claim.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Waker};
+
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
+use smol_str::SmolStr;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+
+use super::msg::{Msg, Report};
+use super::run::{panic_message, release};
+use crate::control::ManualRun;
+use crate::fire::Fire;
+use crate::guard::{Guard, GuardError, Lease};
+
+/// A lease release that did not finish at once.
+type Releasing = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The guard calls of a shard's step, waiting to be sent.
+#[derive(Default)]
+pub(super) struct Errands {
+    claims: Vec<ClaimCall>,
+    releases: Vec<Releasing>,
+}
+
+/// A claim of job `job`'s fire `fire` from its guard.
+struct ClaimCall {
+    job: u32,
+    guard: Arc<dyn Guard>,
+    fire: Fire,
+}
+
+impl ClaimCall {
+    /// Asks the guard; the answer goes back to the shard whatever happens (a panicking guard is
+    /// an error), or the job would wait for it forever.
+    async fn call(self) -> Msg {
+        let sent = Instant::now();
+        let ClaimCall { job, guard, fire } = self;
+        let asked = std::panic::catch_unwind(AssertUnwindSafe(|| match fire.manual() {
+            None => guard.claim(fire.t),
+            Some(id) => guard.claim_manual(ManualRun {
+                id,
+                requested_at: fire.t,
+            }),
+        }));
+        let result = match asked {
+            Ok(claim) => AssertUnwindSafe(claim)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|p| Err(panicked(&*p))),
+            Err(p) => Err(panicked(&*p)),
+        };
+        Msg {
+            job,
+            report: Report::Claimed {
+                result,
+                latency: sent.elapsed(),
+            },
+        }
+    }
+}
+
+fn panicked(payload: &(dyn std::any::Any + Send)) -> GuardError {
+    GuardError::Task(format!("the guard panicked: {}", panic_message(payload)))
+}
+
+impl Errands {
+    /// Claims fire `fire` of job `job` from `guard` with the step's other calls.
+    pub(super) fn claim(&mut self, job: u32, guard: Arc<dyn Guard>, fire: Fire) {
+        self.claims.push(ClaimCall { job, guard, fire });
+    }
+
+    /// Gives `lease` back: at once when the guard answers at once (in-memory guards), otherwise
+    /// with the step's other calls. A failure is only logged (see [`release`]).
+    pub(super) fn release(&mut self, lease: Box<dyn Lease>, job: SmolStr) {
+        let mut releasing: Releasing = Box::pin(release(lease, job));
+        if releasing
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_pending()
+        {
+            self.releases.push(releasing);
+        }
+    }
+
+    /// Sends what waits on one task; each claim's answer goes to `tx` as soon as it comes.
+    pub(super) fn send(&mut self, tx: &mpsc::UnboundedSender<Msg>, tasks: &TaskTracker) {
+        if self.claims.is_empty() && self.releases.is_empty() {
+            return;
+        }
+        let claims: FuturesUnordered<_> = self.claims.drain(..).map(ClaimCall::call).collect();
+        let releases: FuturesUnordered<_> = self.releases.drain(..).collect();
+        let tx = tx.clone();
+        tasks.spawn(async move {
+            let answered = claims.for_each(|msg| {
+                // Fails only when the shard is gone, and then nobody waits for the answer.
+                let _ = tx.send(msg);
+                std::future::ready(())
+            });
+            futures_util::future::join(answered, releases.collect::<()>()).await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::Claim;
+    use crate::registry::BoxFuture;
+    use chrono::{DateTime, Utc};
+
+    /// A guard whose claims panic: before returning a future, or inside it.
+    struct Panicking {
+        early: bool,
+    }
+
+    impl Guard for Panicking {
+        fn claim(&self, _fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
+            assert!(!self.early, "broken before the future");
+            Box::pin(async { panic!("broken inside the future") })
+        }
+
+        fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+            Box::pin(async { Ok(None) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_guard_answers_each_claim_with_an_error() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let tasks = TaskTracker::new();
+        let mut errands = Errands::default();
+        let fire = Fire::new(DateTime::<Utc>::UNIX_EPOCH, std::time::Duration::from_secs(1));
+        errands.claim(3, Arc::new(Panicking { early: true }), fire);
+        errands.claim(4, Arc::new(Panicking { early: false }), fire);
+        errands.send(&tx, &tasks);
+        let mut answered = Vec::new();
+        for _ in 0..2 {
+            let msg = rx.recv().await.expect("an answer for each claim");
+            let Report::Claimed { result, .. } = msg.report else {
+                panic!("a claim's answer");
+            };
+            let error = result.err().expect("an error").to_string();
+            assert!(error.contains("panicked"), "{error}");
+            answered.push(msg.job);
+        }
+        answered.sort_unstable();
+        assert_eq!(answered, [3, 4]);
+    }
+}
