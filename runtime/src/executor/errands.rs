@@ -138,7 +138,10 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let tasks = TaskTracker::new();
         let mut errands = Errands::default();
-        let fire = Fire::new(DateTime::<Utc>::UNIX_EPOCH, std::time::Duration::from_secs(1));
+        let fire = Fire::new(
+            DateTime::<Utc>::UNIX_EPOCH,
+            std::time::Duration::from_secs(1),
+        );
         errands.claim(3, Arc::new(Panicking { early: true }), fire);
         errands.claim(4, Arc::new(Panicking { early: false }), fire);
         errands.send(&tx, &tasks);
@@ -148,7 +151,7 @@ mod tests {
             let Report::Claimed { result, .. } = msg.report else {
                 panic!("a claim's answer");
             };
-            let error = result.err().expect("an error").to_string();
+            let error = result.expect_err("an error").to_string();
             assert!(error.contains("panicked"), "{error}");
             answered.push(msg.job);
         }
