@@ -164,11 +164,20 @@ impl JobMetrics {
         }
     }
 
-    /// Sets the job's next fire time, when it has one.
-    pub(crate) fn next_fire(job: &SmolStr, next: Option<DateTime<Utc>>) {
-        if let Some(t) = next {
-            gauge!("cronguard_next_fire_timestamp_seconds", "job" => label(job))
-                .set(unix_seconds(t));
+    /// Sets the job's next fire time, when it has one, in `claims` (the series of a job with a
+    /// shared guard) or looked up.
+    pub(crate) fn next_fire(
+        job: &SmolStr,
+        next: Option<DateTime<Utc>>,
+        claims: Option<&ClaimSeries>,
+    ) {
+        let Some(t) = next else {
+            return;
+        };
+        match claims {
+            Some(c) => c.next_fire.set(unix_seconds(t)),
+            None => gauge!("cronguard_next_fire_timestamp_seconds", "job" => label(job))
+                .set(unix_seconds(t)),
         }
     }
 
@@ -284,12 +293,14 @@ impl JobMetrics {
     }
 }
 
-/// The series a job with a shared guard updates on every fire (its claim, a fire claimed
-/// elsewhere, its lease renewals, its last success), registered once with the job rather than looked up each time:
-/// at 10,000 jobs due together every lookup (a label and a key built, a hash map searched) counts.
-/// Only such jobs hold them, out of line, so that a local job does not grow.
+/// The series a job with a shared guard updates on every fire (its claim, its next fire, a fire
+/// claimed elsewhere, its lease renewals, its last success), registered once with the job rather
+/// than looked up each time: at 10,000 jobs due together every lookup (a label and a key built, a
+/// hash map searched) counts. Only such jobs hold them, out of line, so that a local job does not
+/// grow.
 pub(crate) struct ClaimSeries {
     pub(crate) latency: Histogram,
+    pub(crate) next_fire: Gauge,
     pub(crate) claimed_elsewhere: Counter,
     pub(crate) renewals: Counter,
     /// From the first success in this process on.
@@ -301,6 +312,7 @@ impl ClaimSeries {
         let job = label(job);
         ClaimSeries {
             latency: histogram!("cronguard_claim_latency_seconds", "job" => job.clone(), "guard" => lock.as_str()),
+            next_fire: gauge!("cronguard_next_fire_timestamp_seconds", "job" => job.clone()),
             claimed_elsewhere: counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere"),
             renewals: counter!("cronguard_lease_renewals_total", "job" => job),
             last_success: None,

@@ -147,7 +147,12 @@ mod tests {
         errands.send(&tx, &tasks);
         let mut answered = Vec::new();
         for _ in 0..2 {
-            let msg = rx.recv().await.expect("an answer for each claim");
+            let answer = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv());
+            let msg = answer
+                .await
+                .ok()
+                .flatten()
+                .expect("an answer for each claim");
             let Report::Claimed { result, .. } = msg.report else {
                 panic!("a claim's answer");
             };

@@ -380,6 +380,96 @@ mod tests {
         }
     }
 
+    /// An expiring lease that tells when it was given back.
+    struct Expiring {
+        sent: Instant,
+        released: Arc<AtomicBool>,
+    }
+
+    impl Lease for Expiring {
+        fn fencing_token(&self) -> u64 {
+            1
+        }
+
+        fn expiry(&self) -> Option<(Duration, Instant)> {
+            Some((Duration::from_secs(10), self.sent))
+        }
+
+        fn release(
+            self: Box<Self>,
+        ) -> crate::registry::BoxFuture<Result<(), crate::guard::GuardError>> {
+            self.released.store(true, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    /// Starts a quick run under an [`Expiring`] lease sent at `sent`; what became of it, whether
+    /// its body ran, and whether the lease went back.
+    fn start_leased(sent: Instant) -> (Started, bool, bool) {
+        let ran = Arc::new(AtomicBool::new(false));
+        let released = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let body = Body::of_async(move |_ctx| {
+            flag.store(true, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        });
+        let cancel = RunCancel::default();
+        let run = Start {
+            body,
+            ctx: ctx(&cancel),
+            cancel,
+            hold: Hold::Lease(Box::new(Expiring {
+                sent,
+                released: Arc::clone(&released),
+            })),
+            renewals: None,
+            inline: true,
+            timeout: None,
+            next_attempt: None,
+        };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let tasks = TaskTracker::new();
+        let errands = RefCell::new(Errands::default());
+        let to = ReportTo {
+            tx: &tx,
+            job: 0,
+            id: 0,
+            tasks: &tasks,
+            errands: &errands,
+        };
+        let started = start(run, Instant::now(), to);
+        (
+            started,
+            ran.load(Ordering::SeqCst),
+            released.load(Ordering::SeqCst),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quick_run_under_a_lease_finishes_on_the_shard_and_gives_the_lease_back() {
+        let (started, ran, released) = start_leased(Instant::now());
+        assert!(
+            matches!(
+                started,
+                Started::Finished {
+                    end: RunEnd::Ok,
+                    ..
+                }
+            ),
+            "no task, no watchdog"
+        );
+        assert!(ran && released);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_whose_lease_has_run_out_is_not_polled_on_the_shard() {
+        let sent = Instant::now();
+        tokio::time::advance(Duration::from_secs(11)).await;
+        let (started, ran, _) = start_leased(sent);
+        assert!(matches!(started, Started::Spawned { first_poll: None }));
+        assert!(!ran, "the body takes no step past its lease");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_async_body_is_dropped_at_its_timeout() {
         let dropped = Arc::new(AtomicBool::new(false));

@@ -218,7 +218,7 @@ impl JobSlot {
 
     pub(super) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let next = self.model.schedule_from(now);
-        JobMetrics::next_fire(self.name(), next);
+        JobMetrics::next_fire(self.name(), next, self.shared.as_ref().map(|s| &s.series));
         next
     }
 
@@ -235,7 +235,7 @@ impl JobSlot {
             self.model.set_first_here(first);
         }
         let next = self.model.on_timer(now, out);
-        JobMetrics::next_fire(self.name(), next);
+        JobMetrics::next_fire(self.name(), next, self.shared.as_ref().map(|s| &s.series));
         self.perform(cx, now, out);
         next
     }

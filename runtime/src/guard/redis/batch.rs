@@ -81,9 +81,12 @@ impl Op {
     /// The `EVALSHA` of the batch script for these operations alone (or, through [`call`], for
     /// a batch of them): every key first, then every operation's code and arguments.
     pub(super) fn script_call<'a>(ops: impl Iterator<Item = &'a Op> + Clone) -> redis::Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
         let keys: usize = ops.clone().map(|op| op.keys.len()).sum();
-        cmd.arg(scripts::BATCH.get_hash()).arg(keys);
+        let args: usize = ops.clone().map(|op| 1 + op.args.len()).sum();
+        // Sized up front: a call of a thousand operations would otherwise grow its buffer a dozen
+        // times, copying it each time.
+        let mut cmd = redis::Cmd::with_capacity(3 + keys + args, 48 * keys + 16 * args);
+        cmd.arg("EVALSHA").arg(scripts::BATCH.get_hash()).arg(keys);
         for op in ops.clone() {
             for key in &op.keys {
                 cmd.arg(key);
