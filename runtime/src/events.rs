@@ -243,7 +243,7 @@ impl Occurrence {
         Event {
             job: Arc::from(job.clone()),
             fire_time: self.fire_time,
-            run_key: Arc::from(crate::fire::run_key(job, self.fire_time, self.manual)),
+            run_key: crate::fire::shared_run_key(job, self.fire_time, self.manual),
             manual: self.manual,
             fencing_token: self.fencing_token,
             instance: Arc::clone(instance),

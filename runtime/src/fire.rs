@@ -3,6 +3,7 @@
 //! from here.
 
 use std::num::NonZeroU64;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -79,18 +80,42 @@ pub(crate) fn fmt_time(t: DateTime<Utc>) -> String {
 pub(crate) fn run_key(job: &str, fire: DateTime<Utc>, manual: Option<u64>) -> String {
     match manual {
         Some(id) => format!("{job}@manual:{id:016x}"),
-        None => FIRE_TIME.with(|last| {
-            let mut last = last.borrow_mut();
-            if last.0 != fire || last.1.is_empty() {
-                *last = (fire, fmt_time(fire));
-            }
-            let mut key = String::with_capacity(job.len() + 1 + last.1.len());
+        None => with_fire_time(fire, |time| {
+            let mut key = String::with_capacity(job.len() + 1 + time.len());
             key.push_str(job);
             key.push('@');
-            key.push_str(&last.1);
+            key.push_str(time);
             key
         }),
     }
+}
+
+/// [`run_key`] as a shared string, written once: every event of a run carries it.
+pub(crate) fn shared_run_key(job: &str, fire: DateTime<Utc>, manual: Option<u64>) -> Arc<str> {
+    if manual.is_some() {
+        return Arc::from(run_key(job, fire, manual));
+    }
+    with_fire_time(fire, |time| {
+        KEY.with(|key| {
+            let mut key = key.borrow_mut();
+            key.clear();
+            key.push_str(job);
+            key.push('@');
+            key.push_str(time);
+            Arc::from(key.as_str())
+        })
+    })
+}
+
+/// Calls `f` with `fire` formatted (see [`FIRE_TIME`]).
+fn with_fire_time<T>(fire: DateTime<Utc>, f: impl FnOnce(&str) -> T) -> T {
+    FIRE_TIME.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != fire || last.1.is_empty() {
+            *last = (fire, fmt_time(fire));
+        }
+        f(&last.1)
+    })
 }
 
 thread_local! {
@@ -98,6 +123,8 @@ thread_local! {
     /// instant (thousands, in a burst) share it, and formatting a time costs more than the key.
     static FIRE_TIME: std::cell::RefCell<(DateTime<Utc>, String)> =
         const { std::cell::RefCell::new((DateTime::<Utc>::MIN_UTC, String::new())) };
+    /// Where [`shared_run_key`] writes a key before it is shared.
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 /// `1500ms`, `60s`: durations as the attribute writes them.
@@ -107,5 +134,31 @@ pub(crate) fn human(d: Duration) -> String {
         format!("{ms}ms")
     } else {
         format!("{}s", ms / 1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_run_key_is_the_run_key() {
+        let t = DateTime::<Utc>::UNIX_EPOCH;
+        let later = t + chrono::TimeDelta::milliseconds(1_500);
+        for (job, fire, manual) in [
+            ("a", t, None),
+            ("tenant-00001/settle", t, None),
+            ("a", later, None),
+            ("a", t, Some(0xbeef)),
+        ] {
+            assert_eq!(
+                &*shared_run_key(job, fire, manual),
+                run_key(job, fire, manual)
+            );
+        }
+        assert_eq!(
+            &*shared_run_key("a", later, None),
+            "a@1970-01-01T00:00:01.500Z"
+        );
     }
 }

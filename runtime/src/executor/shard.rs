@@ -437,6 +437,8 @@ impl Shard {
                             slot.cancel_runs(&cx, &mut self.actions);
                         }
                     }
+                    drop(jobs);
+                    self.send_errands();
                     cancelled_at = Some(Instant::now());
                 }
             }
