@@ -154,6 +154,17 @@ impl fmt::Display for Bullets<'_> {
     }
 }
 
+/// What a caught panic says: its message, when it has one.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-text payload".to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

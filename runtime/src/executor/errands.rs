@@ -16,8 +16,8 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::msg::{Msg, Report};
-use super::run::{panic_message, release};
 use crate::control::ManualRun;
+use crate::error::panic_message;
 use crate::fire::Fire;
 use crate::guard::{Guard, GuardError, Lease};
 
@@ -107,6 +107,23 @@ impl Errands {
             });
             futures_util::future::join(answered, releases.collect::<()>()).await;
         });
+    }
+}
+
+/// Gives a lease back. A failure is only logged: the guard frees itself when the lease expires
+/// or the process exits.
+pub(super) async fn release(lease: Box<dyn Lease>, job: SmolStr) {
+    match std::panic::AssertUnwindSafe(lease.release())
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not release the guard; it frees itself when the lease expires or the process exits")
+        }
+        Err(panic) => {
+            tracing::warn!(job = %job, panic = %panic_message(&*panic), "the guard panicked while releasing; it frees itself when the lease expires or the process exits")
+        }
     }
 }
 

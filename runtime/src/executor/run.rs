@@ -1,7 +1,6 @@
 //! A run: the job's body, polled once by its shard and then on a task of its own unless it
 //! finished, its lease kept alive by the watchdog, and its end reported back to the shard.
 
-use smol_str::SmolStr;
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +16,7 @@ use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::errands::Errands;
+use super::errands::{release, Errands};
 use super::msg::{Msg, Report};
 use crate::context::JobContext;
 use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
@@ -328,34 +327,10 @@ async fn run_once(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
         Ok(Ok(())) if cancel.is_cancelled() => RunEnd::Cancelled,
         Ok(Ok(())) => RunEnd::Ok,
         Ok(Err(e)) => RunEnd::Failed(e),
-        Err(panic) => RunEnd::Panicked(format!("the job panicked: {}", panic_message(&*panic))),
-    }
-}
-
-pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-text payload".to_owned()
-    }
-}
-
-/// Gives a lease back. A failure is only logged: the guard frees itself when the lease expires
-/// or the process exits.
-pub(super) async fn release(lease: Box<dyn Lease>, job: SmolStr) {
-    match std::panic::AssertUnwindSafe(lease.release())
-        .catch_unwind()
-        .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not release the guard; it frees itself when the lease expires or the process exits")
-        }
-        Err(panic) => {
-            tracing::warn!(job = %job, panic = %panic_message(&*panic), "the guard panicked while releasing; it frees itself when the lease expires or the process exits")
-        }
+        Err(panic) => RunEnd::Panicked(format!(
+            "the job panicked: {}",
+            crate::error::panic_message(&*panic)
+        )),
     }
 }
 

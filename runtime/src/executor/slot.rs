@@ -11,7 +11,7 @@ use thin_vec::ThinVec;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::errands::Errands;
+use super::errands::{self, Errands};
 use super::msg::{JobControl, Msg, Report};
 use super::outage::{self, Outage, Say, SUMMARY_EVERY};
 use super::run::{self, Hold, INLINE_POLL_LIMIT};
@@ -484,7 +484,7 @@ impl JobSlot {
                     let job = self.name().clone();
                     cx.shared.tasks.spawn(async move {
                         if let Some(lease) = lease {
-                            run::release(lease, job.clone()).await;
+                            errands::release(lease, job.clone()).await;
                         }
                         let Some(guard) = guard.filter(|_| fire.manual().is_none()) else {
                             return;
