@@ -104,10 +104,12 @@ async fn redis_jobs_spread_over_the_schedulers_present() {
             .collect()
     };
     let at_settled = owners(settled);
+    // A third each on average; the ids are random, so a share is binomial (45, 1/3): 2 to 28
+    // is over 4 standard deviations either side.
     for who in ["a", "b", "c"] {
         let mine = at_settled.iter().filter(|w| *w == who).count();
         assert!(
-            (5..=25).contains(&mine),
+            (2..=28).contains(&mine),
             "{who} ran {mine} of {JOBS} jobs: {at_settled:?}"
         );
     }
