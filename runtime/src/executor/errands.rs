@@ -111,12 +111,14 @@ impl Errands {
 }
 
 /// Gives a lease back. A failure is only logged: the guard frees itself when the lease expires
-/// or the process exits.
+/// or the process exits. A guard that panics, before it returns its future or inside it, is a
+/// failure too: the shard that gives a lease back goes on.
 pub(super) async fn release(lease: Box<dyn Lease>, job: SmolStr) {
-    match std::panic::AssertUnwindSafe(lease.release())
-        .catch_unwind()
-        .await
-    {
+    let released = match std::panic::catch_unwind(AssertUnwindSafe(|| lease.release())) {
+        Ok(releasing) => AssertUnwindSafe(releasing).catch_unwind().await,
+        Err(panic) => Err(panic),
+    };
+    match released {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not release the guard; it frees itself when the lease expires or the process exits")
@@ -148,6 +150,26 @@ mod tests {
         fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
             Box::pin(async { Ok(None) })
         }
+    }
+
+    /// A lease whose release panics before it returns its future.
+    struct PanickingLease;
+
+    impl Lease for PanickingLease {
+        fn fencing_token(&self) -> u64 {
+            1
+        }
+
+        fn release(self: Box<Self>) -> BoxFuture<Result<(), GuardError>> {
+            panic!("broken before the future")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lease_whose_release_panics_is_given_up_without_taking_the_shard_down() {
+        let mut errands = Errands::default();
+        errands.release(Box::new(PanickingLease), SmolStr::new("job"));
+        assert!(errands.releases.is_empty(), "done at once, with a warning");
     }
 
     #[tokio::test]
