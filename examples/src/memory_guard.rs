@@ -134,6 +134,10 @@ impl Guard for MemoryGuard {
                     Claim::AlreadyRan
                 });
             }
+            // Another claimant's report of this fire decides it: it does not run here either.
+            if s.reports.get(&fire).is_some_and(|by| *by != nonce) {
+                return Err(Claim::DroppedByAnother);
+            }
             if let Some((holder, _)) = held {
                 if overlap == Overlap::Replace {
                     s.cancel = Some(holder);
@@ -144,7 +148,7 @@ impl Guard for MemoryGuard {
             }
             s.fence += 1;
             s.last = Some(fire);
-            // An earlier report of this fire (a busy answer that may have been lost) gives way.
+            // This claimant's own report of the fire (a busy answer it never got) gives way.
             s.reports.remove(&fire);
             s.holder = token.clone();
             s.lease = Some((token.clone(), now + lease));

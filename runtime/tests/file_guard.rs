@@ -211,8 +211,8 @@ async fn a_busy_job_is_reported_as_skipped_once_across_replicas() {
     let dir = lock_dir("busy");
     let events = Arc::new(Mutex::new(Vec::new()));
     // Both replicas claim every fire at its instant (no standby), whichever of them is named
-    // first for the job: a standby claim a second later would come after the run below ended
-    // (README, "Standby: one claim per fire", on a busy fire).
+    // first for the job, so both hear that it is busy (a claim after a standby is the next
+    // test's).
     let job = || {
         Job::new(
             "shared",
@@ -240,6 +240,56 @@ async fn a_busy_job_is_reported_as_skipped_once_across_replicas() {
         skips.iter().filter(|e| e.first_report).count(),
         1,
         "but only one reports it first"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fire_skipped_as_busy_is_not_run_by_a_replica_standing_by() {
+    let dir = lock_dir("decided");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let job = || {
+        Job::new(
+            "decided",
+            Schedule::every(Duration::from_secs(2)).expect("valid"),
+        )
+        .lock(Lock::File)
+        .standby(Duration::from_secs(1))
+    };
+    // Each run outlasts the next fire's instant but not its standby: the replica that claims at
+    // the instant finds the job busy and reports the fire as skipped; the other claims it a
+    // second later, when the run has ended, and must hear that the fire was dropped.
+    let work = Duration::from_millis(2500);
+    let a = replica_of(&dir, 0, work, &events, job()).await;
+    let b = replica_of(&dir, -50, work, &events, job()).await;
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    a.shutdown().await;
+    b.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let events = events.lock().expect("lock").clone();
+    let skipped_first: Vec<DateTime<Utc>> = events
+        .iter()
+        .filter(|e| e.kind.name() == "skipped" && e.first_report)
+        .map(|e| e.fire_time)
+        .collect();
+    for e in events.iter().filter(|e| e.kind.name() == "started") {
+        assert!(
+            !skipped_first.contains(&e.fire_time),
+            "fire {} was reported as skipped and then ran: {events:#?}",
+            e.fire_time
+        );
+    }
+    // The case above did happen: a replica claimed a skipped fire after its standby.
+    let late = events.iter().any(|e| {
+        e.kind.name() == "skipped" && !e.first_report && e.at >= e.fire_time + TimeDelta::seconds(1)
+    });
+    assert!(
+        late,
+        "no replica claimed a skipped fire after its standby: {events:#?}"
+    );
+    assert!(
+        events.iter().filter(|e| e.kind.name() == "started").count() >= 3,
+        "the job ran: {events:#?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -331,6 +331,7 @@ impl JobSlot {
             Ok(Claim::AlreadyRan) => Answer::AlreadyRan,
             Ok(Claim::ClaimedByAnother) => Answer::ClaimedByAnother,
             Ok(Claim::Superseded) => Answer::Superseded,
+            Ok(Claim::DroppedByAnother) => Answer::DroppedByAnother,
             Ok(Claim::Busy { first_report }) => Answer::Busy { first_report },
             Ok(Claim::Lapsed) => Answer::Lapsed,
             Ok(Claim::Paused {

@@ -4,7 +4,8 @@
 //! [`check`] builds guard values the way the scheduler does — one per job and process, through
 //! the same kind of factory as [`Builder::custom_guard`](crate::Builder::custom_guard) takes —
 //! and drives them through every rule of the [module documentation](super): mutual exclusion,
-//! per-fire uniqueness also after release, rising fencing tokens, drops reported once, a
+//! per-fire uniqueness also after release, rising fencing tokens, drops reported once (and then
+//! not run by another claimant), a
 //! repeated claim recognised as the same claimant, releases and renewals by the owner only,
 //! expiring leases, `Lapsed` after a lost reply, abandon, `overlap = "replace"` asking the holder
 //! to stop, fires far ahead of the guard's clock refused, pauses (a paused fire reported once,
@@ -114,6 +115,7 @@ fn name(claim: &Claim) -> &'static str {
         Claim::AlreadyRan => "AlreadyRan",
         Claim::ClaimedByAnother => "ClaimedByAnother",
         Claim::Superseded => "Superseded",
+        Claim::DroppedByAnother => "DroppedByAnother",
         Claim::Busy { .. } => "Busy",
         Claim::Lapsed => "Lapsed",
         Claim::TooEarly { .. } => "TooEarly",
@@ -470,6 +472,12 @@ where
         "a resume must not touch the lease of a run"
     );
     release(C, held).await?;
+    let told = answer(C, &*suite.process("paused"), at(base, 3)).await?;
+    ensure!(
+        C,
+        told == "DroppedByAnother",
+        "after the resume, a claim of a fire reported as paused answered {told}, expected DroppedByAnother: it was reported as not run, so it must not run"
+    );
     let next = answer(C, &*b, shifted).await?;
     ensure!(
         C,
@@ -640,12 +648,12 @@ where
     let token = first.fencing_token();
     ensure!(
         C,
-        answer(C, &*a, at(base, 20)).await? == "Busy",
+        answer(C, &*a, at(base, 18)).await? == "Busy",
         "a held guard must be busy for a later fire"
     );
     ensure!(
         C,
-        answer(C, &*b, at(base, 20)).await? == "Busy",
+        answer(C, &*b, at(base, 19)).await? == "Busy",
         "a held guard must be busy for another process"
     );
     let same = answer(C, &*b, at(base, 10)).await?;
@@ -726,14 +734,22 @@ where
         first_report(C, &*b, at(base, 299)).await?,
         "an older fire is a fire of its own"
     );
+    // A reported drop decides the fire: another process's claim of it does not run it.
+    let told = answer(C, &*b, at(base, 300)).await?;
+    ensure!(
+        C,
+        told == "DroppedByAnother",
+        "a claim of a fire another process reported as dropped answered {told}, expected DroppedByAnother"
+    );
     // A busy fire of `overlap = "skip"` is dropped: exactly one process reports it first.
     let processes: Vec<Arc<dyn Guard>> = (0..4).map(|_| suite.process("busy")).collect();
     let held = acquire(C, &*processes[0], at(base, 100)).await?;
-    let mut firsts = 0;
-    for g in &processes[1..] {
+    let mut firsts = Vec::new();
+    for (i, g) in processes.iter().enumerate().skip(1) {
         match claim(C, &**g, at(base, 101)).await? {
-            Claim::Busy { first_report: true } => firsts += 1,
-            Claim::Busy { .. } => {}
+            Claim::Busy { first_report: true } => firsts.push(i),
+            // Not first: the answer says so, or says that the first report decided the fire.
+            Claim::Busy { .. } | Claim::DroppedByAnother => {}
             other => {
                 return Err(fail(
                     C,
@@ -744,19 +760,28 @@ where
     }
     ensure!(
         C,
-        firsts == 1,
-        "{firsts} processes were told they report a busy fire first; exactly one must be"
+        firsts.len() == 1,
+        "{} processes were told they report a busy fire first; exactly one must be",
+        firsts.len()
     );
     release(C, held).await?;
-    // A claim granted after those reports takes the fire over: the busy answer that made one of
-    // them may never have reached its process, so the claimant's own report of the fire, if it
-    // gives the fire up, must be first.
+    // The skip decided the fire: once the lease is free, a process that comes late (it stood
+    // by) must not run it.
     let late = suite.process("busy");
-    let taken = acquire(C, &*late, at(base, 101)).await?;
+    let told = answer(C, &*late, at(base, 101)).await?;
     ensure!(
         C,
-        first_report(C, &*late, at(base, 101)).await?,
-        "the claimant of a fire reported busy before its claim must report it first if it gives it up"
+        told == "DroppedByAnother",
+        "a claim of a fire skipped as busy, once the lease was free, answered {told}, expected DroppedByAnother: the fire was reported as skipped, so it must not run"
+    );
+    // The process that reported it may never have seen its busy answer (the reply was lost):
+    // asking again, it may take the fire, and then reports it first if it gives it up.
+    let reporter = &processes[firsts[0]];
+    let taken = acquire(C, &**reporter, at(base, 101)).await?;
+    ensure!(
+        C,
+        first_report(C, &**reporter, at(base, 101)).await?,
+        "the claimant of a fire it had reported busy itself must report it first if it gives it up"
     );
     release(C, taken).await?;
     // Under `queue` a busy fire waits: the busy claims must not use up its report.

@@ -14,9 +14,12 @@
 //!   [`Claim::ClaimedByAnother`] (for `T`, when the guard records who claimed it) or
 //!   [`Claim::AlreadyRan`] — even after the lease was released. `ClaimedByAnother` is never the
 //!   answer for a fire nobody claimed.
-//! - **A granted claim takes over the fire's report**: a drop of `T` recorded as reported before
-//!   `T` was claimed (a busy answer that may never have reached its process) no longer counts, so
-//!   that the claimant, if it gives `T` up, reports it first.
+//! - **A reported drop decides the fire**: once a claimant recorded fire `T` as dropped (a busy
+//!   answer under `overlap = "skip"`, a paused answer, or [`Guard::first_report`]), a claim of
+//!   `T` by any other claimant answers [`Claim::DroppedByAnother`], even once the lease is free:
+//!   a fire reported as skipped never runs elsewhere a moment later. The claimant's own record
+//!   does not stop its own claim (its busy answer may have been lost on the way back), and a
+//!   claim granted to it clears the record, so that it reports the fire if it gives it up.
 //! - **The same claimant is recognised**: a claim of fire `T` repeated by the same guard value
 //!   (because the reply to the first one was lost) answers [`Claim::Acquired`] again with the same
 //!   fencing token while that lease is held, or [`Claim::Lapsed`] once it expired — never
@@ -94,6 +97,11 @@ pub enum Claim {
     /// over (every process was late or busy). A guard that keeps no record of each fire's claim
     /// answers [`Claim::AlreadyRan`] instead.
     Superseded,
+    /// Another claimant recorded this fire as dropped and reported it (it found the job busy
+    /// under `overlap = "skip"`, found it paused, or reported it through
+    /// [`Guard::first_report`]): the fire does not run, and this claimant does not report it
+    /// again. A guard that keeps no record of reports never answers it.
+    DroppedByAnother,
     /// An instance of the job is running, so no slot is free.
     Busy {
         /// `false` when another process already reported this busy fire (the guard records a
@@ -129,6 +137,7 @@ impl std::fmt::Debug for Claim {
             Claim::AlreadyRan => f.write_str("AlreadyRan"),
             Claim::ClaimedByAnother => f.write_str("ClaimedByAnother"),
             Claim::Superseded => f.write_str("Superseded"),
+            Claim::DroppedByAnother => f.write_str("DroppedByAnother"),
             Claim::Busy { first_report } => f
                 .debug_struct("Busy")
                 .field("first_report", first_report)

@@ -142,6 +142,8 @@ pub(crate) enum Answer {
     ClaimedByAnother,
     /// Nobody claimed the fire, and a later one has been claimed.
     Superseded,
+    /// Another claimant dropped the fire and reported it (it was busy or paused there).
+    DroppedByAnother,
     Busy {
         first_report: bool,
     },
@@ -1134,6 +1136,11 @@ impl JobModel {
                 self.if_trouble(|t| t.retries = 0);
                 let reason = "no process claimed this fire before a later fire was claimed (every process was late or busy)".to_owned();
                 self.report_drop_of(&fire, EventKind::skipped(reason), now, out);
+            }
+            Answer::DroppedByAnother => {
+                self.if_trouble(|t| t.retries = 0);
+                let reason = "another process dropped this fire and reported it (the job was busy or paused there)".to_owned();
+                self.emit_drop_of(&fire, EventKind::skipped(reason), false, now, out);
             }
             Answer::Paused {
                 pause,

@@ -268,6 +268,23 @@ fn a_busy_fire_waits_with_queue_and_is_skipped_with_skip() {
 }
 
 #[test]
+fn a_fire_dropped_by_another_is_dropped_here_whatever_the_overlap() {
+    for overlap in [Overlap::Skip, Overlap::Queue, Overlap::Replace] {
+        let mut m = model(Lock::Redis, overlap);
+        let mut out = Vec::new();
+        m.on_timer(now(10), &mut out);
+        m.on_claimed(Answer::DroppedByAnother, now(10), &mut out);
+        assert_eq!(
+            said(&mut out),
+            ["claim 10", "skipped 10 (reported elsewhere)"],
+            "{overlap:?}: not retried, not reported at warn level"
+        );
+        m.on_wake(now_ms(10_500), &mut out);
+        assert!(said(&mut out).is_empty(), "{overlap:?}: asked again");
+    }
+}
+
+#[test]
 fn a_long_pause_is_one_aggregated_misfire() {
     // Three days later: every fire but the last (still within its grace) was missed.
     let resumed = 3 * 86_400 + 2;

@@ -17,7 +17,11 @@
 //!    if it was frozen — or after an outage of the server, until its claimant gave it up);
 //! 6. a fire that started is never reported as "ran elsewhere or did not run at all" by a process
 //!    whose claim of it got no answer, while the guard still knew who claimed it (fewer than eight
-//!    later fires were claimed; outside a data-loss window).
+//!    later fires were claimed; outside a data-loss window);
+//! 7. a fire that a process reported as skipped at warn level (its first report: the job was
+//!    busy, or no process claimed the fire before a later one) never starts anywhere: a skip
+//!    drops the fire for every process, not only for the one that found the job busy (outside a
+//!    data-loss window between the claim, the report and the start).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -218,6 +222,22 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
                 "6: at {at} ms replica {r} reported fire {fire} as maybe not run, but {:?} started it and the guard knew its claimant ({later_claims} later claims)",
                 start.key
             ));
+        }
+    }
+
+    // 7. A fire reported skipped is not started afterwards.
+    for (at, r, _, e) in &rec.events {
+        if !(e.first_report && matches!(e.kind, EventKind::Skipped { .. })) {
+            continue;
+        }
+        let fire = ms_of(e.fire_time);
+        for s in rec.starts.iter().filter(|s| s.fire == fire) {
+            if !loss_between(s.claimed.min(*at), s.at.max(*at)) {
+                broken.push(format!(
+                    "7: at {at} ms replica {r} reported fire {fire} as skipped, and {:?} started it at {} ms",
+                    s.key, s.at
+                ));
+            }
         }
     }
 

@@ -694,6 +694,7 @@ impl Sim {
                     Some(Resp::AlreadyRan) => Answer::AlreadyRan,
                     Some(Resp::ClaimedByAnother) => Answer::ClaimedByAnother,
                     Some(Resp::Superseded) => Answer::Superseded,
+                    Some(Resp::DroppedByAnother) => Answer::DroppedByAnother,
                     Some(Resp::Busy { first_report }) => Answer::Busy { first_report },
                     Some(Resp::Lapsed) => Answer::Lapsed,
                     Some(Resp::TooEarly { ahead }) => {

@@ -1,8 +1,9 @@
 //! The simulated shared guard: one job's state on a server, following the Redis guard's contract
 //! (README, "The Redis guard"): an atomic claim at the server's instant, the lease expiring on the
 //! server's clock, renewal and release by token, the per-fire `last`, the same claimant recognised
-//! on a retry, fires far ahead of the server's clock refused, per-fire drop reports, abandoned
-//! claims recorded as not started, and fencing tokens that never go below the server's clock.
+//! on a retry, fires far ahead of the server's clock refused, per-fire drop reports that decide
+//! the fire for every other claimant, abandoned claims recorded as not started, and fencing
+//! tokens that never go below the server's clock.
 
 use std::collections::BTreeMap;
 
@@ -48,6 +49,7 @@ pub(super) enum Resp {
     AlreadyRan,
     ClaimedByAnother,
     Superseded,
+    DroppedByAnother,
     Busy { first_report: bool },
     Lapsed,
     TooEarly { ahead: Ms },
@@ -123,6 +125,9 @@ impl JobState {
                         return Resp::Superseded;
                     }
                     return Resp::AlreadyRan;
+                }
+                if self.reported.get(fire).is_some_and(|by| by != nonce) {
+                    return Resp::DroppedByAnother;
                 }
                 if let Some(holder) = self.lock_holder(now).map(str::to_owned) {
                     if *replace {

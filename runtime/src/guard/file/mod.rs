@@ -15,9 +15,9 @@
 //! followed. A job name too long for a file name is shortened with a hash (see [`file_stem`]).
 //!
 //! A claim takes the state lock, answers `ClaimedByAnother` when another guard value claimed `T`
-//! and `AlreadyRan` when the recorded fire is `> T` (or `Superseded`, see below), otherwise
-//! tries the run lock (`Busy` when another process holds it) and records `T` before it lets the
-//! state lock go. Because the record is written under the state lock before anyone else can read
+//! and `AlreadyRan` when the recorded fire is `> T` (or `Superseded`, see below),
+//! `DroppedByAnother` when another guard value reported `T` as dropped, otherwise tries the run
+//! lock (`Busy` when another process holds it) and records `T` before it lets the state lock go. Because the record is written under the state lock before anyone else can read
 //! it, a process whose timer wakes a few milliseconds late sees `ClaimedByAnother`, never a free
 //! lock.
 //! The run lock is a separate file because it is held for the whole run, while other processes
@@ -121,6 +121,14 @@ impl FileGuard {
         self
     }
 
+    /// Whether this guard value reported `fire` (one of its last [`REPORTED_HERE`]).
+    fn reported_by_self(&self, fire: i64) -> bool {
+        self.reported_here
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&fire)
+    }
+
     /// Whether this guard value reports `fire` first, remembering it if so.
     fn report_first(&self, record: &mut Record, fire: i64) -> bool {
         let mut here = self
@@ -164,6 +172,10 @@ impl FileGuard {
         if let Some(pause) = self.paused_locked()? {
             return self.paused_claim(&state_file, &mut record, fire, pause);
         }
+        if record.reported.contains(&fire) && !self.reported_by_self(fire) {
+            // Another process dropped this fire and reported it: that decides it.
+            return Ok(Claim::DroppedByAnother);
+        }
         let Some(run) = self.try_lock_run()? else {
             return self.busy(&state_file, &mut record, fire);
         };
@@ -186,8 +198,8 @@ impl FileGuard {
             record.first_fire = fire;
         }
         record.last_fire = fire;
-        // A drop of this fire reported before (a busy claim whose answer was lost) gives way: the
-        // claimant reports the fire if it gives it up.
+        // This guard value's own report of the fire gives way: it reports the fire if it gives
+        // it up.
         record.forget_report(fire);
         // Never below the clock in microseconds, so a lost state file cannot send tokens back.
         record.token = (record.token + 1).max(system_micros());
@@ -956,6 +968,7 @@ mod replaced_lock_file {
             Claim::Acquired(_) => "acquired",
             Claim::AlreadyRan => "already_ran",
             Claim::ClaimedByAnother => "claimed_by_another",
+            Claim::DroppedByAnother => "dropped_by_another",
             Claim::Busy { .. } => "busy",
             Claim::Lapsed => "lapsed",
             Claim::TooEarly { .. } => "too_early",

@@ -1,13 +1,13 @@
 //! `lock = "postgres"`: mutual exclusion, per-fire uniqueness and run history in PostgreSQL.
 //!
 //! The state of a job is one row of `<schema>.jobs` (see [`schema`] for every column). A claim is
-//! one statement, one round trip: `SELECT … FROM <schema>.claim_v2(…)`, a function that locks the
+//! one statement, one round trip: `SELECT … FROM <schema>.claim_v3(…)`, a function that locks the
 //! job's row (`SELECT … FOR UPDATE`), so that concurrent claims of one job are decided one after
 //! the other on the latest row, and answers exactly as the Redis guard's claim script does
-//! (acquired, claimed by another, already ran, busy, lapsed, too early, superseded, paused). A manual run is claimed
-//! by `claim_manual_v1`, one statement of its own (manual runs are rare, so they are not batched). Every time comes from the
-//! database's `clock_timestamp()`, never from a replica: the lease is `lease_until` on the
-//! database clock. Renewal, release and abandon compare the claimant's token first.
+//! (acquired, claimed by another, dropped by another, already ran, busy, lapsed, too early,
+//! superseded, paused). A manual run is claimed by `claim_manual_v1`, one statement of its own
+//! (manual runs are rare, so they are not batched). Every time comes from the database's
+//! `clock_timestamp()`, never from a replica: the lease is `lease_until` on the database clock. Renewal, release and abandon compare the claimant's token first.
 //!
 //! Nothing depends on a session: no advisory locks, no temporary tables, no named prepared
 //! statements (every statement is sent unnamed with its parameter types, [`query_typed`]), so the
@@ -106,7 +106,7 @@ impl Statements {
                  $3::text[], $4::bigint[], $5::boolean[], $6::boolean[], $7::text[], $8::text[], \
                  $9::boolean[]) WITH ORDINALITY \
                  AS b(job, fire, token, lease_ms, replace, skip, nonce, instance, history, ord) \
-                 CROSS JOIN LATERAL {s}.claim_v2(b.job, b.fire, b.token, b.lease_ms, b.replace, \
+                 CROSS JOIN LATERAL {s}.claim_v3(b.job, b.fire, b.token, b.lease_ms, b.replace, \
                  b.skip, b.nonce, $10, b.instance, b.history) AS c ORDER BY b.ord"
             ),
             claim_manual: format!(
@@ -545,6 +545,7 @@ impl Guard for PostgresGuard {
             Ok(match answer {
                 0 => Claim::AlreadyRan,
                 7 => Claim::ClaimedByAnother,
+                8 => Claim::DroppedByAnother,
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },

@@ -86,7 +86,7 @@ CREATE TABLE IF NOT EXISTS {schema}.processes (
   seen      timestamptz NOT NULL
 );
 
-CREATE OR REPLACE FUNCTION {schema}.claim_v2(
+CREATE OR REPLACE FUNCTION {schema}.claim_v3(
   p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
   p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
   OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
@@ -101,6 +101,7 @@ DECLARE
   v_oldest timestamptz;
   v_held boolean;
   v_fence bigint;
+  v_reporter text;
 BEGIN
   answer := 0; val := 0; ignored := false;
   IF p_fire > v_now + v_tolerance THEN
@@ -173,6 +174,13 @@ BEGIN
     END IF;
     RETURN;
   END IF;
+  -- A drop of this fire that another claimant reported decides it: it does not run, even once the
+  -- lease is free. The claimant's own report (a busy answer whose reply was lost) does not stop it.
+  SELECT reporter INTO v_reporter FROM {schema}.reports WHERE job = p_job AND fire = p_fire;
+  IF v_reporter <> p_nonce THEN
+    answer := 8;
+    RETURN;
+  END IF;
   IF v_held THEN
     answer := 1;
     IF p_replace THEN
@@ -195,9 +203,11 @@ BEGIN
     recent_fires = (r.recent_fires || p_fire)[greatest(1, cardinality(r.recent_fires) - 6):],
     recent_tokens = (r.recent_tokens || p_token)[greatest(1, cardinality(r.recent_tokens) - 6):]
     WHERE job = p_job;
-  -- A drop of this fire reported before (a busy claim whose answer was lost) gives way: the
-  -- claimant reports the fire if it gives it up.
-  DELETE FROM {schema}.reports WHERE job = p_job AND fire = p_fire;
+  -- The claimant's own report of this fire (a busy answer it never got) gives way: it reports the
+  -- fire if it gives it up.
+  IF v_reporter IS NOT NULL THEN
+    DELETE FROM {schema}.reports WHERE job = p_job AND fire = p_fire;
+  END IF;
   IF p_history THEN
     UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';
     INSERT INTO {schema}.runs (job, fire, instance, fence, started, outcome, lateness_ms)
@@ -208,6 +218,19 @@ BEGIN
   val := v_fence;
 END
 $claim$;
+
+-- The claim of binaries that predate decided drops: claim_v3 with a fire another claimant reported
+-- as dropped answered as busy (1) and not to report, so that they do not run it either.
+CREATE OR REPLACE FUNCTION {schema}.claim_v2(
+  p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
+  p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
+  OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
+  OUT paused_by text)
+LANGUAGE sql AS $claim_v2$
+  SELECT CASE c.answer WHEN 8 THEN 1 ELSE c.answer END, c.val, c.ignored, c.paused_at, c.paused_by
+  FROM {schema}.claim_v3(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
+                         p_tolerance_ms, p_instance, p_history) AS c
+$claim_v2$;
 
 -- The claim of binaries that predate pauses: claim_v2 with a paused fire answered as busy (1), so
 -- that they do not run a paused job either, and a fire claimed by another as already ran (0).
@@ -382,6 +405,7 @@ const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster", "proc
 const FUNCTIONS: &[&str] = &[
     "claim_v1",
     "claim_v2",
+    "claim_v3",
     "claim_manual_v1",
     "abandon_v1",
     "renew_v1",

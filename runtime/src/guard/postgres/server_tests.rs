@@ -586,10 +586,12 @@ async fn a_schema_made_before_pauses_gets_them_at_start() {
         other => panic!("{other:?}"),
     }
     drop((g, db));
-    // What an earlier version made: no pause or manual-run columns, no claim_v2, no feed tables.
+    // What an earlier version made: no pause or manual-run columns, no claim_v2 or claim_v3, no
+    // feed tables.
     let raw = client(&server).await;
     raw.batch_execute(
         "DROP FUNCTION cronguard.claim_v1; DROP FUNCTION cronguard.claim_v2; \
+         DROP FUNCTION cronguard.claim_v3; \
          DROP FUNCTION cronguard.claim_manual_v1; DROP TABLE cronguard.controls, cronguard.roster; \
          ALTER TABLE cronguard.jobs DROP COLUMN paused_at, DROP COLUMN paused_by, \
          DROP COLUMN manual_ids, DROP COLUMN manual_tokens",
@@ -635,6 +637,24 @@ async fn a_schema_made_before_pauses_gets_them_at_start() {
     let db = database(&server).await;
     let g = guard(&db, "older", 30_000, false);
     g.set_pause(None).await.expect("resumes");
+    // A binary that predates decided drops calls claim_v2: a fire another process reported as
+    // dropped (paused above) is busy to it, and not its to report.
+    let row = raw
+        .query_one(
+            &format!(
+                "SELECT answer, val FROM cronguard.claim_v2('older', '{}'::timestamptz, \
+                 'old-binary-2', 30000, false, true, 'old-nonce-2', 1000, 'old', false)",
+                (fire + TimeDelta::seconds(1)).to_rfc3339()
+            ),
+            &[],
+        )
+        .await
+        .expect("claim_v2 still answers");
+    assert_eq!(
+        (row.get::<_, i32>(0), row.get::<_, i64>(1)),
+        (1, 0),
+        "busy, not a first report"
+    );
     assert!(
         matches!(
             g.claim(fire + TimeDelta::seconds(2))

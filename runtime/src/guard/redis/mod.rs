@@ -12,13 +12,14 @@
 //!   nobody claimed before a later one is told apart (`Superseded`) from an older one that is
 //!   simply past (`AlreadyRan`)), `lapsed` (a last claimed fire that was given up unstarted:
 //!   its claimant's reply was lost, or it came too late to run; the health check does not count it
-//!   as run) and `rep` (the newest fire with a report record, so that a claim deletes the record
+//!   as run) and `rep` (the newest fire with a report record, so that a claim reads the record
 //!   of its fire only when there may be one);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
 //!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
-//!   is reported at warn level once. One key per fire: a report of fire 5 after one of fire 7 is
-//!   a first report too. A busy claim writes it only for `overlap = "skip"`, where the busy fire
-//!   is dropped; under `queue` and `replace` the fire waits, and its misfire, if it comes to
+//!   is reported at warn level once, and decided for all of them: another guard value's claim of
+//!   the fire answers `DroppedByAnother`. One key per fire: a report of fire 5 after one of fire
+//!   7 is a first report too. A busy claim writes it only for `overlap = "skip"`, where the busy
+//!   fire is dropped; under `queue` and `replace` the fire waits, and its misfire, if it comes to
 //!   that, is reported through `first_report`;
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
@@ -421,6 +422,7 @@ impl Guard for RedisGuard {
             Ok(match code {
                 0 => Claim::AlreadyRan,
                 7 => Claim::ClaimedByAnother,
+                8 => Claim::DroppedByAnother,
                 1 => Claim::Busy {
                     first_report: value == 1,
                 },

@@ -49,7 +49,8 @@ pub(super) mod op {
 /// already ran, `1` busy (value: first report), `2` acquired (value: the fencing token), `3`
 /// lapsed, `4` too early (value: ms ahead of the server's clock), `5` superseded, `6` paused
 /// (value: first report; a fourth element carries the pause as stored, `<at ms> <by>`), `7`
-/// claimed by another (the record names another claimant of this fire); `ignored`
+/// claimed by another (the record names another claimant of this fire), `8` dropped by another
+/// (another claimant recorded its report of this fire); `ignored`
 /// is `1` when a recorded `last` far ahead of the server's clock was ignored); a manual claim
 /// `{answer, value, 0}` with the answers `0`, `1`, `2` and `3` of a claim (busy always with value
 /// `1`: nothing is recorded); any other operation `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
@@ -147,6 +148,13 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   if state[5] then
     return {6, report_once(report, state_key, state[6], fire, nonce, ttl), ignored, state[5]}
   end
+  -- A drop of this fire that another claimant reported decides it: it does not run, even once the
+  -- lock is free. The claimant's own report (a busy answer whose reply was lost) does not stop it.
+  local rep = tonumber(state[6])
+  local reported = rep and rep >= fire and redis.call('GET', report)
+  if reported and reported ~= nonce then
+    return {8, 0, ignored}
+  end
   if not redis.call('SET', lock, token, 'NX', 'PX', px) then
     if replace == '1' then
       redis.call('SET', cancel, redis.call('GET', lock), 'PX', px)
@@ -160,10 +168,9 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   local n = tonumber(state[4]) or 0
   redis.call('HSET', state_key, 'last', fire_arg, 'fence', string.format('%.0f', fence), 'holder', token,
     'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
-  -- A drop of this fire reported before (a busy claim whose answer was lost) gives way: the
-  -- claimant reports the fire if it gives it up.
-  local rep = tonumber(state[6])
-  if rep and rep >= fire then
+  -- The claimant's own report of this fire (a busy answer it never got) gives way: it reports the
+  -- fire if it gives it up.
+  if reported then
     redis.call('DEL', report)
   end
   return {2, fence, ignored}
