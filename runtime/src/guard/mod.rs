@@ -16,10 +16,11 @@
 //!   answer for a fire nobody claimed.
 //! - **A reported drop decides the fire**: once a claimant recorded fire `T` as dropped (a busy
 //!   answer under `overlap = "skip"`, a paused answer, or [`Guard::first_report`]), a claim of
-//!   `T` by any other claimant answers [`Claim::DroppedByAnother`], even once the lease is free:
-//!   a fire reported as skipped never runs elsewhere a moment later. The claimant's own record
-//!   does not stop its own claim (its busy answer may have been lost on the way back), and a
-//!   claim granted to it clears the record, so that it reports the fire if it gives it up.
+//!   `T` by any other claimant answers [`Claim::DroppedByAnother`] (or, while the job is paused,
+//!   [`Claim::Paused`] without the report), even once the lease is free: a fire reported as
+//!   skipped never runs elsewhere a moment later. The claimant's own record does not stop its
+//!   own claim (its busy answer may have been lost on the way back), and a claim granted to it
+//!   clears the record, so that it reports the fire if it gives it up.
 //! - **The same claimant is recognised**: a claim of fire `T` repeated by the same guard value
 //!   (because the reply to the first one was lost) answers [`Claim::Acquired`] again with the same
 //!   fencing token while that lease is held, or [`Claim::Lapsed`] once it expired — never
@@ -104,8 +105,10 @@ pub enum Claim {
     DroppedByAnother,
     /// An instance of the job is running, so no slot is free.
     Busy {
-        /// `false` when another process already reported this busy fire (the guard records a
-        /// busy fire as reported only for `overlap = "skip"`, where a busy fire is dropped).
+        /// Whether this claimant reports the busy fire: the guard records a busy fire as
+        /// reported only for `overlap = "skip"`, where it is dropped (under `queue` and
+        /// `replace` it waits, and the answer is `false`). A fire that another claimant already
+        /// reported is answered [`Claim::DroppedByAnother`] instead.
         first_report: bool,
     },
     /// This claimant's own earlier claim of the fire took effect (its reply was lost), and its

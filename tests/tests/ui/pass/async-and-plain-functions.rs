@@ -43,4 +43,4 @@ pub mod public {
     pub async fn documented() {}
 }
 
-fn main() {}
+pub(crate) fn main() {}

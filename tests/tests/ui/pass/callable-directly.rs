@@ -14,7 +14,7 @@ async fn async_job() -> anyhow::Result<()> {
 fn plain_job() {}
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub(crate) async fn main() {
     // The attribute keeps the function as written: tests can call it directly.
     assert_eq!(add_one_and_report(), Ok(()));
     assert!(async_job().await.is_ok());

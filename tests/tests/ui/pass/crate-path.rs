@@ -9,9 +9,9 @@ async fn tick(ctx: framework::scheduler::JobContext) {
     let _ = ctx;
 }
 
-#[framework::scheduler::scheduled(every = "30s", crate = "crate::framework::scheduler")]
+#[framework::scheduler::scheduled(every = "30s", crate = "crate::crate_path::framework::scheduler")]
 fn plain(state: framework::scheduler::State<u8>) {
     let _ = state;
 }
 
-fn main() {}
+pub(crate) fn main() {}

@@ -15,4 +15,4 @@ async fn thirty_days_before() {}
 #[scheduled(cron = "\t0 0 L-0 * *\t")]
 async fn tabs_around() {}
 
-fn main() {}
+pub(crate) fn main() {}

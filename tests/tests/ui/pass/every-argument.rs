@@ -46,4 +46,4 @@ fn hourly() {}
 )]
 fn weekday_report() {}
 
-fn main() {}
+pub(crate) fn main() {}

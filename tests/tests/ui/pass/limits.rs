@@ -1,6 +1,12 @@
 use cronguard::{scheduled, JobContext};
 
-#[scheduled(every = "1h", timeout = "5m", retries = 3, backoff = "10s", jitter = "30s")]
+#[scheduled(
+    every = "1h",
+    timeout = "5m",
+    retries = 3,
+    backoff = "10s",
+    jitter = "30s"
+)]
 async fn all_limits(ctx: JobContext) -> Result<(), String> {
     let _ = ctx.attempt();
     Ok(())
@@ -11,4 +17,4 @@ fn blocking_with_retries(ctx: JobContext) {
     let _ = ctx.is_cancelled();
 }
 
-fn main() {}
+pub(crate) fn main() {}

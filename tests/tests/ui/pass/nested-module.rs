@@ -17,7 +17,7 @@ mod billing {
     }
 }
 
-fn main() {
+pub(crate) fn main() {
     // A job inside a function body works too.
     #[cronguard::scheduled(every = "5s")]
     fn local_job() {}

@@ -6,6 +6,6 @@ fn r#match() {}
 #[scheduled(every = "30s")]
 async fn r#async() {}
 
-fn main() {
+pub(crate) fn main() {
     r#match();
 }

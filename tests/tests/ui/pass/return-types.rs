@@ -40,4 +40,4 @@ fn own_alias() -> JobResult {
     Err(MyError)
 }
 
-fn main() {}
+pub(crate) fn main() {}

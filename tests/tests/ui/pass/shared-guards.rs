@@ -9,4 +9,4 @@ async fn nightly(ctx: JobContext) -> Result<(), std::io::Error> {
 #[scheduled(every = "10s", lock = "custom:etcd", lease = "5s")]
 fn sync_inventory() {}
 
-fn main() {}
+pub(crate) fn main() {}

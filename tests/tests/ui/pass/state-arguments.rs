@@ -27,7 +27,7 @@ fn count_blocking(settings: State<Settings>, counter: State<Counter>) -> Result<
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() {
+pub(crate) async fn main() {
     let counter = State::new(Counter {
         runs: AtomicU64::new(0),
     });

@@ -9,4 +9,4 @@ macro_rules! every_job {
 every_job!(fast, "1s");
 every_job!(slow, "1h");
 
-fn main() {}
+pub(crate) fn main() {}
