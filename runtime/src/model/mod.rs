@@ -142,7 +142,7 @@ pub(crate) enum Answer {
     ClaimedByAnother,
     /// Nobody claimed the fire, and a later one has been claimed.
     Superseded,
-    /// Another claimant dropped the fire and reported it (it was busy or paused there).
+    /// Another claimant dropped the fire and reported it (busy or paused there, or too late).
     DroppedByAnother,
     Busy {
         first_report: bool,
@@ -1139,7 +1139,7 @@ impl JobModel {
             }
             Answer::DroppedByAnother => {
                 self.if_trouble(|t| t.retries = 0);
-                let reason = "another process dropped this fire and reported it (the job was busy or paused there)".to_owned();
+                let reason = "another process dropped this fire and reported it (the job was busy or paused there, or the fire came too late)".to_owned();
                 self.emit_drop_of(&fire, EventKind::skipped(reason), false, now, out);
             }
             Answer::Paused {

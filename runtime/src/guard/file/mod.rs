@@ -17,9 +17,9 @@
 //! A claim takes the state lock, answers `ClaimedByAnother` when another guard value claimed `T`
 //! and `AlreadyRan` when the recorded fire is `> T` (or `Superseded`, see below),
 //! `DroppedByAnother` when another guard value reported `T` as dropped, otherwise tries the run
-//! lock (`Busy` when another process holds it) and records `T` before it lets the state lock go. Because the record is written under the state lock before anyone else can read
-//! it, a process whose timer wakes a few milliseconds late sees `ClaimedByAnother`, never a free
-//! lock.
+//! lock (`Busy` when another process holds it) and records `T` before it lets the state lock go.
+//! Because the record is written under the state lock before anyone else can read it, a process
+//! whose timer wakes a few milliseconds late sees `ClaimedByAnother`, never a free lock.
 //! The run lock is a separate file because it is held for the whole run, while other processes
 //! must still read the record to tell "this fire already ran" from "an older fire is running".
 //!
