@@ -225,7 +225,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         }
     }
 
-    // 7. A fire reported skipped is not started afterwards.
+    // 7. A fire reported skipped is never started, before or after the report.
     for (at, r, _, e) in &rec.events {
         if !(e.first_report && matches!(e.kind, EventKind::Skipped { .. })) {
             continue;
