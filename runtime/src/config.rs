@@ -85,6 +85,7 @@ pub struct Builder {
     history: bool,
     history_retention_days: u32,
     standby: Option<Duration>,
+    claim_ahead: Duration,
     custom_guards: BTreeMap<String, crate::guard::GuardFactory>,
     instance: Option<String>,
     clock: Clock,
@@ -119,6 +120,7 @@ impl Builder {
             history: false,
             history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
             standby: None,
+            claim_ahead: Duration::ZERO,
             custom_guards: BTreeMap::new(),
             instance: env("CRONGUARD_INSTANCE"),
             clock: Clock::system(),
@@ -252,6 +254,17 @@ impl Builder {
     /// fire at once (README, "Standby").
     pub fn standby(mut self, standby: Duration) -> Self {
         self.standby = Some(standby);
+        self
+    }
+
+    /// How long before a fire's instant the jobs of the `redis` and `postgres` guards (and of
+    /// custom guards that [claim ahead](crate::guard::Guard::claims_ahead)) may claim it
+    /// (default zero: at the instant). The run still starts at the instant, without waiting for
+    /// the guard, so a burst of thousands of jobs due together starts on time. At most
+    /// [`MAX_CLAIM_AHEAD`](crate::MAX_CLAIM_AHEAD), 500 ms, and at most a quarter of each job's
+    /// lease. What changes for a fire claimed ahead is in README, "Claiming ahead".
+    pub fn claim_ahead(mut self, lead: Duration) -> Self {
+        self.claim_ahead = lead;
         self
     }
 
@@ -394,6 +407,7 @@ impl Builder {
         let defaults = JobDefaults {
             history: self.history,
             standby: self.standby,
+            claim_ahead: self.claim_ahead,
         };
         for job in &mut jobs {
             defaults.apply(job);
@@ -429,6 +443,18 @@ impl Builder {
                 }
                 Err(p) => problems.push(Problem::new(ProblemKind::Other, None, p)),
             }
+        }
+
+        if self.claim_ahead > crate::MAX_CLAIM_AHEAD {
+            problems.push(Problem::new(
+                ProblemKind::Other,
+                None,
+                format!(
+                    "`claim_ahead` of {:?} is more than the most of {:?}: the guards take a fire at most 1 s ahead of their clock, and the rest is left for clock skew; give a shorter lead (250ms is plenty for 10,000 jobs due together)",
+                    self.claim_ahead,
+                    crate::MAX_CLAIM_AHEAD
+                ),
+            ));
         }
 
         let lock_dir = self.lock_dir.unwrap_or_else(default_lock_dir);

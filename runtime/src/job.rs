@@ -20,6 +20,11 @@ pub use cronguard_schedule::{DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE};
 
 pub use cronguard_schedule::DEFAULT_STANDBY;
 
+/// The longest lead of [`Builder::claim_ahead`](crate::Builder::claim_ahead): 500 ms. The
+/// guards take a fire at most 1 s ahead of their clock; the other half is left for the skew of
+/// the hosts' clocks.
+pub const MAX_CLAIM_AHEAD: Duration = Duration::from_millis(500);
+
 /// A job's code: one pointer in every job (an enum of the two kinds would take 24 bytes, and a
 /// million jobs feel it; README, "Performance").
 #[derive(Clone)]
@@ -126,6 +131,8 @@ pub struct Job {
     pub(crate) backoff: Option<Duration>,
     pub(crate) jitter: Option<Duration>,
     pub(crate) standby: Option<Duration>,
+    /// [`Builder::claim_ahead`](crate::Builder::claim_ahead).
+    pub(crate) claim_ahead: Duration,
     pub(crate) body: Option<Body>,
     pub(crate) defined_at: Option<String>,
     pub(crate) enabled: bool,
@@ -152,6 +159,7 @@ impl Job {
             backoff: None,
             jitter: None,
             standby: None,
+            claim_ahead: Duration::ZERO,
             body: None,
             defined_at: None,
             enabled: true,
@@ -498,6 +506,8 @@ pub(crate) struct JobDefaults {
     pub(crate) history: bool,
     /// [`Builder::standby`](crate::Builder::standby).
     pub(crate) standby: Option<Duration>,
+    /// [`Builder::claim_ahead`](crate::Builder::claim_ahead).
+    pub(crate) claim_ahead: Duration,
 }
 
 impl JobDefaults {
@@ -509,6 +519,7 @@ impl JobDefaults {
         if job.standby.is_none() {
             job.standby = self.standby;
         }
+        job.claim_ahead = self.claim_ahead;
     }
 }
 
@@ -529,6 +540,7 @@ impl fmt::Debug for Job {
             .field("backoff", &self.backoff)
             .field("jitter", &self.jitter)
             .field("standby", &self.standby)
+            .field("claim_ahead", &self.claim_ahead)
             .field("states", &self.states)
             .finish_non_exhaustive()
     }

@@ -162,7 +162,7 @@ pub use crate::events::{
 pub use crate::guards::{DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA};
 pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
-pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, DEFAULT_STANDBY};
+pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, DEFAULT_STANDBY, MAX_CLAIM_AHEAD};
 pub use crate::job_config::{JobConfig, JobConfigError};
 pub use crate::operate::ControlError;
 pub use crate::options::{Lock, Overlap, ParseOptionError};

@@ -444,6 +444,7 @@ mod tests {
                 enabled: true,
                 limits: crate::model::limits::Limits::default(),
                 standby: Duration::ZERO,
+                claim_ahead: Duration::ZERO,
             },
         );
         let instance: Arc<str> = Arc::from("here");

@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -68,6 +68,8 @@ struct Links {
     launches: RefCell<Vec<Launch>>,
     /// See [`Cx::lease`].
     lease: RefCell<Option<Box<dyn Lease>>>,
+    /// See [`Cx::held`].
+    held: RefCell<HashMap<u32, Box<dyn Lease>>>,
     /// See [`Cx::for_hooks`].
     for_hooks: RefCell<Vec<Event>>,
     /// See [`Cx::errands`].
@@ -82,6 +84,7 @@ impl Links {
             tx: &self.tx,
             launches: &self.launches,
             lease: &self.lease,
+            held: &self.held,
             for_hooks: &self.for_hooks,
             errands: &self.errands,
         }
@@ -111,6 +114,7 @@ pub(super) async fn run(
             tx,
             launches: RefCell::default(),
             lease: RefCell::default(),
+            held: RefCell::default(),
             for_hooks: RefCell::default(),
             errands: RefCell::default(),
         },

@@ -3,6 +3,7 @@
 
 use smol_str::SmolStr;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +33,10 @@ use crate::model::{
 };
 use crate::status::{JobStatus, StatusRecord};
 
+/// How far ahead of a guard's clock a refused fire shows that this host's clock is wrong: the
+/// guards take fires up to 1 s ahead.
+const CLOCK_WRONG_BEYOND: Duration = Duration::from_secs(1);
+
 /// What a job's handlers need of their shard.
 pub(super) struct Cx<'a> {
     /// The job's index in its shard.
@@ -41,9 +46,12 @@ pub(super) struct Cx<'a> {
     /// Runs started while the shard holds its lock; the shard launches them once it let go, so
     /// that no job code runs under the lock (a job may read the monitor).
     pub(super) launches: &'a RefCell<Vec<Launch>>,
-    /// The lease of a claim just answered, until the job's model starts its run or gives it up
-    /// (it decides at once, in the same call).
+    /// The lease of a claim just answered, until the job's model starts its run, gives it up or
+    /// holds it (it decides at once, in the same call).
     pub(super) lease: &'a RefCell<Option<Box<dyn Lease>>>,
+    /// The leases of fires claimed ahead of their start, by job, until the run starts or the
+    /// claim is given up.
+    pub(super) held: &'a RefCell<HashMap<u32, Box<dyn Lease>>>,
     /// Events for the hooks, handed over by the shard once it is idle (or holds many).
     pub(super) for_hooks: &'a RefCell<Vec<crate::events::Event>>,
     /// Claims and lease releases, sent by the shard at the end of its step.
@@ -142,6 +150,11 @@ impl JobSlot {
     ) -> Self {
         // A shared guard's series register with its handles below.
         let metrics = JobMetrics::new(&job.name, guard.is_none());
+        // A claim ahead leaves at least three quarters of the lease for the run's start.
+        let claim_ahead = match &guard {
+            Some(guard) if guard.claims_ahead() => job.claim_ahead.min(job.lease_or_default() / 4),
+            _ => Duration::ZERO,
+        };
         let shared = guard.map(|guard| {
             Box::new(SharedGuard {
                 guard,
@@ -166,6 +179,7 @@ impl JobSlot {
                 jitter: job.jitter,
             },
             standby,
+            claim_ahead,
         };
         let spec = Spec::pooled(job.name, settings, pool);
         JobSlot {
@@ -341,6 +355,12 @@ impl JobSlot {
                 pause,
                 first_report,
             },
+            // Within a second, the guard only left a busy or paused fire for the claim at its
+            // instant (README, "Claiming ahead"); beyond, this host's clock is wrong.
+            Ok(Claim::TooEarly { ahead }) if ahead <= CLOCK_WRONG_BEYOND => {
+                tracing::debug!(job = %job, ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX), "the guard left a fire ahead of its clock for the claim at the fire's instant");
+                Answer::TooEarly(ahead)
+            }
             Ok(Claim::TooEarly { ahead }) => {
                 tracing::error!(job = %job, ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX), "the guard refused a claim: the fire lies ahead of the guard's clock, so this host's clock is ahead; fix the clock (NTP). Retrying until the misfire grace runs out");
                 Answer::TooEarly(ahead)
@@ -479,8 +499,19 @@ impl JobSlot {
                         going.cancel.cancel();
                     }
                 }
+                Action::Hold => {
+                    if let Some(lease) = cx.lease.borrow_mut().take() {
+                        if let Some(stale) = cx.held.borrow_mut().insert(cx.idx, lease) {
+                            cx.errands.borrow_mut().release(stale, self.name().clone());
+                        }
+                    }
+                }
                 Action::Abandon(fire) => {
-                    let lease = cx.lease.borrow_mut().take();
+                    let lease = cx
+                        .lease
+                        .borrow_mut()
+                        .take()
+                        .or_else(|| cx.held.borrow_mut().remove(&cx.idx));
                     let guard = self.shared_guard();
                     let job = self.name().clone();
                     cx.shared.tasks.spawn(async move {
@@ -538,7 +569,8 @@ impl JobSlot {
         token: u64,
         manual: Option<u64>,
     ) {
-        let hold = match cx.lease.borrow_mut().take() {
+        let lease = cx.lease.borrow_mut().take();
+        let hold = match lease.or_else(|| cx.held.borrow_mut().remove(&cx.idx)) {
             Some(lease) => Hold::Lease(lease),
             None => Hold::Local,
         };

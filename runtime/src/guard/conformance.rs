@@ -8,7 +8,8 @@
 //! not run by another claimant), a
 //! repeated claim recognised as the same claimant, releases and renewals by the owner only,
 //! expiring leases, `Lapsed` after a lost reply, abandon, `overlap = "replace"` asking the holder
-//! to stop, fires far ahead of the guard's clock refused, pauses (a paused fire reported once,
+//! to stop, fires far ahead of the guard's clock refused, fires a little ahead only taken and
+//! never decided (for guards that [claim ahead](Guard::claims_ahead)), pauses (a paused fire reported once,
 //! a held lease untouched) and manual runs (their own identity, the shared fencing tokens, the
 //! record of scheduled fires untouched). Checks that need a feature the guard does not have (an
 //! expiring lease, a clock of its own, pauses or manual runs: [`GuardError::Unsupported`]) are
@@ -309,6 +310,16 @@ where
         report
             .skipped
             .push(("a_fire_far_ahead_is_refused", "it has no clock of its own"));
+    }
+    const AHEAD: &str = "a_fire_ahead_is_only_taken_never_decided";
+    if probe.claims_ahead() && has_clock && expires {
+        a_fire_ahead_is_only_taken_never_decided(&suite).await?;
+        report.passed.push(AHEAD);
+    } else {
+        report.skipped.push((
+            AHEAD,
+            "it does not claim ahead (`Guard::claims_ahead`), or has no clock or expiring lease",
+        ));
     }
     const PAUSES: &str = "a_paused_fire_is_reported_once_and_leases_go_on";
     match a_paused_fire_is_reported_once_and_leases_go_on(&suite, base).await? {
@@ -995,7 +1006,8 @@ where
 {
     const C: &str = "abandon_frees_the_lock";
     let (a, b) = (suite.process("abandoned"), suite.process("abandoned"));
-    let fire = now();
+    // In the past, so that the busy answer below is not one for a fire ahead of the clock.
+    let fire = now() - TimeDelta::seconds(2);
     drop(acquire(C, &*a, fire).await?);
     b.abandon(fire)
         .await
@@ -1068,5 +1080,66 @@ where
         last_claimed(C, &*g).await? == Some(soon),
         "a fire within the tolerance is claimed"
     );
+    Ok(())
+}
+
+/// A claim of a fire ahead of the guard's clock takes a free fire, and answers `TooEarly` while
+/// the job is busy or paused, recording nothing: no skip report, no request to stop the holder.
+async fn a_fire_ahead_is_only_taken_never_decided<F>(suite: &Suite<F>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "a_fire_ahead_is_only_taken_never_decided";
+    let lease = Duration::from_secs(30);
+    let (holder, early, other) = (
+        suite.guard("early", lease, Overlap::Replace),
+        suite.guard("early", lease, Overlap::Replace),
+        suite.guard("early", lease, Overlap::Skip),
+    );
+    let skipper = suite.guard("early", lease, Overlap::Skip);
+    let held = acquire(C, &*holder, now()).await?;
+    let fire = now() + TimeDelta::milliseconds(700);
+    for (who, g) in [
+        ("a replacing claim", &early),
+        ("a skipping claim", &skipper),
+    ] {
+        let got = answer(C, &**g, fire).await?;
+        ensure!(
+            C,
+            got == "TooEarly",
+            "{who} of a fire 700 ms ahead while the job is busy answered {got}, expected TooEarly"
+        );
+    }
+    let renewed = renew(C, &*held).await?;
+    ensure!(
+        C,
+        renewed == Renewal::Renewed,
+        "a claim ahead must not ask the holder to stop: its renewal answered {renewed:?}"
+    );
+    release(C, held).await?;
+    let lease = acquire(C, &*other, fire).await.map_err(|f| {
+        fail(
+            C,
+            format!(
+                "a busy claim ahead must record no skip, so another claimant takes the fire once the job is free ({})",
+                f.message
+            ),
+        )
+    })?;
+    release(C, lease).await?;
+
+    let g = suite.guard("early-paused", Duration::from_secs(30), Overlap::Skip);
+    if let Supported::Yes = set_pause(C, &*g, Some(Pause::new("conformance", now()))).await? {
+        let fire = now() + TimeDelta::milliseconds(700);
+        let got = answer(C, &*g, fire).await?;
+        ensure!(
+            C,
+            got == "TooEarly",
+            "a claim of a paused fire 700 ms ahead answered {got}, expected TooEarly"
+        );
+        set_pause(C, &*g, None).await?;
+        let other = suite.guard("early-paused", Duration::from_secs(30), Overlap::Skip);
+        release(C, acquire(C, &*other, fire).await?).await?;
+    }
     Ok(())
 }

@@ -30,6 +30,12 @@
 //! - **A fire far ahead of the guard's own clock is refused** ([`Claim::TooEarly`]) where the guard
 //!   has a clock of its own, so that one replica with a wrong clock cannot claim, and so silence,
 //!   the fires of every replica.
+//! - **A fire ahead of the guard's clock is only taken, never decided** (guards that claim ahead,
+//!   [`Guard::claims_ahead`]): a claim of a fire that lies ahead of the guard's own clock is
+//!   granted if the job is free, and otherwise answers [`Claim::TooEarly`] and records nothing —
+//!   no busy skip, no paused fire, no request to stop the running holder. The busy, paused or
+//!   replace decision is taken by the claim made at the fire's instant, as without claiming ahead
+//!   (README, "Claiming ahead").
 
 use std::time::Duration;
 
@@ -246,6 +252,15 @@ pub trait Guard: Send + Sync + 'static {
     /// makes the controls of its jobs answer
     /// [`ControlError::Unsupported`](crate::ControlError::Unsupported) at once.
     fn supports_controls(&self) -> bool {
+        false
+    }
+
+    /// Whether this guard keeps the rule for fires ahead of its clock (see the module
+    /// documentation): a claim it cannot grant at once of a fire that lies ahead of its clock
+    /// answers [`Claim::TooEarly`] and records nothing. Only then may the scheduler claim the
+    /// job's fires ahead of their instant ([`Builder::claim_ahead`](crate::Builder::claim_ahead));
+    /// the default, `false`, keeps every claim at the fire's instant.
+    fn claims_ahead(&self) -> bool {
         false
     }
 }

@@ -37,6 +37,7 @@ fn model(limits: Limits, grace_s: u64) -> JobModel {
             enabled: true,
             limits,
             standby: Duration::ZERO,
+            claim_ahead: Duration::ZERO,
         },
     );
     let mut m = JobModel::new(spec);

@@ -62,6 +62,9 @@ pub(crate) struct Settings {
     /// How long a process that did not get the job's last claimed fire waits past a fire's
     /// start before it claims the fire (README, "Standby"); zero: every process claims at once.
     pub(crate) standby: Duration,
+    /// How long before a fire's start this process may claim it, when it claims at the instant
+    /// and nothing else of the job is going on (README, "Claiming ahead"); zero: at the start.
+    pub(crate) claim_ahead: Duration,
 }
 
 impl Spec {
@@ -221,6 +224,9 @@ pub(crate) enum Action {
     Retry { run: RunId, attempt: u32 },
     /// A run waiting between attempts is over: no further attempt; its lease goes back.
     Finish(RunId),
+    /// Keep the lease of the claim just answered: the fire was claimed ahead of its start, which
+    /// [`Start`](Action::Start) or [`Abandon`](Action::Abandon) of it follows.
+    Hold,
     /// Ask the shared guard whether this process is the first to report this dropped fire, then
     /// answer with [`JobModel::on_reported`].
     AskReport {
@@ -340,15 +346,27 @@ struct Flight {
 struct Extra {
     /// The fire being claimed.
     claiming: Option<Fire>,
+    /// A fire claimed ahead of its start, waiting for it.
+    held: Option<Held>,
     /// Dropped fires waiting for the shared guard's word on who reports them.
     pending_reports: u32,
     trouble: Trouble,
     controls: Controls,
 }
 
+/// A fire the guard granted ahead of its start: its run starts at the start, under this claim.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    fire: Fire,
+    token: u64,
+    /// When the lease runs out unless renewed (monotonic), as in [`Answer::Acquired`].
+    deadline: Option<Duration>,
+}
+
 impl Extra {
     fn is_empty(&self) -> bool {
         self.claiming.is_none()
+            && self.held.is_none()
             && self.pending_reports == 0
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
@@ -477,8 +495,22 @@ impl JobModel {
         self.extra.as_deref_mut().map(|e| &mut e.controls)
     }
 
-    fn claiming(&self) -> Option<&Fire> {
+    pub(crate) fn claiming(&self) -> Option<&Fire> {
         self.extra.as_ref().and_then(|e| e.claiming.as_ref())
+    }
+
+    /// The fire claimed ahead and waiting for its start, if there is one.
+    #[cfg(test)]
+    pub(crate) fn held_fire(&self) -> Option<DateTime<Utc>> {
+        self.held().map(|h| h.fire.t)
+    }
+
+    fn held(&self) -> Option<&Held> {
+        self.extra.as_ref().and_then(|e| e.held.as_ref())
+    }
+
+    fn take_held(&mut self) -> Option<Held> {
+        self.extra.as_deref_mut().and_then(|e| e.held.take())
     }
 
     /// Lets go of what the job no longer carries: a claim answered, a trouble over, controls
@@ -517,6 +549,18 @@ impl JobModel {
     pub(crate) fn set_paused(&mut self, pause: Option<Pause>, now: Now, out: &mut Vec<Action>) {
         if pause.is_none() && self.controls().is_none() {
             return;
+        }
+        if let Some(pause) = &pause {
+            // A fire claimed ahead is not started once the job is paused here: the pause came
+            // before its start (README, "Claiming ahead").
+            if let Some(held) = self.take_held() {
+                out.push(Action::Abandon(held.fire));
+                let kind = EventKind::Skipped {
+                    reason: format!("the job is {pause}"),
+                    paused: true,
+                };
+                self.emit_drop_of(&held.fire, kind, true, now, out);
+            }
         }
         self.controls_mut().paused = pause;
         self.tidy();
@@ -634,9 +678,74 @@ impl JobModel {
         after(fire.start(), wait)
     }
 
+    /// When the claim of `fire` is sent: at its start (see [`start_of`](Self::start_of)), or up
+    /// to `claim_ahead` before it while this process claims at the instant and nothing else of
+    /// the job is going on here (README, "Claiming ahead").
+    fn claim_from(&self, fire: &Fire) -> DateTime<Utc> {
+        let start = self.start_of(fire);
+        let lead = self.lead();
+        if lead.is_zero()
+            || fire.manual().is_some()
+            || start != fire.start()
+            || !self.may_claim_ahead()
+        {
+            return start;
+        }
+        start - chrono::TimeDelta::from_std(lead).unwrap_or_default()
+    }
+
+    /// The lead of claims ahead: zero for a job without a shared guard.
+    fn lead(&self) -> Duration {
+        if self.shared() {
+            self.spec.claim_ahead
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Whether nothing of the job is going on that a claim ahead could decide too early: no run,
+    /// no other claim, no retry or trouble, no pause known, no run asked for by hand.
+    fn may_claim_ahead(&self) -> bool {
+        !self.stopping
+            && self.spec.enabled
+            && self.runs().is_empty()
+            && self.extra.as_deref().is_none_or(|e| {
+                e.claiming.is_none()
+                    && e.held.is_none()
+                    && e.trouble.retry_at.is_none()
+                    && e.trouble.uncertain.is_none()
+                    && e.controls.paused.is_none()
+                    && e.controls.manual.is_empty()
+            })
+    }
+
+    /// When the next fire is taken ahead of its instant, to be claimed ahead: only while nothing
+    /// of the job is due or going on, and this process does not stand by for the fire.
+    fn take_ahead_at(&self) -> Option<DateTime<Utc>> {
+        let lead = self.lead();
+        let next = self.next_fire?;
+        let stands_by = self.turn.stands_by() && !self.spec.standby.is_zero();
+        if lead.is_zero() || self.flight.is_some() || stands_by || !self.may_claim_ahead() {
+            return None;
+        }
+        Some(next - chrono::TimeDelta::from_std(lead).unwrap_or_default())
+    }
+
+    /// Takes the next fire ahead of its instant (see [`take_ahead_at`](Self::take_ahead_at)).
+    fn take_ahead(&mut self, now: Now) {
+        let Some(t) = self.next_fire else {
+            return;
+        };
+        let fire = self.fire_at(t);
+        self.window.observe(t, now.wall, self.spec.misfire_grace);
+        self.due_mut().push_back(fire);
+        self.next_fire = self.spec.schedule.next_after(t);
+    }
+
     /// Whether claims, runs or reports are still outstanding.
     pub(crate) fn busy(&self) -> bool {
         self.claiming().is_some()
+            || self.held().is_some()
             || !self.runs().is_empty()
             || self.extra.as_ref().is_some_and(|e| e.pending_reports > 0)
     }
@@ -674,8 +783,9 @@ impl JobModel {
             .due()
             .front()
             .filter(|_| self.front_waits)
-            .map(|f| self.start_of(&f));
-        [misfire, self.retry_at(), start]
+            .map(|f| self.claim_from(&f));
+        let held = self.held().map(|h| h.fire.start());
+        [misfire, self.retry_at(), start, held, self.take_ahead_at()]
             .into_iter()
             .flatten()
             .chain(attempts)
@@ -786,9 +896,12 @@ impl JobModel {
         if self
             .due()
             .front()
-            .is_none_or(|f| self.start_of(&f) <= now.wall)
+            .is_none_or(|f| self.claim_from(&f) <= now.wall)
         {
             self.front_waits = false;
+        }
+        if self.take_ahead_at().is_some_and(|at| at <= now.wall) {
+            self.take_ahead(now);
         }
         self.start_attempts(now, out);
         self.drop_misfires(now, out);
@@ -920,6 +1033,15 @@ impl JobModel {
             if self.claiming().is_some() || self.stopping {
                 return;
             }
+            if let Some(held) = self.held() {
+                if now.wall < held.fire.start() {
+                    return;
+                }
+                if let Some(held) = self.take_held() {
+                    self.start_claimed(held.fire, held.token, held.deadline, now, out);
+                }
+                continue;
+            }
             if self.try_start_manual(now, out) {
                 continue;
             }
@@ -948,8 +1070,9 @@ impl JobModel {
                 self.emit_drop(fire.t, EventKind::ClaimedElsewhere, true, now, out);
                 continue;
             }
-            if self.start_of(&fire) > now.wall {
-                // Not before its start: every decision about the fire is taken then.
+            if self.claim_from(&fire) > now.wall {
+                // Not before its start (or its claim ahead): every decision about the fire is
+                // taken then.
                 self.front_waits = true;
                 return;
             }
@@ -1028,10 +1151,18 @@ impl JobModel {
     }
 
     fn apply_claim(&mut self, fire: Fire, answer: Answer, now: Now, out: &mut Vec<Action>) {
+        let scheduled = fire.manual().is_none();
+        // A claim sent ahead of the fire's start (README, "Claiming ahead").
+        let ahead = scheduled && now.wall < fire.start();
         if self.stopping {
-            if matches!(answer, Answer::Acquired { .. } | Answer::Failed(_)) {
+            let ours = matches!(answer, Answer::Acquired { .. } | Answer::Failed(_));
+            if ours {
                 self.if_trouble(|t| t.uncertain = None);
                 out.push(Action::Abandon(fire));
+            }
+            if ahead && !ours {
+                // Its instant has not come: the processes that go on claim and report it.
+                return;
             }
             let reason =
                 "the scheduler shut down, or the job was removed, before the fire could start"
@@ -1039,7 +1170,6 @@ impl JobModel {
             self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }
-        let scheduled = fire.manual().is_none();
         let was_uncertain = scheduled && self.uncertain() == Some(fire.t);
         if scheduled && self.shared() {
             // The guard's store answered for the job: it is paused only if it said so.
@@ -1067,7 +1197,7 @@ impl JobModel {
         if !matches!(answer, Answer::Failed(_)) && was_uncertain {
             self.if_trouble(|t| t.uncertain = None);
         }
-        if matches!(answer, Answer::TooEarly(_)) {
+        if matches!(answer, Answer::TooEarly(_)) && !ahead {
             self.trouble_mut().too_early = true;
         } else {
             self.if_trouble(|t| t.too_early = false);
@@ -1078,46 +1208,16 @@ impl JobModel {
                     t.retries = 0;
                     t.last_guard_error = None;
                 });
-                // A claim granted too late: other processes saw the fire as claimed, so the
-                // report goes through the guard (one of them may have reported it already).
-                let late = if deadline.is_some_and(|d| now.mono >= d) {
-                    Some("the guard's answer came only after the lease had run out; the run was not started".to_owned())
-                } else if now.wall >= fire.deadline() {
-                    Some(format!(
-                        "claimed only after the misfire grace of {} had passed",
-                        human(self.spec.misfire_grace)
-                    ))
+                if ahead {
+                    // Claimed ahead: the run starts at the fire's start, under this claim.
+                    self.extra_mut().held = Some(Held {
+                        fire,
+                        token,
+                        deadline,
+                    });
+                    out.push(Action::Hold);
                 } else {
-                    None
-                };
-                if let Some(reason) = late {
-                    out.push(Action::Abandon(fire));
-                    self.report_drop_of(&fire, EventKind::misfired(reason, fire.t), now, out);
-                    return;
-                }
-                // A claim this process must not run: the fire is its alone, nobody else reports it.
-                let refusal = if self.runs().len() >= self.spec.max_instances as usize {
-                    Some(EventKind::skipped(format!(
-                        "{} (the guard granted the claim, but this process never runs more than max_instances at once)",
-                        self.busy_here_reason()
-                    )))
-                } else if token <= self.last_token {
-                    Some(EventKind::misfired(
-                        format!(
-                            "the guard handed out fencing token {token}, not above {} of an earlier run here; the run was not started (check the guard's store)",
-                            self.last_token
-                        ),
-                        fire.t,
-                    ))
-                } else {
-                    None
-                };
-                match refusal {
-                    Some(kind) => {
-                        out.push(Action::Abandon(fire));
-                        self.emit_drop_of(&fire, kind, true, now, out);
-                    }
-                    None => self.start_run(fire, token, now, out),
+                    self.start_claimed(fire, token, deadline, now, out);
                 }
             }
             Answer::AlreadyRan if was_uncertain => {
@@ -1172,6 +1272,12 @@ impl JobModel {
                 let reason = "this process's claim took effect but its reply was lost, and the lease ran out before the claim was retried".to_owned();
                 self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             }
+            Answer::TooEarly(_) if ahead => {
+                // The job is busy or paused at the guard, or its clock is behind: the claim at
+                // the fire's start decides.
+                self.due_mut().push_front(fire);
+                self.trouble_mut().retry_at = Some(fire.start());
+            }
             Answer::TooEarly(ahead) => {
                 self.trouble_mut().last_guard_error = Some(
                     format!(
@@ -1190,6 +1296,62 @@ impl JobModel {
                 t.last_guard_error = Some(e.into());
                 self.wait_and_retry(fire, now, out);
             }
+        }
+    }
+
+    /// Starts the run of a fire the guard granted, unless the grant came too late or this process
+    /// must not run it.
+    fn start_claimed(
+        &mut self,
+        fire: Fire,
+        token: u64,
+        deadline: Option<Duration>,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        // A claim granted too late: other processes saw the fire as claimed, so the
+        // report goes through the guard (one of them may have reported it already).
+        let late = if deadline.is_some_and(|d| now.mono >= d) {
+            Some(
+                "the guard's answer came only after the lease had run out; the run was not started"
+                    .to_owned(),
+            )
+        } else if now.wall >= fire.deadline() {
+            Some(format!(
+                "claimed only after the misfire grace of {} had passed",
+                human(self.spec.misfire_grace)
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = late {
+            out.push(Action::Abandon(fire));
+            self.report_drop_of(&fire, EventKind::misfired(reason, fire.t), now, out);
+            return;
+        }
+        // A claim this process must not run: the fire is its alone, nobody else reports it.
+        let refusal = if self.runs().len() >= self.spec.max_instances as usize {
+            Some(EventKind::skipped(format!(
+                "{} (the guard granted the claim, but this process never runs more than max_instances at once)",
+                self.busy_here_reason()
+            )))
+        } else if token <= self.last_token {
+            Some(EventKind::misfired(
+                format!(
+                    "the guard handed out fencing token {token}, not above {} of an earlier run here; the run was not started (check the guard's store)",
+                    self.last_token
+                ),
+                fire.t,
+            ))
+        } else {
+            None
+        };
+        match refusal {
+            Some(kind) => {
+                out.push(Action::Abandon(fire));
+                self.emit_drop_of(&fire, kind, true, now, out);
+            }
+            None => self.start_run(fire, token, now, out),
         }
     }
 
@@ -1393,11 +1555,23 @@ impl JobModel {
         self.front_waits = false;
         self.if_trouble(|t| t.retry_at = None);
         self.end_all_waiting(now, out);
+        if let Some(held) = self.take_held() {
+            // Claimed ahead: the claim is this process's, so nobody else runs or reports the fire
+            // (README, "Claiming ahead").
+            out.push(Action::Abandon(held.fire));
+            let kind = EventKind::misfired(why.to_owned(), held.fire.t);
+            self.emit_drop_of(&held.fire, kind, true, now, out);
+        }
         let manual = self
             .if_controls()
             .map(|c| std::mem::take(&mut c.manual))
             .unwrap_or_default();
         for fire in self.take_due().into_iter().chain(manual) {
+            if fire.manual().is_none() && now.wall < fire.t && self.uncertain() != Some(fire.t) {
+                // Taken ahead of its instant, and no claim of it took effect: the processes that
+                // go on claim and report it.
+                continue;
+            }
             self.give_up(fire, out);
             let first_report = !(fire.manual().is_none() && standing_by.contains(&fire.t));
             let reason = if first_report {

@@ -37,6 +37,7 @@ fn spec(lock: Lock, overlap: Overlap) -> Spec {
             enabled: true,
             limits: Limits::default(),
             standby: Duration::ZERO,
+            claim_ahead: Duration::ZERO,
         },
     )
 }
@@ -57,6 +58,7 @@ fn said(out: &mut Vec<Action>) -> Vec<String> {
             Action::Start { fire, token, .. } => {
                 format!("start {} token {token}", (fire - t(0)).num_seconds())
             }
+            Action::Hold => "hold".to_owned(),
             Action::Cancel(run) => format!("cancel run {run}"),
             Action::Retry { run, attempt } => format!("retry run {run} attempt {attempt}"),
             Action::Finish(run) => format!("finish run {run}"),
@@ -802,4 +804,184 @@ fn nobody_stands_by_while_the_job_is_paused() {
         said(&mut out).is_empty(),
         "standing by again after the resume"
     );
+}
+
+/// A model of a `redis` job that may claim its fires 250 ms ahead.
+fn ahead_model(overlap: Overlap) -> JobModel {
+    let settings = Settings {
+        claim_ahead: Duration::from_millis(250),
+        ..(*spec(Lock::Redis, overlap)).clone()
+    };
+    let mut m = JobModel::new(Spec::new(SmolStr::from("job"), settings));
+    m.schedule_from(t(0));
+    m
+}
+
+/// README, "Claiming ahead": the claim goes out ahead, the run starts at the instant, once.
+#[test]
+fn a_fire_claimed_ahead_starts_at_its_instant_and_only_then() {
+    for timer_first in [true, false] {
+        let mut m = ahead_model(Overlap::Skip);
+        let mut out = Vec::new();
+        assert_eq!(m.next_wake(), Some(t(10) - TimeDelta::milliseconds(250)));
+        m.on_wake(now_ms(9_750), &mut out);
+        assert_eq!(said(&mut out), ["claim 10"]);
+        m.on_claimed(acquired(5), now_ms(9_760), &mut out);
+        assert_eq!(said(&mut out), ["hold"], "not started before its instant");
+        assert!(m.busy(), "a held claim is outstanding");
+        assert_eq!(m.next_wake(), Some(t(10)));
+        m.on_wake(now_ms(9_900), &mut out);
+        m.on_timer(now_ms(9_900), &mut out);
+        assert_eq!(said(&mut out), Vec::<String>::new());
+        if timer_first {
+            m.on_timer(now(10), &mut out);
+            m.on_wake(now(10), &mut out);
+        } else {
+            m.on_wake(now(10), &mut out);
+            m.on_timer(now(10), &mut out);
+        }
+        assert_eq!(said(&mut out), ["started 10", "start 10 token 5"]);
+        assert_eq!(m.next_fire(), Some(t(20)));
+    }
+}
+
+/// A busy job at the guard is not skipped ahead of the fire: the claim at the instant decides,
+/// and no error about the clock is kept.
+#[test]
+fn a_claim_refused_ahead_is_made_again_at_the_instant() {
+    let mut m = ahead_model(Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_wake(now_ms(9_750), &mut out);
+    said(&mut out);
+    m.on_claimed(
+        Answer::TooEarly(Duration::from_millis(240)),
+        now_ms(9_760),
+        &mut out,
+    );
+    assert_eq!(
+        said(&mut out),
+        Vec::<String>::new(),
+        "nothing decided ahead"
+    );
+    assert_eq!(m.next_wake(), Some(t(10)));
+    m.on_wake(now_ms(9_900), &mut out);
+    assert_eq!(
+        said(&mut out),
+        Vec::<String>::new(),
+        "no second claim ahead"
+    );
+    m.on_wake(now(10), &mut out);
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.on_claimed(Answer::Busy { first_report: true }, now(10), &mut out);
+    assert_eq!(said(&mut out), ["skipped 10"]);
+    assert_eq!(
+        m.last_guard_error(),
+        None,
+        "a refusal ahead is no clock trouble"
+    );
+}
+
+/// Nothing is claimed ahead while the job runs here: the claim at the instant decides its
+/// overlap.
+#[test]
+fn nothing_is_claimed_ahead_while_a_run_goes_on() {
+    let mut m = ahead_model(Overlap::Queue);
+    let mut out = Vec::new();
+    m.on_wake(now_ms(9_750), &mut out);
+    m.on_claimed(acquired(5), now_ms(9_760), &mut out);
+    m.on_timer(now(10), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 10", "hold", "started 10", "start 10 token 5"]
+    );
+    assert_eq!(
+        m.next_wake(),
+        None,
+        "the run of 10 goes on: no claim ahead of 20"
+    );
+    m.on_timer(now(20), &mut out);
+    assert_eq!(
+        said(&mut out),
+        Vec::<String>::new(),
+        "queued behind the run here"
+    );
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(21), &mut out);
+    assert_eq!(said(&mut out), ["succeeded 10", "claim 20"]);
+}
+
+/// A stop before the instant gives a held claim back and reports its fire (nobody else will run
+/// it: the guard recorded the claim); a fire only taken ahead, with no claim in effect, is left
+/// to the processes that go on, without a word.
+#[test]
+fn a_stop_before_the_instant_reports_a_held_fire_and_forgets_an_unclaimed_one() {
+    let mut m = ahead_model(Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_wake(now_ms(9_750), &mut out);
+    m.on_claimed(acquired(5), now_ms(9_760), &mut out);
+    said(&mut out);
+    m.stop(now_ms(9_800), &mut out);
+    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
+    assert!(!m.busy());
+
+    let mut m = ahead_model(Overlap::Skip);
+    m.on_wake(now_ms(9_750), &mut out);
+    m.on_claimed(
+        Answer::TooEarly(Duration::from_millis(240)),
+        now_ms(9_760),
+        &mut out,
+    );
+    said(&mut out);
+    m.stop(now_ms(9_800), &mut out);
+    assert_eq!(said(&mut out), Vec::<String>::new());
+
+    // A claim ahead in flight at the stop: a refusal is forgotten, a grant given back.
+    for (answer, expected) in [
+        (
+            Answer::Busy {
+                first_report: false,
+            },
+            vec![],
+        ),
+        (acquired(5), vec!["abandon 10", "misfired 10"]),
+    ] {
+        let mut m = ahead_model(Overlap::Skip);
+        m.on_wake(now_ms(9_750), &mut out);
+        said(&mut out);
+        m.stop(now_ms(9_760), &mut out);
+        assert_eq!(said(&mut out), Vec::<String>::new());
+        m.on_claimed(answer, now_ms(9_770), &mut out);
+        assert_eq!(said(&mut out), expected);
+        assert!(!m.busy());
+    }
+}
+
+/// A pause here before the instant drops the held fire: it was paused before it started.
+#[test]
+fn a_pause_before_the_instant_drops_a_held_fire() {
+    let mut m = ahead_model(Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_wake(now_ms(9_750), &mut out);
+    m.on_claimed(acquired(5), now_ms(9_760), &mut out);
+    said(&mut out);
+    m.set_paused(Some(pause()), now_ms(9_800), &mut out);
+    assert_eq!(said(&mut out), ["abandon 10", "skipped 10"]);
+    m.on_timer(now(10), &mut out);
+    assert_eq!(
+        said(&mut out),
+        Vec::<String>::new(),
+        "not started at the instant"
+    );
+}
+
+/// Only shared guards claim: a local job ignores the lead.
+#[test]
+fn a_local_job_never_claims_ahead() {
+    let settings = Settings {
+        claim_ahead: Duration::from_millis(250),
+        ..(*spec(Lock::Local, Overlap::Skip)).clone()
+    };
+    let mut m = JobModel::new(Spec::new(SmolStr::from("job"), settings));
+    m.schedule_from(t(0));
+    assert_eq!(m.next_wake(), None);
 }

@@ -7,7 +7,8 @@
 //! 3. every fire has at most one fate in each process, and every fire of the checked window either
 //!    started somewhere or was reported at warn level (a first report of a skip or a misfire) or
 //!    coalesced into a later fire by some process — unless a claim or report of it by a process
-//!    that then crashed was never answered (the server may apply it after the crash), or the
+//!    that then crashed was never answered (the server may apply it after the crash), or a
+//!    process that claimed it ahead crashed before its instant (README, "Claiming ahead"), or the
 //!    server lost its data while the fire was open and before any later fire was claimed;
 //! 4. fencing tokens rise in start order (outside a data-loss window: a claim answered before the
 //!    loss may start after a claim answered after it);
@@ -21,7 +22,12 @@
 //! 7. a fire that a process reported as skipped at warn level (its first report: the job was
 //!    busy, or no process claimed the fire before a later one) never starts anywhere: a skip
 //!    drops the fire for every process, not only for the one that found the job busy (unless the
-//!    server lost its data after the fire could first be claimed and before the start).
+//!    server lost its data after the fire could first be claimed and before the start);
+//! 8. no run starts before its fire's instant on the clock of the process that starts it, also
+//!    when the fire was claimed ahead (README, "Claiming ahead");
+//! 9. the guard never finds a fire busy before the fire's instant on its own clock: a claim sent
+//!    ahead (or from a clock that is ahead) only takes a free fire, and leaves the busy decision
+//!    to the claim at the instant.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -242,6 +248,21 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
                 ));
             }
         }
+    }
+
+    // 8. No start before the fire's instant, on the starter's clock.
+    for s in rec.starts.iter().filter(|s| s.local < s.fire) {
+        broken.push(format!(
+            "8: {:?} started fire {} at {} ms, its clock at {} ms: before the fire's instant",
+            s.key, s.fire, s.at, s.local
+        ));
+    }
+
+    // 9. No busy answer before the fire's instant on the server's clock.
+    for (at, fire) in rec.decided.iter().filter(|(at, fire)| at < fire) {
+        broken.push(format!(
+            "9: the server answered a claim of fire {fire} as busy at {at} ms, before the fire's instant"
+        ));
     }
 
     if broken.is_empty() {

@@ -78,6 +78,9 @@ pub(super) struct Scenario {
     /// even while it is paused or down (the worst a stale list can do); `None`: never known, as
     /// with a custom guard.
     pub(super) named: Option<usize>,
+    /// How long before a fire's start a replica may claim it (README, "Claiming ahead"); the
+    /// model takes at most a quarter of the lease, as the executor does.
+    pub(super) claim_ahead: Ms,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +145,12 @@ impl Scenario {
             _ => rng.i64(300..=3_000),
         };
         let named = (rng.u32(0..3) != 0).then(|| rng.usize(0..replicas));
+        // Drawn last, so that the seeds drawn before claims ahead keep their other settings.
+        let claim_ahead = match rng.u32(0..3) {
+            0 => 0,
+            1 => rng.i64(1..=100),
+            _ => rng.i64(100..=500),
+        };
         Scenario {
             period,
             grace,
@@ -158,6 +167,7 @@ impl Scenario {
             faults,
             standby,
             named,
+            claim_ahead,
         }
     }
 
@@ -175,6 +185,7 @@ impl Scenario {
                 enabled: true,
                 limits: crate::model::limits::Limits::default(),
                 standby: Duration::from_millis(self.standby as u64),
+                claim_ahead: Duration::from_millis(self.claim_ahead.min(self.lease / 4) as u64),
             },
         )
     }
@@ -203,6 +214,9 @@ pub(super) struct Record {
     pub(super) claims: Vec<(Ms, Ms, usize)>,
     /// Every claim of a scheduled fire the server granted: (true time, fire).
     pub(super) taken: Vec<(Ms, Ms)>,
+    /// Every claim the server answered busy or superseded — a decision that drops the fire or
+    /// makes it wait: (true time, fire).
+    pub(super) decided: Vec<(Ms, Ms)>,
     /// When each replica was frozen: (replica, from, until).
     pub(super) pauses: Vec<(usize, Ms, Ms)>,
     /// Fires whose claim or report was in flight when their replica crashed.
@@ -226,6 +240,8 @@ pub(super) struct Start {
     pub(super) token: u64,
     /// When its claim was sent: the guard may count the fire as run from about then on.
     pub(super) claimed: Ms,
+    /// The starting replica's clock at the start.
+    pub(super) local: Ms,
 }
 
 #[derive(Debug, Clone)]
@@ -652,8 +668,14 @@ impl Sim {
         }
         let resp = self.server.apply(&req, self.now);
         self.trace(|| format!("server applies {id} {req:?} -> {resp:?}"));
-        if let (Req::Claim { fire, .. }, Resp::Acquired { .. }) = (&req, &resp) {
-            self.record.taken.push((self.now, *fire));
+        match (&req, &resp) {
+            (Req::Claim { fire, .. }, Resp::Acquired { .. }) => {
+                self.record.taken.push((self.now, *fire));
+            }
+            (Req::Claim { fire, .. }, Resp::Busy { .. }) => {
+                self.record.decided.push((self.now, *fire));
+            }
+            _ => {}
         }
         if self.rng.u32(0..1_000) < self.sc.loss_per_mille {
             self.trace(|| format!("reply {id} lost"));
@@ -790,6 +812,7 @@ impl Sim {
                     fire,
                     token,
                     claimed: lease.sent,
+                    local: ms_of(self.local_now(r).wall),
                 });
                 let deadline = lease.sent + self.sc.lease;
                 let renew_at = lease.sent + self.sc.lease / 3;
@@ -808,8 +831,8 @@ impl Sim {
                     self.push(renew_at, Ev::Renew { r, inc, run });
                 }
             }
-            // The simulated jobs have no retries.
-            Action::Retry { .. } | Action::Finish(_) => {}
+            // The simulated jobs have no retries; a held lease stays pending until its start.
+            Action::Retry { .. } | Action::Finish(_) | Action::Hold => {}
             Action::Cancel(run) => {
                 if let Some(x) = self.replicas[r].runs.iter_mut().find(|x| x.id == run) {
                     x.cancelled = true;
@@ -983,6 +1006,11 @@ impl Sim {
                 self.record
                     .crash_lost
                     .extend(rep.unanswered.iter().copied());
+                // A fire claimed ahead dies with its claimant before its instant (README,
+                // "Claiming ahead"): nobody else runs or reports it.
+                self.record
+                    .crash_lost
+                    .extend(rep.model.held_fire().map(ms_of));
                 for p in rep.pending.values() {
                     match p {
                         Pending::Claim { fire, .. } => self.record.crash_lost.push(*fire),

@@ -1,7 +1,7 @@
 //! The simulated shared guard: one job's state on a server, following the Redis guard's contract
 //! (README, "The Redis guard"): an atomic claim at the server's instant, the lease expiring on the
 //! server's clock, renewal and release by token, the per-fire `last`, the same claimant recognised
-//! on a retry, fires far ahead of the server's clock refused, per-fire drop reports that decide
+//! on a retry, fires far ahead of the server's clock refused (and any ahead of it while the job is busy), per-fire drop reports that decide
 //! the fire for every other claimant, abandoned claims recorded as not started, and fencing
 //! tokens that never go below the server's clock.
 
@@ -130,6 +130,11 @@ impl JobState {
                     return Resp::DroppedByAnother;
                 }
                 if let Some(holder) = self.lock_holder(now).map(str::to_owned) {
+                    if *fire > now {
+                        // Ahead of the server's clock, a busy fire is left for the claim at its
+                        // instant (README, "Claiming ahead").
+                        return Resp::TooEarly { ahead: fire - now };
+                    }
                     if *replace {
                         self.cancel = Some((holder, now + lease));
                     }

@@ -1,7 +1,7 @@
 //! `lock = "postgres"`: mutual exclusion, per-fire uniqueness and run history in PostgreSQL.
 //!
 //! The state of a job is one row of `<schema>.jobs` (see [`schema`] for every column). A claim is
-//! one statement, one round trip: `SELECT … FROM <schema>.claim_v3(…)`, a function that locks the
+//! one statement, one round trip: `SELECT … FROM <schema>.claim_v4(…)`, a function that locks the
 //! job's row (`SELECT … FOR UPDATE`), so that concurrent claims of one job are decided one after
 //! the other on the latest row, and answers exactly as the Redis guard's claim script does
 //! (acquired, claimed by another, dropped by another, already ran, busy, lapsed, too early,
@@ -106,7 +106,7 @@ impl Statements {
                  $3::text[], $4::bigint[], $5::boolean[], $6::boolean[], $7::text[], $8::text[], \
                  $9::boolean[]) WITH ORDINALITY \
                  AS b(job, fire, token, lease_ms, replace, skip, nonce, instance, history, ord) \
-                 CROSS JOIN LATERAL {s}.claim_v3(b.job, b.fire, b.token, b.lease_ms, b.replace, \
+                 CROSS JOIN LATERAL {s}.claim_v4(b.job, b.fire, b.token, b.lease_ms, b.replace, \
                  b.skip, b.nonce, $10, b.instance, b.history) AS c ORDER BY b.ord"
             ),
             claim_manual: format!(
@@ -742,6 +742,10 @@ impl Guard for PostgresGuard {
     }
 
     fn supports_controls(&self) -> bool {
+        true
+    }
+
+    fn claims_ahead(&self) -> bool {
         true
     }
 

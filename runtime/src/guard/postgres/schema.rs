@@ -86,7 +86,7 @@ CREATE TABLE IF NOT EXISTS {schema}.processes (
   seen      timestamptz NOT NULL
 );
 
-CREATE OR REPLACE FUNCTION {schema}.claim_v3(
+CREATE OR REPLACE FUNCTION {schema}.claim_v4(
   p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
   p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
   OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
@@ -161,6 +161,13 @@ BEGIN
     END IF;
     RETURN;
   END IF;
+  -- A fire ahead of the database's clock is only taken while the job is free; busy or paused, it
+  -- is decided by the claim at its instant (README, "Claiming ahead").
+  IF p_fire > v_now AND (r.paused_at IS NOT NULL OR v_held) THEN
+    answer := 4;
+    val := greatest(1, ceil(extract(epoch FROM p_fire - v_now) * 1000));
+    RETURN;
+  END IF;
   IF r.paused_at IS NOT NULL THEN
     -- A paused fire is dropped whatever the overlap: its report is recorded as for a busy skip.
     answer := 6;
@@ -211,13 +218,25 @@ BEGIN
   IF p_history THEN
     UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';
     INSERT INTO {schema}.runs (job, fire, instance, fence, started, outcome, lateness_ms)
-      VALUES (p_job, p_fire, p_instance, v_fence, v_now, 'running',
+      VALUES (p_job, p_fire, p_instance, v_fence, greatest(v_now, p_fire), 'running',
               greatest(0, floor(extract(epoch FROM v_now - p_fire) * 1000)));
   END IF;
   answer := 2;
   val := v_fence;
 END
 $claim$;
+
+-- The claim of binaries that predate claiming ahead: claim_v4 itself, which only adds an answer
+-- they know (too early, for a busy or paused fire ahead of the database's clock).
+CREATE OR REPLACE FUNCTION {schema}.claim_v3(
+  p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
+  p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
+  OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
+  OUT paused_by text)
+LANGUAGE sql AS $claim_v3$
+  SELECT * FROM {schema}.claim_v4(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
+                                  p_tolerance_ms, p_instance, p_history)
+$claim_v3$;
 
 -- The claim of binaries that predate decided drops: claim_v3 with a fire another claimant reported
 -- as dropped answered as busy (1) and not to report, so that they do not run it either.
@@ -406,6 +425,7 @@ const FUNCTIONS: &[&str] = &[
     "claim_v1",
     "claim_v2",
     "claim_v3",
+    "claim_v4",
     "claim_manual_v1",
     "abandon_v1",
     "renew_v1",

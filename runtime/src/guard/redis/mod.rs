@@ -28,7 +28,10 @@
 //! share one call of the script (see [`batch`]), each answered as if it had run alone. It reads the server's `TIME` and refuses a fire further
 //! ahead of it than [`CLAIM_AHEAD_TOLERANCE`] (`TooEarly`, nothing written), so that one replica
 //! with a clock far ahead cannot record a future fire that would make every replica's claims
-//! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A release
+//! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A fire
+//! ahead of the server's clock at all is granted only while the job is free: busy or paused, it
+//! answers `TooEarly` too and records nothing, so that a claim sent ahead of the fire's instant
+//! (README, "Claiming ahead") never decides a skip before that instant. A release
 //! and a renewal are one script each, and both compare the token first, so only the holder can
 //! release or extend its lease.
 //!
@@ -563,6 +566,10 @@ impl Guard for RedisGuard {
     }
 
     fn supports_controls(&self) -> bool {
+        true
+    }
+
+    fn claims_ahead(&self) -> bool {
         true
     }
 

@@ -47,7 +47,8 @@ pub(super) mod op {
 
 /// Answers one table per operation, in order: a claim `{answer, value, ignored}` (answer `0`
 /// already ran, `1` busy (value: first report), `2` acquired (value: the fencing token), `3`
-/// lapsed, `4` too early (value: ms ahead of the server's clock), `5` superseded, `6` paused
+/// lapsed, `4` too early (value: ms ahead of the server's clock: beyond the tolerance, or ahead
+/// at all while the job is busy or paused), `5` superseded, `6` paused
 /// (value: first report; a fourth element carries the pause as stored, `<at ms> <by>`), `7`
 /// claimed by another (the record names another claimant of this fire), `8` dropped by another
 /// (another claimant recorded its report of this fire); `ignored`
@@ -144,8 +145,14 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     end
     return {0, 0, ignored}
   end
+  -- A fire ahead of the server's clock is only taken while the job is free; busy or paused, it is
+  -- decided by the claim at its instant (README, "Claiming ahead").
+  local ahead = fire > now
   -- A paused fire is dropped whatever the overlap: its report is recorded as for a busy skip.
   if state[5] then
+    if ahead then
+      return {4, fire - now, ignored}
+    end
     return {6, report_once(report, state_key, state[6], fire, nonce, ttl), ignored, state[5]}
   end
   -- A drop of this fire that another claimant reported decides it: it does not run, even once the
@@ -156,6 +163,9 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     return {8, 0, ignored}
   end
   if not redis.call('SET', lock, token, 'NX', 'PX', px) then
+    if ahead then
+      return {4, fire - now, ignored}
+    end
     if replace == '1' then
       redis.call('SET', cancel, redis.call('GET', lock), 'PX', px)
     end
