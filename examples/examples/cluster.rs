@@ -13,6 +13,10 @@
 //! `kill -STOP <pid>` for longer than the lease (6 s) and resume it with `kill -CONT <pid>`: the
 //! others take the next fires (half a second late, the first of them), and the frozen run reports
 //! `lease lost` and is cancelled.
+//!
+//! The copies claim each fire 200 ms ahead of its instant (`claim_ahead`, README "Claiming
+//! ahead") and start it at the instant: the fencing token, never below Redis's clock in µs, then
+//! lies below the fire's instant.
 
 use std::time::Duration;
 
@@ -45,5 +49,10 @@ async fn main() -> Result<(), cronguard::Error> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,cronguard=debug")),
         )
         .init();
-    cronguard::start().await?.run_until_shutdown_signal().await
+    cronguard::builder()
+        .claim_ahead(Duration::from_millis(200))
+        .start()
+        .await?
+        .run_until_shutdown_signal()
+        .await
 }

@@ -105,3 +105,55 @@ async fn a_lead_over_the_most_is_a_start_error() {
     assert!(text.contains("claim_ahead"), "{text}");
     assert!(text.contains("500ms"), "{text}");
 }
+
+/// A shutdown that comes between a claim made ahead and the fire's instant waits for the instant
+/// and runs the fire, as it waits for a run going on, instead of giving the claim back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_runs_a_fire_claimed_ahead_at_its_instant() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel::<Ran>();
+    let job = Job::new(
+        "ahead-at-shutdown",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .lock(Lock::Redis)
+    .lease(Duration::from_secs(2))
+    .run(move |ctx| {
+        let ran = ("a", ctx.fire_time(), ctx.fencing_token(), Utc::now());
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(ran);
+        }
+    });
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .redis_url(server.url())
+        .redis_prefix("ahead-shutdown-test")
+        .instance("a")
+        .claim_ahead(Duration::from_millis(450))
+        .job(job)
+        .start()
+        .await
+        .expect("starts");
+    let first = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a run every second")
+        .expect("running");
+    // 250 ms before the next fire: its claim went out 450 ms before it and was granted.
+    let next = first.1 + chrono::TimeDelta::seconds(1);
+    let stop_at = next - chrono::TimeDelta::milliseconds(250);
+    let wait = (stop_at - Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait).await;
+    handle.shutdown_within(Duration::from_secs(5)).await;
+    let mut fires = vec![first.1];
+    while let Ok(ran) = rx.try_recv() {
+        assert!(ran.3 >= ran.1, "started before its instant: {ran:?}");
+        fires.push(ran.1);
+    }
+    assert!(
+        fires.contains(&next),
+        "the fire claimed ahead before the shutdown ran at its instant: {fires:?}"
+    );
+}

@@ -170,6 +170,7 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
             .registered_jobs(false)
             .instance(format!("scale-{instance}"))
             .shutdown_timeout(Duration::from_secs(5))
+            .claim_ahead(Duration::from_millis(cfg.claim_ahead_ms))
             .on_event(move |e: &cronguard::Event| {
                 let claim = matches!(
                     e.kind,

@@ -27,7 +27,9 @@
 //!   one local `redis-server`, for `SCALE_CLUSTER_SECONDS` (default 60). Targets: every fire ran
 //!   exactly once across the processes; lateness p99 ≤ 100 ms; round trips (`EVALSHA` + `EVAL`
 //!   calls) per fire per replica ≤ 0.01. Also Redis CPU per fire and the server's own ceiling for
-//!   the claim script (`redis-benchmark`).
+//!   the claim script (`redis-benchmark`). The scheduler processes claim each fire up to
+//!   `SCALE_CLAIM_AHEAD_MS` before its instant (default 250; `0`: at the instant; README,
+//!   "Claiming ahead").
 //! - `postgres` ([`postgres`]): the same with `lock = postgres` (`SCALE_POSTGRES_N`, default
 //!   10,000) against a PostgreSQL the benchmark starts. Targets: every fire once; lateness p99 ≤
 //!   250 ms; statements per fire per replica ≤ 0.01. Also the server's ceiling for the claim
@@ -112,6 +114,8 @@ pub struct Config {
     pub cluster_period: u64,
     /// The measured window of the cluster scenarios, in seconds (a multiple of the period).
     pub cluster_seconds: u64,
+    /// `Builder::claim_ahead` of the cluster scenarios' scheduler processes, in ms.
+    pub claim_ahead_ms: u64,
     /// Claims the ceiling measurements send (`redis-benchmark -n`).
     pub ceiling_requests: u64,
     /// Seconds of the `pgbench` ceiling run.
@@ -198,6 +202,7 @@ impl Config {
             postgres_n: env_usize("SCALE_POSTGRES_N", pick(10_000, 1_000) as usize),
             cluster_period,
             cluster_seconds,
+            claim_ahead_ms: env_u64("SCALE_CLAIM_AHEAD_MS", 250),
             ceiling_requests: env_u64("SCALE_CEILING_REQUESTS", pick(200_000, 50_000)),
             ceiling_seconds: env_u64("SCALE_CEILING_SECONDS", pick(5, 3)).max(1),
             million_n: env_usize("SCALE_MILLION_N", 1_000_000),

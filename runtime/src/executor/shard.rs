@@ -261,6 +261,11 @@ impl Shard {
             self.backlog.extend(&due[start..]);
             self.backlog.extend(&due[..start]);
         }
+        self.wake_due();
+    }
+
+    /// Handles the wake-ups that came due.
+    fn wake_due(&mut self) {
         let now = Instant::now();
         let mut jobs = lock(&self.jobs);
         while let Some(&Reverse((at, idx))) = self.wakeups.peek() {
@@ -414,7 +419,17 @@ impl Shard {
                 None => deadline,
                 Some(at) => at + CANCEL_GRACE,
             };
+            // A fire claimed ahead starts at its instant during the shutdown, as a run goes on.
+            let next_wakeup = self.wakeups.peek().map(|Reverse((at, _))| *at);
             tokio::select! {
+                _ = sleep_until(next_wakeup.unwrap_or(wake)), if next_wakeup.is_some_and(|at| at < wake) => {
+                    self.wake_due();
+                    self.launch();
+                    self.send_errands();
+                    self.hand_to_hooks();
+                    let jobs = lock(&self.jobs);
+                    busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));
+                }
                 n = self.rx.recv_many(&mut inbox, INBOX_BATCH) => {
                     if n == 0 {
                         return;

@@ -468,8 +468,9 @@ impl JobSlot {
 
     /// The shutdown deadline passed: running jobs are cancelled.
     pub(super) fn cancel_runs(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
-        self.model.cancel_runs(out);
-        self.perform(cx, cx.now(), out);
+        let now = cx.now();
+        self.model.cancel_runs(now, out);
+        self.perform(cx, now, out);
     }
 
     /// Runs that ignored cancellation are left behind, loudly.

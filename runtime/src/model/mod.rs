@@ -323,6 +323,9 @@ pub(crate) struct JobModel {
     last_token: u64,
     window: FireWindow,
     stopping: bool,
+    /// Stopping keeps a fire claimed ahead, to start it at its instant (a shutdown, not a
+    /// removal).
+    keep_held: bool,
     /// The front fire waits for its start: its jitter, or the standby (see
     /// [`start_of`](Self::start_of)).
     front_waits: bool,
@@ -532,6 +535,7 @@ impl JobModel {
             last_token: 0,
             window: FireWindow::default(),
             stopping: false,
+            keep_held: false,
             front_waits: false,
             turn: Turn::default(),
         }
@@ -1030,10 +1034,8 @@ impl JobModel {
 
     fn start_what_may(&mut self, now: Now, out: &mut Vec<Action>) {
         loop {
-            if self.claiming().is_some() || self.stopping {
-                return;
-            }
             if let Some(held) = self.held() {
+                // Also while stopping: a shutdown waits for a fire claimed ahead as for a run.
                 if now.wall < held.fire.start() {
                     return;
                 }
@@ -1041,6 +1043,9 @@ impl JobModel {
                     self.start_claimed(held.fire, held.token, held.deadline, now, out);
                 }
                 continue;
+            }
+            if self.claiming().is_some() || self.stopping {
+                return;
             }
             if self.try_start_manual(now, out) {
                 continue;
@@ -1155,6 +1160,18 @@ impl JobModel {
         // A claim sent ahead of the fire's start (README, "Claiming ahead").
         let ahead = scheduled && now.wall < fire.start();
         if self.stopping {
+            if let (true, true, Answer::Acquired { token, deadline }) =
+                (ahead, self.keep_held, &answer)
+            {
+                // Granted ahead: the shutdown waits for its instant, as for a run.
+                self.extra_mut().held = Some(Held {
+                    fire,
+                    token: *token,
+                    deadline: *deadline,
+                });
+                out.push(Action::Hold);
+                return;
+            }
             let ours = matches!(answer, Answer::Acquired { .. } | Answer::Failed(_));
             if ours {
                 self.if_trouble(|t| t.uncertain = None);
@@ -1520,6 +1537,7 @@ impl JobModel {
     pub(crate) fn stop(&mut self, now: Now, out: &mut Vec<Action>) {
         self.halt(
             "the scheduler shut down before the fire could start",
+            true,
             now,
             out,
         );
@@ -1527,10 +1545,18 @@ impl JobModel {
 
     /// The job was removed while the scheduler runs: like [`stop`](Self::stop), for this job.
     pub(crate) fn remove(&mut self, now: Now, out: &mut Vec<Action>) {
-        self.halt("the job was removed before the fire could start", now, out);
+        self.halt(
+            "the job was removed before the fire could start",
+            false,
+            now,
+            out,
+        );
     }
 
-    fn halt(&mut self, why: &str, now: Now, out: &mut Vec<Action>) {
+    /// Stops taking fires. A fire claimed ahead still starts at its instant when `keep_held` (a
+    /// shutdown waits for it as for a run; README, "Claiming ahead"); otherwise its claim is given
+    /// back and the fire reported.
+    fn halt(&mut self, why: &str, keep_held: bool, now: Now, out: &mut Vec<Action>) {
         if self.stopping {
             return;
         }
@@ -1551,16 +1577,13 @@ impl JobModel {
             .map(|f| f.t)
             .collect();
         self.stopping = true;
+        self.keep_held = keep_held;
         self.next_fire = None;
         self.front_waits = false;
         self.if_trouble(|t| t.retry_at = None);
         self.end_all_waiting(now, out);
-        if let Some(held) = self.take_held() {
-            // Claimed ahead: the claim is this process's, so nobody else runs or reports the fire
-            // (README, "Claiming ahead").
-            out.push(Action::Abandon(held.fire));
-            let kind = EventKind::misfired(why.to_owned(), held.fire.t);
-            self.emit_drop_of(&held.fire, kind, true, now, out);
+        if !keep_held {
+            self.give_back_held(why, now, out);
         }
         let manual = self
             .if_controls()
@@ -1590,8 +1613,24 @@ impl JobModel {
         self.land();
     }
 
-    /// The shutdown deadline passed: running jobs are cancelled.
-    pub(crate) fn cancel_runs(&mut self, out: &mut Vec<Action>) {
+    /// A fire claimed ahead and not started gives its claim back and is reported: the claim is
+    /// this process's, so nobody else runs or reports the fire (README, "Claiming ahead").
+    fn give_back_held(&mut self, why: &str, now: Now, out: &mut Vec<Action>) {
+        if let Some(held) = self.take_held() {
+            out.push(Action::Abandon(held.fire));
+            let kind = EventKind::misfired(why.to_owned(), held.fire.t);
+            self.emit_drop_of(&held.fire, kind, true, now, out);
+        }
+    }
+
+    /// The shutdown deadline passed: running jobs are cancelled, and a fire claimed ahead that
+    /// has not started yet is given up.
+    pub(crate) fn cancel_runs(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.give_back_held(
+            "the scheduler's shutdown deadline passed before the fire's instant",
+            now,
+            out,
+        );
         for run in self.runs_mut().iter_mut().filter(|r| r.backoff.is_none()) {
             run.cancel_reason.get_or_insert(CancelReason::Shutdown);
             out.push(Action::Cancel(run.id));

@@ -910,19 +910,41 @@ fn nothing_is_claimed_ahead_while_a_run_goes_on() {
     assert_eq!(said(&mut out), ["succeeded 10", "claim 20"]);
 }
 
-/// A stop before the instant gives a held claim back and reports its fire (nobody else will run
-/// it: the guard recorded the claim); a fire only taken ahead, with no claim in effect, is left
-/// to the processes that go on, without a word.
+/// A shutdown waits for a fire claimed ahead and starts it at its instant, as it waits for a run;
+/// past the shutdown deadline, or when the job is removed, the claim is given back and the fire
+/// reported (nobody else will run it: the guard recorded the claim). A fire only taken ahead,
+/// with no claim in effect, is left to the processes that go on, without a word.
 #[test]
-fn a_stop_before_the_instant_reports_a_held_fire_and_forgets_an_unclaimed_one() {
-    let mut m = ahead_model(Overlap::Skip);
+fn a_stop_before_the_instant_starts_a_held_fire_at_its_instant() {
+    let held = || {
+        let mut m = ahead_model(Overlap::Skip);
+        let mut out = Vec::new();
+        m.on_wake(now_ms(9_750), &mut out);
+        m.on_claimed(acquired(5), now_ms(9_760), &mut out);
+        said(&mut out);
+        m
+    };
     let mut out = Vec::new();
-    m.on_wake(now_ms(9_750), &mut out);
-    m.on_claimed(acquired(5), now_ms(9_760), &mut out);
-    said(&mut out);
+    let mut m = held();
     m.stop(now_ms(9_800), &mut out);
+    assert_eq!(said(&mut out), Vec::<String>::new());
+    assert!(m.busy(), "the shutdown waits for the held fire");
+    assert_eq!(m.next_wake(), Some(t(10)));
+    m.on_wake(now(10), &mut out);
+    assert_eq!(said(&mut out), ["started 10", "start 10 token 5"]);
+
+    let mut m = held();
+    m.stop(now_ms(9_800), &mut out);
+    m.cancel_runs(now_ms(9_900), &mut out);
     assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
     assert!(!m.busy());
+
+    let mut m = held();
+    m.remove(now_ms(9_800), &mut out);
+    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
+    assert!(!m.busy());
+    m.on_wake(now(10), &mut out);
+    assert_eq!(said(&mut out), Vec::<String>::new());
 
     let mut m = ahead_model(Overlap::Skip);
     m.on_wake(now_ms(9_750), &mut out);
@@ -934,25 +956,36 @@ fn a_stop_before_the_instant_reports_a_held_fire_and_forgets_an_unclaimed_one() 
     said(&mut out);
     m.stop(now_ms(9_800), &mut out);
     assert_eq!(said(&mut out), Vec::<String>::new());
+    assert!(!m.busy());
 
-    // A claim ahead in flight at the stop: a refusal is forgotten, a grant given back.
-    for (answer, expected) in [
+    // A claim ahead in flight at the stop: a refusal is forgotten, a grant held to its instant
+    // (at a removal, given back).
+    for (answer, removed, expected) in [
         (
             Answer::Busy {
                 first_report: false,
             },
+            false,
             vec![],
         ),
-        (acquired(5), vec!["abandon 10", "misfired 10"]),
+        (acquired(5), false, vec!["hold"]),
+        (acquired(5), true, vec!["abandon 10", "misfired 10"]),
     ] {
         let mut m = ahead_model(Overlap::Skip);
         m.on_wake(now_ms(9_750), &mut out);
         said(&mut out);
-        m.stop(now_ms(9_760), &mut out);
+        if removed {
+            m.remove(now_ms(9_760), &mut out);
+        } else {
+            m.stop(now_ms(9_760), &mut out);
+        }
         assert_eq!(said(&mut out), Vec::<String>::new());
         m.on_claimed(answer, now_ms(9_770), &mut out);
         assert_eq!(said(&mut out), expected);
-        assert!(!m.busy());
+        m.on_wake(now(10), &mut out);
+        let started = expected == ["hold"];
+        assert_eq!(said(&mut out).len(), if started { 2 } else { 0 });
+        assert!(!m.busy() || started);
     }
 }
 

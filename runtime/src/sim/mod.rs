@@ -582,7 +582,8 @@ impl Sim {
                         continue;
                     }
                     let mut out = std::mem::take(&mut self.actions);
-                    self.replicas[r].model.cancel_runs(&mut out);
+                    let now = self.local_now(r);
+                    self.replicas[r].model.cancel_runs(now, &mut out);
                     self.perform(r, &mut out);
                     self.actions = out;
                 }
