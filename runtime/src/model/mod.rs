@@ -349,6 +349,9 @@ struct Flight {
 struct Extra {
     /// The fire being claimed.
     claiming: Option<Fire>,
+    /// The claim in flight was sent ahead of its fire's start (README, "Claiming ahead"); not
+    /// told from the clock when the answer comes, which may have stepped back since.
+    claiming_ahead: bool,
     /// A fire claimed ahead of its start, waiting for it.
     held: Option<Held>,
     /// Dropped fires waiting for the shared guard's word on who reports them.
@@ -1106,7 +1109,10 @@ impl JobModel {
             if self.shared() {
                 let waited = self.start_of(&fire) > fire.start();
                 self.turn.claim_sent(waited);
-                self.extra_mut().claiming = Some(fire);
+                let ahead = now.wall < fire.start() && !self.lead().is_zero();
+                let extra = self.extra_mut();
+                extra.claiming = Some(fire);
+                extra.claiming_ahead = ahead;
                 out.push(Action::Claim(fire));
                 return;
             }
@@ -1147,18 +1153,28 @@ impl JobModel {
 
     /// The shared guard answered the claim of the fire in flight.
     pub(crate) fn on_claimed(&mut self, answer: Answer, now: Now, out: &mut Vec<Action>) {
-        let Some(fire) = self.extra.as_deref_mut().and_then(|e| e.claiming.take()) else {
+        let Some((fire, ahead)) = self
+            .extra
+            .as_deref_mut()
+            .and_then(|e| Some((e.claiming.take()?, std::mem::take(&mut e.claiming_ahead))))
+        else {
             return;
         };
-        self.apply_claim(fire, answer, now, out);
+        self.apply_claim(fire, ahead, answer, now, out);
         self.try_start(now, out);
         self.tidy();
     }
 
-    fn apply_claim(&mut self, fire: Fire, answer: Answer, now: Now, out: &mut Vec<Action>) {
+    /// The answer to the claim of `fire`, sent `ahead` of its start or not.
+    fn apply_claim(
+        &mut self,
+        fire: Fire,
+        ahead: bool,
+        answer: Answer,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
         let scheduled = fire.manual().is_none();
-        // A claim sent ahead of the fire's start (README, "Claiming ahead").
-        let ahead = scheduled && now.wall < fire.start();
         if self.stopping {
             if let (true, true, Answer::Acquired { token, deadline }) =
                 (ahead, self.keep_held, &answer)
@@ -1177,8 +1193,9 @@ impl JobModel {
                 self.if_trouble(|t| t.uncertain = None);
                 out.push(Action::Abandon(fire));
             }
-            if ahead && !ours {
-                // Its instant has not come: the processes that go on claim and report it.
+            if ahead && matches!(answer, Answer::TooEarly(_)) {
+                // Nothing was decided and its instant has not come: the processes that go on
+                // claim and report it.
                 return;
             }
             let reason =

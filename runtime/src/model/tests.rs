@@ -958,15 +958,14 @@ fn a_stop_before_the_instant_starts_a_held_fire_at_its_instant() {
     assert_eq!(said(&mut out), Vec::<String>::new());
     assert!(!m.busy());
 
-    // A claim ahead in flight at the stop: a refusal is forgotten, a grant held to its instant
-    // (at a removal, given back).
+    // A claim ahead in flight at the stop: a refusal ahead is forgotten, a grant held to its
+    // instant (at a removal, given back), a busy answer (the server's instant had come) reported.
     for (answer, removed, expected) in [
+        (Answer::TooEarly(Duration::from_millis(200)), false, vec![]),
         (
-            Answer::Busy {
-                first_report: false,
-            },
+            Answer::Busy { first_report: true },
             false,
-            vec![],
+            vec!["misfired 10"],
         ),
         (acquired(5), false, vec!["hold"]),
         (acquired(5), true, vec!["abandon 10", "misfired 10"]),
@@ -985,7 +984,7 @@ fn a_stop_before_the_instant_starts_a_held_fire_at_its_instant() {
         m.on_wake(now(10), &mut out);
         let started = expected == ["hold"];
         assert_eq!(said(&mut out).len(), if started { 2 } else { 0 });
-        assert!(!m.busy() || started);
+        assert_eq!(m.busy(), started, "only the started run is outstanding");
     }
 }
 
@@ -1017,4 +1016,46 @@ fn a_local_job_never_claims_ahead() {
     let mut m = JobModel::new(Spec::new(SmolStr::from("job"), settings));
     m.schedule_from(t(0));
     assert_eq!(m.next_wake(), None);
+}
+
+/// Whether a claim went out ahead is decided when it is sent, not from the clock when its answer
+/// comes: a claim sent at the instant starts at once even if the clock stepped back meanwhile,
+/// and a refusal of it is no claim ahead to make again later.
+#[test]
+fn a_claim_sent_at_the_instant_is_not_taken_for_one_ahead_after_the_clock_stepped_back() {
+    let mut m = ahead_model(Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_wake(now_ms(9_750), &mut out);
+    m.on_claimed(
+        Answer::Failed("timeout".to_owned()),
+        now_ms(9_760),
+        &mut out,
+    );
+    said(&mut out);
+    m.on_wake(now(10), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["claim 10"],
+        "the retry goes at the instant"
+    );
+    m.on_claimed(acquired(5), now_ms(8_000), &mut out);
+    assert_eq!(said(&mut out), ["started 10", "start 10 token 5"]);
+
+    let mut m = ahead_model(Overlap::Skip);
+    m.on_wake(now_ms(9_750), &mut out);
+    m.on_claimed(
+        Answer::TooEarly(Duration::from_millis(240)),
+        now_ms(9_760),
+        &mut out,
+    );
+    said(&mut out);
+    m.on_wake(now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.stop(now_ms(8_000), &mut out);
+    m.on_claimed(Answer::Busy { first_report: true }, now_ms(8_000), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["misfired 10"],
+        "a busy answer at the stop is reported, whatever the clock says"
+    );
 }
