@@ -223,7 +223,7 @@ impl JobSlot {
     pub(crate) fn snapshot(&self, instance: &Arc<str>) -> JobStatus {
         self.status.snapshot(
             self.model.spec(),
-            self.model.next_fire(),
+            self.model.next_fire_shown(),
             instance,
             self.running(),
             self.model.paused(),

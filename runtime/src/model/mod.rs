@@ -609,6 +609,17 @@ impl JobModel {
         self.next_fire
     }
 
+    /// The next fire as the status shows it: a fire claimed ahead and not started yet, or else
+    /// the next fire instant (README, "Claiming ahead").
+    pub(crate) fn next_fire_shown(&self) -> Option<DateTime<Utc>> {
+        let ahead = self.extra.as_deref().and_then(|e| {
+            e.held
+                .map(|h| h.fire.t)
+                .or_else(|| e.claiming.filter(|_| e.claiming_ahead).map(|f| f.t))
+        });
+        ahead.or(self.next_fire)
+    }
+
     /// Runs going on in this process.
     pub(crate) fn running(&self) -> usize {
         self.runs().len()

@@ -826,8 +826,15 @@ fn a_fire_claimed_ahead_starts_at_its_instant_and_only_then() {
         assert_eq!(m.next_wake(), Some(t(10) - TimeDelta::milliseconds(250)));
         m.on_wake(now_ms(9_750), &mut out);
         assert_eq!(said(&mut out), ["claim 10"]);
+        assert_eq!(
+            m.next_fire_shown(),
+            Some(t(10)),
+            "the status shows the fire claimed"
+        );
         m.on_claimed(acquired(5), now_ms(9_760), &mut out);
         assert_eq!(said(&mut out), ["hold"], "not started before its instant");
+        assert_eq!(m.next_fire(), Some(t(20)));
+        assert_eq!(m.next_fire_shown(), Some(t(10)), "and the fire held");
         assert!(m.busy(), "a held claim is outstanding");
         assert_eq!(m.next_wake(), Some(t(10)));
         m.on_wake(now_ms(9_900), &mut out);
@@ -842,6 +849,7 @@ fn a_fire_claimed_ahead_starts_at_its_instant_and_only_then() {
         }
         assert_eq!(said(&mut out), ["started 10", "start 10 token 5"]);
         assert_eq!(m.next_fire(), Some(t(20)));
+        assert_eq!(m.next_fire_shown(), Some(t(20)));
     }
 }
 
