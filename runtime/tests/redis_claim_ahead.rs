@@ -15,31 +15,35 @@ use tokio::sync::mpsc;
 /// (replica, fire, fencing token, when the body started) of a run.
 type Ran = (&'static str, DateTime<Utc>, u64, DateTime<Utc>);
 
+/// A `redis` job every second (lease 2 s) that sends what it ran to `tx`.
+fn job(name: &'static str, replica: &'static str, tx: &mpsc::UnboundedSender<Ran>) -> Job {
+    let tx = tx.clone();
+    Job::new(
+        name,
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .lock(Lock::Redis)
+    .lease(Duration::from_secs(2))
+    .run(move |ctx| {
+        let ran = (replica, ctx.fire_time(), ctx.fencing_token(), Utc::now());
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(ran);
+        }
+    })
+}
+
 async fn runs_with(lead: Duration, prefix: &str, server: &RedisServer) -> Vec<Ran> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Ran>();
     let mut handles = Vec::new();
     for name in ["a", "b"] {
-        let tx = tx.clone();
-        let job = Job::new(
-            "ahead",
-            Schedule::every(Duration::from_secs(1)).expect("valid"),
-        )
-        .lock(Lock::Redis)
-        .lease(Duration::from_secs(2))
-        .run(move |ctx| {
-            let ran = (name, ctx.fire_time(), ctx.fencing_token(), Utc::now());
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send(ran);
-            }
-        });
         let handle = cronguard::builder()
             .registered_jobs(false)
             .redis_url(server.url())
             .redis_prefix(prefix)
             .instance(name)
             .claim_ahead(lead)
-            .job(job)
+            .job(job("ahead", name, &tx))
             .start()
             .await
             .expect("starts");
@@ -114,26 +118,13 @@ async fn a_shutdown_runs_a_fire_claimed_ahead_at_its_instant() {
         return;
     };
     let (tx, mut rx) = mpsc::unbounded_channel::<Ran>();
-    let job = Job::new(
-        "ahead-at-shutdown",
-        Schedule::every(Duration::from_secs(1)).expect("valid"),
-    )
-    .lock(Lock::Redis)
-    .lease(Duration::from_secs(2))
-    .run(move |ctx| {
-        let ran = ("a", ctx.fire_time(), ctx.fencing_token(), Utc::now());
-        let tx = tx.clone();
-        async move {
-            let _ = tx.send(ran);
-        }
-    });
     let handle = cronguard::builder()
         .registered_jobs(false)
         .redis_url(server.url())
         .redis_prefix("ahead-shutdown-test")
         .instance("a")
         .claim_ahead(Duration::from_millis(450))
-        .job(job)
+        .job(job("ahead-at-shutdown", "a", &tx))
         .start()
         .await
         .expect("starts");

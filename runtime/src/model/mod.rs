@@ -1191,12 +1191,7 @@ impl JobModel {
                 (ahead, self.keep_held, &answer)
             {
                 // Granted ahead: the shutdown waits for its instant, as for a run.
-                self.extra_mut().held = Some(Held {
-                    fire,
-                    token: *token,
-                    deadline: *deadline,
-                });
-                out.push(Action::Hold);
+                self.hold(fire, *token, *deadline, out);
                 return;
             }
             let ours = matches!(answer, Answer::Acquired { .. } | Answer::Failed(_));
@@ -1254,13 +1249,7 @@ impl JobModel {
                     t.last_guard_error = None;
                 });
                 if ahead {
-                    // Claimed ahead: the run starts at the fire's start, under this claim.
-                    self.extra_mut().held = Some(Held {
-                        fire,
-                        token,
-                        deadline,
-                    });
-                    out.push(Action::Hold);
+                    self.hold(fire, token, deadline, out);
                 } else {
                     self.start_claimed(fire, token, deadline, now, out);
                 }
@@ -1342,6 +1331,16 @@ impl JobModel {
                 self.wait_and_retry(fire, now, out);
             }
         }
+    }
+
+    /// Keeps a fire the guard granted ahead of its start, with its lease, until the start.
+    fn hold(&mut self, fire: Fire, token: u64, deadline: Option<Duration>, out: &mut Vec<Action>) {
+        self.extra_mut().held = Some(Held {
+            fire,
+            token,
+            deadline,
+        });
+        out.push(Action::Hold);
     }
 
     /// Starts the run of a fire the guard granted, unless the grant came too late or this process

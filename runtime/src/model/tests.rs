@@ -817,6 +817,15 @@ fn ahead_model(overlap: Overlap) -> JobModel {
     m
 }
 
+/// A job of [`ahead_model`] whose claim of the fire at 10 s went out at 9.75 s and got `answer`.
+fn claimed_ahead(answer: Answer) -> JobModel {
+    let mut m = ahead_model(Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_wake(now_ms(9_750), &mut out);
+    m.on_claimed(answer, now_ms(9_760), &mut out);
+    m
+}
+
 /// README, "Claiming ahead": the claim goes out ahead, the run starts at the instant, once.
 #[test]
 fn a_fire_claimed_ahead_starts_at_its_instant_and_only_then() {
@@ -924,14 +933,7 @@ fn nothing_is_claimed_ahead_while_a_run_goes_on() {
 /// with no claim in effect, is left to the processes that go on, without a word.
 #[test]
 fn a_stop_before_the_instant_starts_a_held_fire_at_its_instant() {
-    let held = || {
-        let mut m = ahead_model(Overlap::Skip);
-        let mut out = Vec::new();
-        m.on_wake(now_ms(9_750), &mut out);
-        m.on_claimed(acquired(5), now_ms(9_760), &mut out);
-        said(&mut out);
-        m
-    };
+    let held = || claimed_ahead(acquired(5));
     let mut out = Vec::new();
     let mut m = held();
     m.stop(now_ms(9_800), &mut out);
@@ -954,14 +956,7 @@ fn a_stop_before_the_instant_starts_a_held_fire_at_its_instant() {
     m.on_wake(now(10), &mut out);
     assert_eq!(said(&mut out), Vec::<String>::new());
 
-    let mut m = ahead_model(Overlap::Skip);
-    m.on_wake(now_ms(9_750), &mut out);
-    m.on_claimed(
-        Answer::TooEarly(Duration::from_millis(240)),
-        now_ms(9_760),
-        &mut out,
-    );
-    said(&mut out);
+    let mut m = claimed_ahead(Answer::TooEarly(Duration::from_millis(240)));
     m.stop(now_ms(9_800), &mut out);
     assert_eq!(said(&mut out), Vec::<String>::new());
     assert!(!m.busy());
@@ -999,11 +994,8 @@ fn a_stop_before_the_instant_starts_a_held_fire_at_its_instant() {
 /// A pause here before the instant drops the held fire: it was paused before it started.
 #[test]
 fn a_pause_before_the_instant_drops_a_held_fire() {
-    let mut m = ahead_model(Overlap::Skip);
+    let mut m = claimed_ahead(acquired(5));
     let mut out = Vec::new();
-    m.on_wake(now_ms(9_750), &mut out);
-    m.on_claimed(acquired(5), now_ms(9_760), &mut out);
-    said(&mut out);
     m.set_paused(Some(pause()), now_ms(9_800), &mut out);
     assert_eq!(said(&mut out), ["abandon 10", "skipped 10"]);
     m.on_timer(now(10), &mut out);
@@ -1049,14 +1041,7 @@ fn a_claim_sent_at_the_instant_is_not_taken_for_one_ahead_after_the_clock_steppe
     m.on_claimed(acquired(5), now_ms(8_000), &mut out);
     assert_eq!(said(&mut out), ["started 10", "start 10 token 5"]);
 
-    let mut m = ahead_model(Overlap::Skip);
-    m.on_wake(now_ms(9_750), &mut out);
-    m.on_claimed(
-        Answer::TooEarly(Duration::from_millis(240)),
-        now_ms(9_760),
-        &mut out,
-    );
-    said(&mut out);
+    let mut m = claimed_ahead(Answer::TooEarly(Duration::from_millis(240)));
     m.on_wake(now(10), &mut out);
     assert_eq!(said(&mut out), ["claim 10"]);
     m.stop(now_ms(8_000), &mut out);
