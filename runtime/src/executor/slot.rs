@@ -37,6 +37,16 @@ use crate::status::{JobStatus, StatusRecord};
 /// guards take fires up to 1 s ahead.
 const CLOCK_WRONG_BEYOND: Duration = Duration::from_secs(1);
 
+/// The lease of the job's fire claimed ahead, if it holds one; a shard without any (every
+/// `local` job's start) does not hash.
+fn take_held(cx: &Cx<'_>) -> Option<Box<dyn Lease>> {
+    let mut held = cx.held.borrow_mut();
+    if held.is_empty() {
+        return None;
+    }
+    held.remove(&cx.idx)
+}
+
 /// What a job's handlers need of their shard.
 pub(super) struct Cx<'a> {
     /// The job's index in its shard.
@@ -508,11 +518,7 @@ impl JobSlot {
                     }
                 }
                 Action::Abandon(fire) => {
-                    let lease = cx
-                        .lease
-                        .borrow_mut()
-                        .take()
-                        .or_else(|| cx.held.borrow_mut().remove(&cx.idx));
+                    let lease = cx.lease.borrow_mut().take().or_else(|| take_held(cx));
                     let guard = self.shared_guard();
                     let job = self.name().clone();
                     cx.shared.tasks.spawn(async move {
@@ -570,8 +576,8 @@ impl JobSlot {
         token: u64,
         manual: Option<u64>,
     ) {
-        let lease = cx.lease.borrow_mut().take();
-        let hold = match lease.or_else(|| cx.held.borrow_mut().remove(&cx.idx)) {
+        let lease = cx.lease.borrow_mut().take().or_else(|| take_held(cx));
+        let hold = match lease {
             Some(lease) => Hold::Lease(lease),
             None => Hold::Local,
         };
