@@ -1052,3 +1052,31 @@ fn a_claim_sent_at_the_instant_is_not_taken_for_one_ahead_after_the_clock_steppe
         "a busy answer at the stop is reported, whatever the clock says"
     );
 }
+
+/// A process frozen between a grant ahead and the fire's instant, past the lease or the grace:
+/// the held claim is not started on waking, but given back and reported through the guard, like
+/// any claim granted too late.
+#[test]
+fn a_held_fire_whose_lease_or_grace_ran_out_is_given_back_not_started() {
+    let held = |deadline_s: u64| {
+        claimed_ahead(Answer::Acquired {
+            token: 5,
+            deadline: Some(Duration::from_secs(deadline_s)),
+        })
+    };
+    let mut out = Vec::new();
+    let mut m = held(12);
+    m.on_wake(now(13), &mut out);
+    assert_eq!(said(&mut out), ["abandon 10", "ask report 10 misfired"]);
+    assert_eq!(m.running(), 0);
+
+    let mut m = held(3_600);
+    m.on_wake(now(16), &mut out);
+    m.on_timer(now(16), &mut out);
+    let said = said(&mut out);
+    assert!(
+        said.starts_with(&["abandon 10".to_owned(), "ask report 10 misfired".to_owned()]),
+        "{said:?}"
+    );
+    assert_eq!(m.running(), 0);
+}
