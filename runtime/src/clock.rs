@@ -92,6 +92,9 @@ impl Default for Clock {
 
 /// `t + d`, saturating at the largest instant instead of overflowing (a grace can be huge).
 pub(crate) fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    if d.is_zero() {
+        return t; // no jitter: every fire's start, without date arithmetic
+    }
     TimeDelta::from_std(d)
         .ok()
         .and_then(|d| t.checked_add_signed(d))

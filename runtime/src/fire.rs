@@ -27,7 +27,11 @@ pub(crate) struct Fire {
 
 impl Fire {
     fn with(t: DateTime<Utc>, start: DateTime<Utc>, grace: Duration, manual: Option<u64>) -> Self {
-        let delay = (start - t).to_std().unwrap_or_default();
+        let delay = if start == t {
+            Duration::ZERO
+        } else {
+            (start - t).to_std().unwrap_or_default()
+        };
         Fire {
             t,
             start_ms: u32::try_from(delay.as_millis()).unwrap_or(u32::MAX),

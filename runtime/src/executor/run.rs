@@ -23,6 +23,7 @@ use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
 use crate::guard::Lease;
 use crate::job::Body;
 use crate::model::{RunEnd, RunId, Verdict};
+use crate::registry::{BoxFuture, JobOutcome};
 
 /// Where a run reports to: its shard, its job, its id; and where a run that finished at its
 /// first poll gives its lease back.
@@ -101,28 +102,39 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let blocking = body.is_blocking();
     // The job's name, for the log line of a lease that cannot be given back.
     let lease_job = matches!(hold, Hold::Lease(_)).then(|| ctx.job.clone());
-    let mut first_poll = None;
     let retries = next_attempt.map(|next| (next, to.owned()));
     let inline = inline && retries.is_none() && !blocking;
-    let mut running = Box::pin(attempts(body, ctx, cancel, timeout, retries));
     // Never polled past the lease's local deadline: a run claimed long ago (a paused process)
     // goes to its task, whose check ends it without a step.
     let within_lease = expiry.is_none_or(|(length, sent)| Instant::now() < sent + length);
-    if inline && within_lease {
-        let polled = span.in_scope(|| {
-            running
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-        });
-        let ended = Instant::now();
-        if let Poll::Ready(end) = polled {
+    let first = if inline && within_lease && timeout.is_none() {
+        first_step(body, ctx, cancel, &span)
+    } else {
+        let mut running: Running = Box::pin(attempts(body, ctx, cancel, timeout, retries));
+        if inline && within_lease {
+            let polled = span.in_scope(|| {
+                running
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()))
+            });
+            let ended = Instant::now();
+            match polled {
+                Poll::Ready(end) => Err((end, ended)),
+                Poll::Pending => Ok((running, Some(ended))),
+            }
+        } else {
+            Ok((running, None))
+        }
+    };
+    let (running, first_poll) = match first {
+        Ok((running, polled_at)) => (running, polled_at.map(|at| at - started)),
+        Err((end, ended)) => {
             if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
                 to.errands.borrow_mut().release(lease, job);
             }
             return Started::Finished { end, ended };
         }
-        first_poll = Some(ended - started);
-    }
+    };
     let Some((length, sent)) = expiry else {
         let reporter = to.owned();
         spawn_run(to.tasks, &span, async move {
@@ -183,6 +195,64 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     Started::Spawned { first_poll }
 }
 
+/// A run's future once its first step is taken.
+type Running = Pin<Box<dyn Future<Output = RunEnd> + Send>>;
+
+/// The first poll of a run of an async body with no retries and no timeout: the body's own future
+/// is polled, with nothing of the executor's around it, so that a run that finishes there (most
+/// runs of a quick job) allocates no future of its own. `Err` holds the end of a run that
+/// finished, and when; `Ok` the run to go on with, and when its first poll ended.
+fn first_step(
+    body: Body,
+    ctx: JobContext,
+    cancel: RunCancel,
+    span: &tracing::Span,
+) -> Result<(Running, Option<Instant>), (RunEnd, Instant)> {
+    // The body is called inside the catch, as `run_once` calls it: a closure may panic before it
+    // returns its future.
+    let polled = span.in_scope(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut job = body.run_async(ctx);
+            match job.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(result) => Ok(result),
+                Poll::Pending => Err(job),
+            }
+        }))
+    });
+    let ended = Instant::now();
+    match polled {
+        Ok(Err(job)) => Ok((Box::pin(going_on(job, cancel)), Some(ended))),
+        Ok(Ok(result)) => Err((run_end(Ok(result), &cancel), ended)),
+        Err(panic) => Err((run_end(Err(panic), &cancel), ended)),
+    }
+}
+
+/// An async body's run after its first poll, which `run_once` would go on with.
+async fn going_on(job: BoxFuture<JobOutcome>, cancel: RunCancel) -> RunEnd {
+    let job = std::panic::AssertUnwindSafe(job).catch_unwind();
+    tokio::select! {
+        biased;
+        result = job => run_end(result, &cancel),
+        _ = cancel.cancelled() => RunEnd::Cancelled,
+    }
+}
+
+/// How a run ended, from what its body returned or how it panicked.
+fn run_end(
+    outcome: Result<JobOutcome, Box<dyn std::any::Any + Send>>,
+    cancel: &RunCancel,
+) -> RunEnd {
+    match outcome {
+        Ok(Ok(())) if cancel.is_cancelled() => RunEnd::Cancelled,
+        Ok(Ok(())) => RunEnd::Ok,
+        Ok(Err(e)) => RunEnd::Failed(e),
+        Err(panic) => RunEnd::Panicked(format!(
+            "the job panicked: {}",
+            crate::error::panic_message(&*panic)
+        )),
+    }
+}
+
 fn spawn_run(
     tasks: &TaskTracker,
     span: &tracing::Span,
@@ -207,12 +277,12 @@ impl ReportTo<'_> {
 
 /// A run's body that is not polled once its lease's local deadline has passed (README,
 /// "The Redis guard"): a run that was paused past its lease ends there, without another step.
-struct WithinLease<F> {
-    body: Pin<Box<F>>,
+struct WithinLease {
+    body: Running,
     deadline: Option<Arc<LeaseDeadline>>,
 }
 
-impl<F: Future<Output = RunEnd>> Future for WithinLease<F> {
+impl Future for WithinLease {
     type Output = RunEnd;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RunEnd> {
@@ -323,15 +393,7 @@ async fn run_once(body: Body, ctx: JobContext, cancel: RunCancel) -> RunEnd {
             _ = cancel.cancelled() => return RunEnd::Cancelled,
         }
     };
-    match outcome {
-        Ok(Ok(())) if cancel.is_cancelled() => RunEnd::Cancelled,
-        Ok(Ok(())) => RunEnd::Ok,
-        Ok(Err(e)) => RunEnd::Failed(e),
-        Err(panic) => RunEnd::Panicked(format!(
-            "the job panicked: {}",
-            crate::error::panic_message(&*panic)
-        )),
-    }
+    run_end(outcome, &cancel)
 }
 
 #[cfg(test)]
@@ -532,5 +594,117 @@ mod tests {
         )
         .await;
         assert_eq!(end, RunEnd::Failed("boom".to_owned()));
+    }
+
+    /// Starts a run of `body` with no lease, no retries and no timeout, as a `local` job's.
+    fn start_local(body: Body, cancel: &RunCancel) -> (Started, mpsc::UnboundedReceiver<Msg>) {
+        let run = Start {
+            body,
+            ctx: ctx(cancel),
+            cancel: cancel.clone(),
+            hold: Hold::Local,
+            renewals: None,
+            inline: true,
+            timeout: None,
+            next_attempt: None,
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let tasks = TaskTracker::new();
+        let errands = RefCell::new(Errands::default());
+        let to = ReportTo {
+            tx: &tx,
+            job: 0,
+            id: 7,
+            tasks: &tasks,
+            errands: &errands,
+        };
+        (start(run, Instant::now(), to), rx)
+    }
+
+    async fn reported_end(rx: &mut mpsc::UnboundedReceiver<Msg>) -> RunEnd {
+        match rx.recv().await.map(|m| m.report) {
+            Some(Report::Finished { id: 7, end }) => end,
+            _ => panic!("the run reports its end"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_panics_before_it_returns_its_future_is_a_panicked_run() {
+        let body = Body::of_async(|_ctx| panic!("no future today"));
+        let (started, _rx) = start_local(body, &RunCancel::default());
+        match started {
+            Started::Finished {
+                end: RunEnd::Panicked(message),
+                ..
+            } => assert!(message.contains("no future today"), "{message}"),
+            _ => panic!("a panicked run, ended on the shard"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quick_body_cancelled_before_its_start_ends_as_cancelled() {
+        let cancel = RunCancel::default();
+        cancel.cancel();
+        let body = Body::of_async(|_ctx| Box::pin(async { Ok(()) }));
+        let (started, _rx) = start_local(body, &cancel);
+        assert!(matches!(
+            started,
+            Started::Finished {
+                end: RunEnd::Cancelled,
+                ..
+            }
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_waits_goes_on_on_its_task_and_reports_how_it_ended() {
+        let body = Body::of_async(|_ctx| {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Err("after a second".to_owned())
+            })
+        });
+        let (started, mut rx) = start_local(body, &RunCancel::default());
+        assert!(matches!(
+            started,
+            Started::Spawned {
+                first_poll: Some(_)
+            }
+        ));
+        assert_eq!(
+            reported_end(&mut rx).await,
+            RunEnd::Failed("after a second".to_owned())
+        );
+
+        let panics = Body::of_async(|_ctx| {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                panic!("late panic")
+            })
+        });
+        let (_, mut rx) = start_local(panics, &RunCancel::default());
+        assert!(
+            matches!(reported_end(&mut rx).await, RunEnd::Panicked(m) if m.contains("late panic"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_body_is_dropped_when_its_run_is_cancelled() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&dropped);
+        let body = Body::of_async(move |_ctx| {
+            let guard = Dropped(Arc::clone(&flag));
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_secs(3_600)).await;
+                drop(guard);
+                Ok(())
+            })
+        });
+        let cancel = RunCancel::default();
+        let (_, mut rx) = start_local(body, &cancel);
+        tokio::task::yield_now().await;
+        cancel.cancel();
+        assert_eq!(reported_end(&mut rx).await, RunEnd::Cancelled);
+        assert!(dropped.load(Ordering::SeqCst));
     }
 }

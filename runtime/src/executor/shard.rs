@@ -435,6 +435,7 @@ impl Shard {
                         return;
                     }
                     self.handle(&mut inbox);
+                    self.launch();
                     self.send_errands();
                     self.hand_to_hooks();
                     let jobs = lock(&self.jobs);

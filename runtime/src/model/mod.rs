@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use smallvec::SmallVec;
 use smol_str::SmolStr;
-use thin_vec::ThinVec;
 
 use crate::clock::after;
 use crate::control::{ManualRun, Pause};
@@ -340,7 +340,8 @@ pub(crate) struct JobModel {
 #[derive(Default)]
 struct Flight {
     due: Due,
-    running: ThinVec<Run>,
+    /// One run inline: most jobs never run twice at once, and a fire then allocates only this box.
+    running: SmallVec<[Run; 1]>,
 }
 
 /// What a job carries only while it claims through a shared guard, or once an operator touched
@@ -429,9 +430,10 @@ impl JobModel {
     }
 
     fn start_running(&mut self, run: Run) {
-        let running = &mut self.flight.get_or_insert_with(Box::default).running;
-        running.reserve_exact(1); // most jobs never run twice at once
-        running.push(run);
+        self.flight
+            .get_or_insert_with(Box::default)
+            .running
+            .push(run);
     }
 
     /// Takes the run at `pos` out of the runs going on.
