@@ -91,15 +91,48 @@ impl Default for Clock {
 }
 
 /// `t + d`, saturating at the largest instant instead of overflowing (a grace can be huge).
+/// Computed on the Unix timestamp, without calendar arithmetic: the job models add durations to
+/// instants several times per fire.
 pub(crate) fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
     if d.is_zero() {
-        return t; // no jitter: every fire's start, without date arithmetic
+        return t; // no jitter: every fire's start
     }
-    TimeDelta::from_std(d)
+    let nanos = t.timestamp_subsec_nanos();
+    if nanos >= NANOS_PER_SECOND {
+        // A leap second, which only a parsed instant can hold.
+        return TimeDelta::from_std(d)
+            .ok()
+            .and_then(|d| t.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    }
+    let nanos = nanos + d.subsec_nanos(); // below two seconds' worth: no overflow
+    let secs = i64::try_from(d.as_secs())
         .ok()
-        .and_then(|d| t.checked_add_signed(d))
+        .and_then(|s| t.timestamp().checked_add(s))
+        .and_then(|s| s.checked_add(i64::from(nanos / NANOS_PER_SECOND)));
+    secs.and_then(|s| DateTime::from_timestamp(s, nanos % NANOS_PER_SECOND))
         .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
+
+/// `later - earlier`, or zero when `later` is not later. Computed on the Unix timestamps, as
+/// [`after`] is.
+pub(crate) fn since(earlier: DateTime<Utc>, later: DateTime<Utc>) -> Duration {
+    match nanos_between(earlier, later) {
+        Some(ns) => Duration::from_nanos(u64::try_from(ns).unwrap_or(0)),
+        None => (later - earlier).to_std().unwrap_or_default(),
+    }
+}
+
+/// `later - earlier` in nanoseconds; `None` when that does not fit (about 292 years).
+pub(crate) fn nanos_between(earlier: DateTime<Utc>, later: DateTime<Utc>) -> Option<i64> {
+    let secs = later.timestamp().checked_sub(earlier.timestamp())?;
+    let nanos =
+        i64::from(later.timestamp_subsec_nanos()) - i64::from(earlier.timestamp_subsec_nanos());
+    secs.checked_mul(i64::from(NANOS_PER_SECOND))?
+        .checked_add(nanos)
+}
+
+const NANOS_PER_SECOND: u32 = 1_000_000_000;
 
 /// Milliseconds since the Unix epoch of a fire instant, the form fires are stored in by guards.
 pub(crate) fn epoch_millis(t: DateTime<Utc>) -> i64 {
@@ -109,4 +142,71 @@ pub(crate) fn epoch_millis(t: DateTime<Utc>) -> i64 {
 /// Microseconds since the Unix epoch of the system clock: the floor of every fencing token.
 pub(crate) fn system_micros() -> u64 {
     u64::try_from(Utc::now().timestamp_micros()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Instants around the epoch, today, a leap second, and both ends of chrono's range.
+    fn instants() -> Vec<DateTime<Utc>> {
+        let leap = chrono::NaiveDate::from_ymd_opt(2016, 12, 31)
+            .and_then(|d| d.and_hms_nano_opt(23, 59, 59, 1_500_000_000))
+            .expect("a leap second")
+            .and_utc();
+        let mut all = vec![
+            DateTime::<Utc>::MIN_UTC,
+            DateTime::<Utc>::MAX_UTC,
+            DateTime::<Utc>::UNIX_EPOCH,
+            leap,
+        ];
+        for (secs, nanos) in [
+            (-1, 999_999_999),
+            (1_767_225_599, 999_999_999),
+            (1_767_225_600, 0),
+            (1_767_225_600, 123_456_789),
+        ] {
+            all.push(DateTime::from_timestamp(secs, nanos).expect("in range"));
+        }
+        all
+    }
+
+    fn durations() -> [Duration; 7] {
+        [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(999),
+            Duration::from_nanos(1_000_000_001),
+            Duration::from_secs(86_400 * 366),
+            Duration::from_secs(u64::MAX / 2),
+            Duration::MAX,
+        ]
+    }
+
+    #[test]
+    fn after_is_calendar_addition_saturated_at_the_largest_instant() {
+        for t in instants() {
+            for d in durations() {
+                let calendar = TimeDelta::from_std(d)
+                    .ok()
+                    .and_then(|d| t.checked_add_signed(d))
+                    .unwrap_or(DateTime::<Utc>::MAX_UTC);
+                assert_eq!(after(t, d), calendar, "{t} + {d:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn since_and_nanos_between_are_calendar_subtraction() {
+        for a in instants() {
+            for b in instants() {
+                assert_eq!(nanos_between(a, b), (b - a).num_nanoseconds(), "{b} - {a}");
+                assert_eq!(
+                    since(a, b),
+                    (b - a).to_std().unwrap_or_default(),
+                    "{b} - {a}"
+                );
+            }
+        }
+    }
 }

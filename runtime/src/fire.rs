@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::clock::after;
+use crate::clock::{after, since};
 use crate::control::ManualRun;
 
 /// One fire of one job (the job is the model that holds it). 32 bytes: every job holds one or
@@ -30,7 +30,7 @@ impl Fire {
         let delay = if start == t {
             Duration::ZERO
         } else {
-            (start - t).to_std().unwrap_or_default()
+            since(t, start)
         };
         Fire {
             t,

@@ -76,7 +76,7 @@ pub(crate) fn describe() {
     describe_gauge!(
         "cronguard_jobs_running",
         Unit::Count,
-        "Runs of the job going on in this process."
+        "Runs of the job going on in this process as tasks of their own."
     );
     describe_gauge!(
         "cronguard_last_success_timestamp_seconds",
@@ -112,78 +112,87 @@ pub(crate) struct JobMetrics {
     succeeded: Counter,
     duration: Histogram,
     lateness: Histogram,
-    running: Gauge,
-    overdue: Overdue,
+    next_fire: Gauge,
+    /// Registered at the first success in this process (see [`Marks::succeeded`]).
+    last_success: Gauge,
+    marks: Marks,
 }
 
-/// What decides `cronguard_job_overdue`, in eight bytes: the newest fire claimed, here or
-/// elsewhere, as Unix milliseconds (so that a drop reported late for an older fire does not mark
-/// the job overdue), and what the gauge was last set to (the series is registered on its first
-/// 1) in the lowest bit.
+/// The newest fire claimed and two flags, in eight bytes: whether the job is overdue, and whether
+/// it succeeded in this process (a process that never ran the job shows no time of a last
+/// success, so that series is registered at the first).
 #[derive(Clone, Copy)]
-struct Overdue(i64);
+struct Marks(i64);
 
-impl Overdue {
-    /// No fire claimed yet, and not overdue.
-    const NEW: Overdue = Overdue(i64::MIN);
+impl Marks {
+    /// No fire claimed yet, not overdue, no success.
+    const NEW: Marks = Marks(i64::MIN);
+    const OVERDUE: i64 = 1;
+    const SUCCEEDED: i64 = 2;
+    const FLAGS: i64 = Self::OVERDUE | Self::SUCCEEDED;
 
     fn claimed_ms(self) -> i64 {
-        self.0 >> 1
+        self.0 >> 2
     }
 
-    fn is_set(self) -> bool {
-        self.0 & 1 == 1
+    fn overdue(self) -> bool {
+        self.0 & Self::OVERDUE != 0
     }
 
-    fn with(claimed_ms: i64, set: bool) -> Overdue {
-        // Unix milliseconds need 42 bits; `i64::MIN >> 1` stays the smallest value.
-        Overdue((claimed_ms.max(i64::MIN >> 1) << 1) | i64::from(set))
+    fn succeeded(self) -> bool {
+        self.0 & Self::SUCCEEDED != 0
+    }
+
+    fn with_claimed_ms(self, claimed_ms: i64) -> Marks {
+        // Unix milliseconds need 42 bits; `i64::MIN >> 2` stays the smallest value.
+        Marks((claimed_ms.max(i64::MIN >> 2) << 2) | (self.0 & Self::FLAGS))
+    }
+
+    fn with_overdue(self, overdue: bool) -> Marks {
+        Marks((self.0 & !Self::OVERDUE) | if overdue { Self::OVERDUE } else { 0 })
+    }
+
+    fn with_success(self) -> Marks {
+        Marks(self.0 | Self::SUCCEEDED)
     }
 }
 
-/// The job's name as a label value (a name too long to be held inline is shared, not copied).
 fn label(job: &SmolStr) -> SharedString {
     SharedString::from(Arc::<str>::from(job.clone()))
 }
 
 impl JobMetrics {
-    /// Registers the series every run updates, so that they show (at zero) from the start.
-    /// `claimed_elsewhere`: register that series here (a job with a shared guard holds its handle
-    /// in its [`ClaimSeries`], which registers it).
+    /// Registers the series every run updates, so that they show (at zero) from the start, and
+    /// keeps the handles of those every fire updates: at 10,000 jobs due together, every lookup
+    /// (a label and a key built, a hash map searched) counts. `claimed_elsewhere`: register that
+    /// series here (a job with a shared guard holds its handle in its [`ClaimSeries`]).
     pub(crate) fn new(job: &SmolStr, claimed_elsewhere: bool) -> Self {
         let job = label(job);
         if claimed_elsewhere {
             let _ = counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere");
         }
+        let _ = gauge!("cronguard_jobs_running", "job" => job.clone());
         JobMetrics {
             succeeded: counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => "succeeded"),
             duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),
             lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
-            running: gauge!("cronguard_jobs_running", "job" => job),
-            overdue: Overdue::NEW,
+            next_fire: gauge!("cronguard_next_fire_timestamp_seconds", "job" => job),
+            last_success: Gauge::noop(),
+            marks: Marks::NEW,
         }
     }
 
-    /// Sets the job's next fire time, when it has one, in `claims` (the series of a job with a
-    /// shared guard) or looked up.
-    pub(crate) fn next_fire(
-        job: &SmolStr,
-        next: Option<DateTime<Utc>>,
-        claims: Option<&ClaimSeries>,
-    ) {
-        let Some(t) = next else {
-            return;
-        };
-        match claims {
-            Some(c) => c.next_fire.set(unix_seconds(t)),
-            None => gauge!("cronguard_next_fire_timestamp_seconds", "job" => label(job))
-                .set(unix_seconds(t)),
+    /// Sets the job's next fire time, when it has one.
+    pub(crate) fn next_fire(&self, next: Option<DateTime<Utc>>) {
+        if let Some(t) = next {
+            self.next_fire.set(unix_seconds(t));
         }
     }
 
-    /// Sets how many runs of the job go on in this process.
-    pub(crate) fn running(&self, runs: usize) {
-        self.running.set(runs as f64);
+    /// Sets how many runs of the job go on in this process on a task of their own; looked up,
+    /// as only such runs change it (a run that ends at its first poll is not counted).
+    pub(crate) fn running(job: &SmolStr, runs: usize) {
+        gauge!("cronguard_jobs_running", "job" => label(job)).set(runs as f64);
     }
 
     /// Counts a claim the guard could not answer, by the kind of failure (`GuardError::kind`).
@@ -192,8 +201,8 @@ impl JobMetrics {
     }
 
     fn set_overdue(&mut self, job: &SmolStr, overdue: bool) {
-        if self.overdue.is_set() != overdue {
-            self.overdue = Overdue::with(self.overdue.claimed_ms(), overdue);
+        if self.marks.overdue() != overdue {
+            self.marks = self.marks.with_overdue(overdue);
             gauge!("cronguard_job_overdue", "job" => label(job)).set(if overdue {
                 1.0
             } else {
@@ -204,14 +213,14 @@ impl JobMetrics {
 
     /// Fire `fire` was claimed (started here or claimed elsewhere): the job is on time.
     fn claimed(&mut self, job: &SmolStr, fire: DateTime<Utc>) {
-        let newest = self.overdue.claimed_ms().max(fire.timestamp_millis());
-        self.overdue = Overdue::with(newest, self.overdue.is_set());
+        let newest = self.marks.claimed_ms().max(fire.timestamp_millis());
+        self.marks = self.marks.with_claimed_ms(newest);
         self.set_overdue(job, false);
     }
 
     /// Fire `fire` will not run: the job is overdue unless a later fire was claimed.
     fn not_run(&mut self, job: &SmolStr, fire: DateTime<Utc>) {
-        if fire.timestamp_millis() > self.overdue.claimed_ms() {
+        if fire.timestamp_millis() > self.marks.claimed_ms() {
             self.set_overdue(job, true);
         }
     }
@@ -248,14 +257,11 @@ impl JobMetrics {
             }
             EventKind::Succeeded => {
                 self.succeeded.increment(1);
-                let at = unix_seconds(event.at);
-                match claims {
-                    Some(c) => c
-                        .last_success
-                        .get_or_insert_with(|| Self::last_success(job))
-                        .set(at),
-                    None => Self::last_success(job).set(at),
+                if !self.marks.succeeded() {
+                    self.last_success = Self::last_success(job);
+                    self.marks = self.marks.with_success();
                 }
+                self.last_success.set(unix_seconds(event.at));
             }
             EventKind::Failed {
                 retry_at: Some(_), ..
@@ -293,18 +299,13 @@ impl JobMetrics {
     }
 }
 
-/// The series a job with a shared guard updates on every fire (its claim, its next fire, a fire
-/// claimed elsewhere, its lease renewals, its last success), registered once with the job rather
-/// than looked up each time: at 10,000 jobs due together every lookup (a label and a key built, a
-/// hash map searched) counts. Only such jobs hold them, out of line, so that a local job does not
-/// grow.
+/// The series a job with a shared guard updates on every fire (its claim, a fire claimed
+/// elsewhere, its lease renewals), registered once with the job rather than looked up each time.
+/// Only such jobs hold them, out of line, so that a local job does not grow.
 pub(crate) struct ClaimSeries {
     pub(crate) latency: Histogram,
-    pub(crate) next_fire: Gauge,
     pub(crate) claimed_elsewhere: Counter,
     pub(crate) renewals: Counter,
-    /// From the first success in this process on.
-    last_success: Option<Gauge>,
 }
 
 impl ClaimSeries {
@@ -312,10 +313,8 @@ impl ClaimSeries {
         let job = label(job);
         ClaimSeries {
             latency: histogram!("cronguard_claim_latency_seconds", "job" => job.clone(), "guard" => lock.as_str()),
-            next_fire: gauge!("cronguard_next_fire_timestamp_seconds", "job" => job.clone()),
             claimed_elsewhere: counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere"),
             renewals: counter!("cronguard_lease_renewals_total", "job" => job),
-            last_success: None,
         }
     }
 }
@@ -327,21 +326,39 @@ pub(crate) fn clock_skew(guard: &'static str, seconds: f64) {
 
 #[cfg(test)]
 mod tests {
-    use super::Overdue;
+    use super::Marks;
 
     #[test]
-    fn the_overdue_flag_and_the_newest_claim_share_eight_bytes_without_mixing() {
-        let new = Overdue::NEW;
-        assert!(!new.is_set());
+    fn the_flags_and_the_newest_claim_share_eight_bytes_without_mixing() {
+        let new = Marks::NEW;
+        assert!(!new.overdue() && !new.succeeded());
         assert!(new.claimed_ms() < 0, "no claim is older than every fire");
         let ms = 1_767_225_600_000; // 2026-01-01 in Unix milliseconds
-        for set in [false, true] {
-            let o = Overdue::with(ms, set);
-            assert_eq!((o.claimed_ms(), o.is_set()), (ms, set));
+        for overdue in [false, true] {
+            for succeeded in [false, true] {
+                let mut m = new.with_claimed_ms(ms).with_overdue(overdue);
+                if succeeded {
+                    m = m.with_success();
+                }
+                assert_eq!(
+                    (m.claimed_ms(), m.overdue(), m.succeeded()),
+                    (ms, overdue, succeeded)
+                );
+                let later = m.with_claimed_ms(ms + 1);
+                assert_eq!(
+                    (later.claimed_ms(), later.overdue(), later.succeeded()),
+                    (ms + 1, overdue, succeeded)
+                );
+                let cleared = m.with_overdue(false);
+                assert_eq!(
+                    (cleared.claimed_ms(), cleared.overdue(), cleared.succeeded()),
+                    (ms, false, succeeded)
+                );
+            }
         }
-        let from_none = Overdue::with(new.claimed_ms(), true);
+        let from_none = new.with_overdue(true);
         assert_eq!(
-            (from_none.claimed_ms(), from_none.is_set()),
+            (from_none.claimed_ms(), from_none.overdue()),
             (new.claimed_ms(), true)
         );
     }

@@ -225,7 +225,7 @@ impl Ended {
 
 /// `to - from` in nanoseconds, when it fits.
 fn offset_ns(from: DateTime<Utc>, to: DateTime<Utc>) -> Option<i64> {
-    (to - from).num_nanoseconds()
+    crate::clock::nanos_between(from, to)
 }
 
 fn add_ns(t: DateTime<Utc>, ns: i64) -> DateTime<Utc> {

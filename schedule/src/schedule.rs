@@ -152,7 +152,7 @@ impl Schedule {
                 let step = i64::try_from(interval.as_nanos()).ok()?;
                 let now = after.timestamp_nanos_opt()?;
                 let next = now.div_euclid(step).checked_add(1)?.checked_mul(step)?;
-                Some(DateTime::<Utc>::UNIX_EPOCH + TimeDelta::nanoseconds(next))
+                Some(DateTime::from_timestamp_nanos(next))
             }
             Kind::Cron { expr, tz } => crate::memo::next_after(expr, *tz, after, || {
                 CronWalk { expr, tz }.next_after(after)
@@ -189,7 +189,7 @@ impl Schedule {
                 let step = i64::try_from(interval.as_nanos()).ok()?;
                 let now = before.timestamp_nanos_opt()?;
                 let previous = now.checked_sub(1)?.div_euclid(step).checked_mul(step)?;
-                Some(DateTime::<Utc>::UNIX_EPOCH + TimeDelta::nanoseconds(previous))
+                Some(DateTime::from_timestamp_nanos(previous))
             }
             Kind::Cron { expr, tz } => CronWalk { expr, tz }.previous_before(before),
         }

@@ -16,13 +16,13 @@ use tokio::time::{sleep_until, Instant};
 
 use super::errands::Errands;
 use super::msg::{JobControl, Msg, Report};
-use super::run::{self, ReportTo, Started, INLINE_POLL_LIMIT};
-use super::slot::{Armed, Cx, Launch};
+use super::run::{self, ReportTo, Started};
+use super::slot::{AfterFirstPoll, Armed, Cx, GoingOn, Launch, Polled};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
 use crate::events::Event;
 use crate::guard::Lease;
-use crate::model::{Action, RunEnd, RunId};
+use crate::model::{Action, Now};
 
 /// Jobs handled between two yields during a burst of fires.
 const CHUNK: usize = 64;
@@ -49,7 +49,10 @@ struct Shard {
     backlog: VecDeque<u32>,
     /// Buffers of [`launch`](Shard::launch), kept so that a fire allocates none.
     launching: Vec<Launch>,
+    /// Runs after their first poll whose jobs have not heard of it yet (see [`Shard::settle`]),
+    /// and the clocks read before the first of them started.
     polled: Vec<Polled>,
+    polled_base: Option<Now>,
     /// The job models' actions, carried out at once; kept so that a fire allocates none.
     actions: Vec<Action>,
     /// Where in a bucket of jobs due together this process starts (see [`Shard::take_due`]).
@@ -70,6 +73,8 @@ struct Links {
     lease: RefCell<Option<Box<dyn Lease>>>,
     /// See [`Cx::held`].
     held: RefCell<HashMap<u32, Box<dyn Lease>>>,
+    /// See [`Cx::going`].
+    going: RefCell<GoingOn>,
     /// See [`Cx::for_hooks`].
     for_hooks: RefCell<Vec<Event>>,
     /// See [`Cx::errands`].
@@ -85,20 +90,12 @@ impl Links {
             launches: &self.launches,
             lease: &self.lease,
             held: &self.held,
+            going: &self.going,
             for_hooks: &self.for_hooks,
             errands: &self.errands,
         }
     }
 }
-
-/// A run after its first poll: (job, run id, how long the poll took, its end and length if it
-/// finished).
-type Polled = (
-    u32,
-    RunId,
-    Option<Duration>,
-    Option<(RunEnd, Duration, Instant)>,
-);
 
 /// Runs the shard until the scheduler stops, then drains it.
 pub(super) async fn run(
@@ -115,6 +112,7 @@ pub(super) async fn run(
             launches: RefCell::default(),
             lease: RefCell::default(),
             held: RefCell::default(),
+            going: RefCell::default(),
             for_hooks: RefCell::default(),
             errands: RefCell::default(),
         },
@@ -124,6 +122,7 @@ pub(super) async fn run(
         backlog: VecDeque::new(),
         launching: Vec::new(),
         polled: Vec::new(),
+        polled_base: None,
         actions: Vec::new(),
         rotation: fastrand::Rng::new(),
         handed_at: Instant::now(),
@@ -306,56 +305,92 @@ impl Shard {
                 }
                 arm(&mut self.wakeups, &self.links.shared, slot, idx);
             }
-            self.launch();
+            // The job's end is counted at once, while it is still in the cache: during a burst,
+            // counting the ends of a chunk of jobs later costs more than it saves.
+            self.launch_from(now);
+            self.settle();
         }
         self.send_errands();
     }
 
-    /// Starts the runs claimed under the lock: each is polled once here, without the lock, and
-    /// goes on as a task of its own unless it finished. Finishing frees a slot, which may claim
-    /// a waiting fire, so this repeats until no run is left to start.
+    /// Starts the runs claimed under the lock, then tells their jobs how the first polls went
+    /// (see [`settle`](Shard::settle)).
     fn launch(&mut self) {
-        loop {
-            std::mem::swap(&mut *self.links.launches.borrow_mut(), &mut self.launching);
-            if self.launching.is_empty() {
-                return;
-            }
-            for launch in self.launching.drain(..) {
-                let Launch {
-                    idx,
-                    id,
-                    start,
-                    claimed,
-                } = launch;
-                let to = ReportTo {
-                    tx: &self.links.tx,
-                    job: idx,
-                    id,
-                    tasks: &self.links.shared.tasks,
-                    errands: &self.links.errands,
-                };
-                let (first_poll, ended) = match run::start(start, claimed, to) {
-                    Started::Finished { end, ended } => {
-                        let took = ended.saturating_duration_since(claimed);
-                        (Some(took), Some((end, took, ended)))
-                    }
-                    Started::Spawned { first_poll } => (first_poll, None),
-                };
-                if ended.is_some() || first_poll.is_some_and(|t| t > INLINE_POLL_LIMIT) {
-                    self.polled.push((idx, id, first_poll, ended));
+        if self.links.launches.borrow().is_empty() {
+            return;
+        }
+        let now = self.links.shared.now();
+        self.launch_from(now);
+        self.settle();
+    }
+
+    /// Starts the runs claimed under the lock: each is polled once here, without the lock, and
+    /// goes on as a task of its own unless it finished. `base` is the clocks read shortly before:
+    /// a run that ends at its first poll ends at `base` plus the monotonic time since.
+    fn launch_from(&mut self, base: Now) {
+        std::mem::swap(&mut *self.links.launches.borrow_mut(), &mut self.launching);
+        if self.launching.is_empty() {
+            return;
+        }
+        self.polled_base.get_or_insert(base);
+        for launch in self.launching.drain(..) {
+            let Launch {
+                idx,
+                id,
+                start,
+                claimed,
+                next_attempt,
+            } = launch;
+            let to = ReportTo {
+                tx: &self.links.tx,
+                job: idx,
+                id,
+                tasks: &self.links.shared.tasks,
+                errands: &self.links.errands,
+            };
+            let cancel = start.cancel.clone();
+            let (first_poll, outcome) = match run::start(start, claimed, to) {
+                Started::Finished { end, ended } => {
+                    let took = ended.saturating_duration_since(claimed);
+                    (Some(took), AfterFirstPoll::Ended(end, took, ended))
+                }
+                Started::Spawned { first_poll } => (
+                    first_poll,
+                    AfterFirstPoll::GoesOn {
+                        cancel,
+                        started: claimed,
+                        next_attempt,
+                    },
+                ),
+            };
+            self.polled.push(Polled {
+                idx,
+                id,
+                first_poll,
+                outcome,
+            });
+        }
+    }
+
+    /// Tells each job how the first polls of its runs went: a run that ended frees its slot,
+    /// which may start a waiting fire, so this repeats until no run is left to start.
+    fn settle(&mut self) {
+        while let Some(base) = self.polled_base.take() {
+            {
+                let mut jobs = lock(&self.jobs);
+                for polled in self.polled.drain(..) {
+                    let idx = polled.idx;
+                    let Some(slot) = jobs.get_mut(idx as usize) else {
+                        continue;
+                    };
+                    let cx = self.links.cx(idx);
+                    slot.polled(&cx, polled, base, &mut self.actions);
+                    arm(&mut self.wakeups, &self.links.shared, slot, idx);
                 }
             }
-            if self.polled.is_empty() {
-                return;
-            }
-            let mut jobs = lock(&self.jobs);
-            for (idx, id, first_poll, ended) in self.polled.drain(..) {
-                let Some(slot) = jobs.get_mut(idx as usize) else {
-                    continue;
-                };
-                let cx = self.links.cx(idx);
-                slot.polled(&cx, id, first_poll, ended, &mut self.actions);
-                arm(&mut self.wakeups, &self.links.shared, slot, idx);
+            if !self.links.launches.borrow().is_empty() {
+                let now = self.links.shared.now();
+                self.launch_from(now);
             }
         }
     }
@@ -402,6 +437,11 @@ impl Shard {
                     busy.push(idx);
                 }
             }
+        }
+        if !self.links.launches.borrow().is_empty() {
+            self.launch();
+            let jobs = lock(&self.jobs);
+            busy.retain(|&idx| jobs.get(idx as usize).is_some_and(|s| s.busy()));
         }
         self.send_errands();
         self.hand_to_hooks();

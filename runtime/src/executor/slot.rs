@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use thin_vec::ThinVec;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -18,6 +17,7 @@ use super::outage::{self, Outage, Say, SUMMARY_EVERY};
 use super::run::{self, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
 use crate::cancel::RunCancel;
+use crate::clock::after;
 use crate::context::JobContext;
 use crate::events::EventKind;
 use crate::events::Occurrence;
@@ -62,6 +62,8 @@ pub(super) struct Cx<'a> {
     /// The leases of fires claimed ahead of their start, by job, until the run starts or the
     /// claim is given up.
     pub(super) held: &'a RefCell<HashMap<u32, Box<dyn Lease>>>,
+    /// The shard's runs going on as tasks of their own.
+    pub(super) going: &'a RefCell<GoingOn>,
     /// Events for the hooks, handed over by the shard once it is idle (or holds many).
     pub(super) for_hooks: &'a RefCell<Vec<crate::events::Event>>,
     /// Claims and lease releases, sent by the shard at the end of its step.
@@ -74,18 +76,72 @@ impl Cx<'_> {
     }
 }
 
-/// A started run, counted as running, waiting for its first poll.
+/// A started run, counted as running by the model, waiting for its first poll. It joins its
+/// job's runs going on only if it does not finish there (see [`JobSlot::polled`]).
 pub(super) struct Launch {
     pub(super) idx: u32,
     pub(super) id: RunId,
     pub(super) start: run::Start,
     /// When it was started: its first poll is measured from here.
     pub(super) claimed: Instant,
+    /// For a job with `retries`: where the run learns the number of its next attempt.
+    pub(super) next_attempt: Option<mpsc::UnboundedSender<u32>>,
+}
+
+/// A run after its first poll, back to its job: how long the poll took (`None`: it was not
+/// polled on the shard), and either how it ended, or the run going on.
+pub(super) struct Polled {
+    pub(super) idx: u32,
+    pub(super) id: RunId,
+    pub(super) first_poll: Option<Duration>,
+    pub(super) outcome: AfterFirstPoll,
+}
+
+/// What became of a run at its first poll.
+pub(super) enum AfterFirstPoll {
+    /// It ended, after running this long, at this instant.
+    Ended(RunEnd, Duration, Instant),
+    /// It goes on as a task of its own.
+    GoesOn {
+        cancel: RunCancel,
+        started: Instant,
+        next_attempt: Option<mpsc::UnboundedSender<u32>>,
+    },
+}
+
+/// The runs going on as tasks of their own, by job: a job holds nothing for them, and a run that
+/// ends at its first poll never gets here (see [`JobSlot::polled`]).
+#[derive(Default)]
+pub(super) struct GoingOn(HashMap<u32, Vec<Going>>);
+
+impl GoingOn {
+    fn find_mut(&mut self, job: u32, id: RunId) -> Option<&mut Going> {
+        self.0.get_mut(&job)?.iter_mut().find(|r| r.id == id)
+    }
+
+    /// Adds a run of `job`; returns how many of its runs go on.
+    fn add(&mut self, job: u32, run: Going) -> usize {
+        let runs = self.0.entry(job).or_default();
+        runs.push(run);
+        runs.len()
+    }
+
+    /// Takes run `id` of `job` out; returns it and how many of the job's runs still go on.
+    fn remove(&mut self, job: u32, id: RunId) -> Option<(Going, usize)> {
+        let runs = self.0.get_mut(&job)?;
+        let pos = runs.iter().position(|r| r.id == id)?;
+        let run = runs.swap_remove(pos);
+        let left = runs.len();
+        if left == 0 {
+            self.0.remove(&job);
+        }
+        Some((run, left))
+    }
 }
 
 /// A run going on: its cancel signal, when its current attempt started, and (for a job with
 /// `retries`) where to send the number of its next attempt.
-struct Going {
+pub(super) struct Going {
     id: RunId,
     cancel: RunCancel,
     started: Instant,
@@ -123,6 +179,8 @@ const BLOCKING_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 struct SharedGuard {
     guard: Arc<dyn Guard>,
     series: ClaimSeries,
+    /// The outage of the guard this job is in, if its last claim failed.
+    outage: Option<Box<Outage>>,
 }
 
 /// One job and what carries out its model's actions.
@@ -134,8 +192,6 @@ pub(crate) struct JobSlot {
     shared: Option<Box<SharedGuard>>,
     metrics: JobMetrics,
     status: StatusRecord,
-    /// Each run going on; eight bytes while there are none.
-    runs: ThinVec<Going>,
     /// The earliest wake-up of this job in its shard's queue.
     pub(super) armed: Armed,
     /// Runs start on a task of their own, not with a first poll on the shard (set once a first
@@ -143,8 +199,6 @@ pub(crate) struct JobSlot {
     own_task: bool,
     /// The guard records run ends and reported drops in its history.
     history: bool,
-    /// The outage of the guard this job is in, if its last claim failed.
-    outage: Option<Box<Outage>>,
     /// Removed while the scheduler runs: it no longer fires or shows, and its name is free.
     pub(crate) removed: bool,
 }
@@ -169,6 +223,7 @@ impl JobSlot {
             Box::new(SharedGuard {
                 guard,
                 series: ClaimSeries::new(&job.name, &job.lock),
+                outage: None,
             })
         });
         let history = job.history && shared.is_some();
@@ -198,11 +253,9 @@ impl JobSlot {
             shared,
             metrics,
             status: StatusRecord::default(),
-            runs: ThinVec::new(),
             armed: Armed::NONE,
             own_task: false,
             history,
-            outage: None,
             removed: false,
         }
     }
@@ -242,7 +295,7 @@ impl JobSlot {
 
     pub(super) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let next = self.model.schedule_from(now);
-        JobMetrics::next_fire(self.name(), next, self.shared.as_ref().map(|s| &s.series));
+        self.metrics.next_fire(next);
         next
     }
 
@@ -259,7 +312,7 @@ impl JobSlot {
             self.model.set_first_here(first);
         }
         let next = self.model.on_timer(now, out);
-        JobMetrics::next_fire(self.name(), next, self.shared.as_ref().map(|s| &s.series));
+        self.metrics.next_fire(next);
         self.perform(cx, now, out);
         next
     }
@@ -299,9 +352,9 @@ impl JobSlot {
             Report::Finished { id, end } => {
                 // A failed attempt of a job with retries waits for the model's word.
                 let started = if self.model.spec().limits.retries > 0 && end.may_retry() {
-                    self.attempt_started(id)
+                    self.attempt_started(cx, id)
                 } else {
-                    self.forget_run(id)
+                    self.forget_run(cx, id)
                 };
                 let duration = started.map_or(Duration::ZERO, |started| {
                     cx.shared.instant(now.mono) - started
@@ -337,7 +390,11 @@ impl JobSlot {
     fn answer(&mut self, cx: &Cx<'_>, now: Instant, result: Result<Claim, GuardError>) -> Answer {
         let job = &self.model.spec().name;
         if result.is_ok() {
-            if let Some((failures, lasted)) = outage::answered(&mut self.outage, now) {
+            if let Some((failures, lasted)) = self
+                .shared
+                .as_deref_mut()
+                .and_then(|s| outage::answered(&mut s.outage, now))
+            {
                 tracing::info!(job = %job, failed_requests = failures, outage_ms = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX), "guard available again");
             }
         }
@@ -378,7 +435,11 @@ impl JobSlot {
             Err(e) => {
                 JobMetrics::guard_error(self.name(), e.kind());
                 let error = crate::error::Chain(&e).to_string();
-                match outage::failed(&mut self.outage, now) {
+                let said = match self.shared.as_deref_mut() {
+                    Some(shared) => outage::failed(&mut shared.outage, now),
+                    None => Say::First, // no claims without a shared guard
+                };
+                match said {
                     Say::First => {
                         tracing::warn!(job = %job, error = %error, "guard unavailable; retrying until the misfire grace runs out (said again once per {SUMMARY_EVERY:?} while it lasts)")
                     }
@@ -398,13 +459,16 @@ impl JobSlot {
     }
 
     /// When the current attempt of run `id` started.
-    fn attempt_started(&self, id: RunId) -> Option<Instant> {
-        self.runs.iter().find(|r| r.id == id).map(|r| r.started)
+    fn attempt_started(&self, cx: &Cx<'_>, id: RunId) -> Option<Instant> {
+        cx.going
+            .borrow_mut()
+            .find_mut(cx.idx, id)
+            .map(|r| r.started)
     }
 
     /// Starts attempt `attempt` of run `id`, which waits between attempts.
     fn next_attempt(&mut self, cx: &Cx<'_>, now: Now, id: RunId, attempt: u32) {
-        if let Some(run) = self.runs.iter_mut().find(|r| r.id == id) {
+        if let Some(run) = cx.going.borrow_mut().find_mut(cx.idx, id) {
             run.started = cx.shared.instant(now.mono);
             if let Some(next) = &run.next_attempt {
                 // Fails only when the run's task is gone, and then its end is already reported.
@@ -415,26 +479,21 @@ impl JobSlot {
 
     /// Forgets the cancel signal of run `id` (and lets a run waiting between attempts end);
     /// returns when it started.
-    fn forget_run(&mut self, id: RunId) -> Option<Instant> {
-        let pos = self.runs.iter().position(|r| r.id == id)?;
-        let run = self.runs.swap_remove(pos);
-        if self.runs.is_empty() {
-            self.runs = ThinVec::new(); // an idle job holds no room for runs
-        }
-        self.metrics.running(self.runs.len());
+    fn forget_run(&mut self, cx: &Cx<'_>, id: RunId) -> Option<Instant> {
+        let (run, left) = cx.going.borrow_mut().remove(cx.idx, id)?;
+        JobMetrics::running(self.name(), left);
         Some(run.started)
     }
 
     /// Run `id` had its first poll, which took `first_poll` on the shard (`None`: it was not
-    /// polled there), and ended at `ended` if it finished.
-    pub(super) fn polled(
-        &mut self,
-        cx: &Cx<'_>,
-        id: RunId,
-        first_poll: Option<Duration>,
-        ended: Option<(RunEnd, Duration, Instant)>,
-        out: &mut Vec<Action>,
-    ) {
+    /// polled there): a run that goes on joins the runs going on, one that ended is reported.
+    pub(super) fn polled(&mut self, cx: &Cx<'_>, polled: Polled, base: Now, out: &mut Vec<Action>) {
+        let Polled {
+            id,
+            first_poll,
+            outcome,
+            ..
+        } = polled;
         if let Some(took) = first_poll.filter(|t| *t > INLINE_POLL_LIMIT) {
             if !self.own_task {
                 self.own_task = true;
@@ -456,13 +515,29 @@ impl JobSlot {
                 }
             }
         }
-        let Some((end, duration, at)) = ended else {
-            return;
+        let (end, duration, at) = match outcome {
+            AfterFirstPoll::GoesOn {
+                cancel,
+                started,
+                next_attempt,
+            } => {
+                let going = Going {
+                    id,
+                    cancel,
+                    started,
+                    next_attempt,
+                };
+                let runs = cx.going.borrow_mut().add(cx.idx, going);
+                JobMetrics::running(self.name(), runs);
+                return;
+            }
+            AfterFirstPoll::Ended(end, duration, at) => (end, duration, at),
         };
-        self.forget_run(id);
+        // The wall clock read at the shard's step, moved on by the monotonic time since.
+        let mono = cx.shared.mono(at);
         let now = Now {
-            wall: cx.shared.clock.now(),
-            mono: cx.shared.mono(at),
+            wall: after(base.wall, mono.saturating_sub(base.mono)),
+            mono,
             random: fastrand::u64(..),
         };
         self.model.on_run_ended(id, end, duration, now, out);
@@ -503,11 +578,19 @@ impl JobSlot {
                 } => self.start(cx, now, run, fire, token, manual),
                 Action::Retry { run, attempt } => self.next_attempt(cx, now, run, attempt),
                 Action::Finish(run) => {
-                    self.forget_run(run);
+                    self.forget_run(cx, run);
                 }
                 Action::Cancel(run) => {
-                    if let Some(going) = self.runs.iter().find(|r| r.id == run) {
+                    if let Some(going) = cx.going.borrow_mut().find_mut(cx.idx, run) {
                         going.cancel.cancel();
+                    } else if let Some(launch) = cx
+                        .launches
+                        .borrow()
+                        .iter()
+                        .find(|l| l.idx == cx.idx && l.id == run)
+                    {
+                        // Started in this step, not yet polled.
+                        launch.start.cancel.cancel();
                     }
                 }
                 Action::Hold => {
@@ -599,14 +682,6 @@ impl JobSlot {
         } else {
             (None, None)
         };
-        self.runs.reserve_exact(1);
-        self.runs.push(Going {
-            id,
-            cancel: cancel.clone(),
-            started: now,
-            next_attempt: tx,
-        });
-        self.metrics.running(self.runs.len());
         let renewals = self
             .shared
             .as_ref()
@@ -627,6 +702,7 @@ impl JobSlot {
             id,
             start,
             claimed: now,
+            next_attempt: tx,
         });
     }
 

@@ -932,11 +932,11 @@ mod redis {
             "{} claims and {JOBS} releases in {calls} script calls",
             2 * JOBS
         );
-        // Alone on the machine it takes about ten; the bound leaves room for a loaded machine
-        // (batches gather what is queued when a call goes out) and still fails one call per
-        // operation by far.
+        // Alone on the machine it takes about ten. Batches gather what is queued when a call
+        // goes out, so a machine loaded by the other tests splits them further (once more than
+        // 60 calls); the bound leaves that room and still fails one call per operation by far.
         assert!(
-            calls <= 60,
+            calls <= 150,
             "{calls} script calls for {} operations of two replicas",
             3 * JOBS
         );

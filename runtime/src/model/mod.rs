@@ -27,7 +27,7 @@ use chrono::{DateTime, Utc};
 use smallvec::SmallVec;
 use smol_str::SmolStr;
 
-use crate::clock::after;
+use crate::clock::{after, since};
 use crate::control::{ManualRun, Pause};
 use crate::events::{CancelReason, EventKind, FailureReason, Occurrence};
 use crate::fire::{fmt_time, human, Fire};
@@ -1433,7 +1433,7 @@ impl JobModel {
         let id = self.next_run_id;
         self.next_run_id = self.next_run_id.wrapping_add(1);
         // Measured from the jittered start: the jitter is not lateness.
-        let lateness = (now.wall - fire.start()).to_std().unwrap_or_default();
+        let lateness = since(fire.start(), now.wall);
         if fire.manual().is_none() {
             // A manual run is no fire of the schedule: the fires before it may still run.
             self.last_started = Some(fire.t);

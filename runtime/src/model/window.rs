@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 
 use crate::clock::after;
 
@@ -30,21 +30,32 @@ struct FireRun {
 
 impl FireRun {
     fn nth(&self, k: u32) -> DateTime<Utc> {
-        let offset = self.step_us.saturating_mul(i64::from(k));
-        self.first
-            .checked_add_signed(TimeDelta::microseconds(offset))
-            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        let offset = u64::try_from(self.step_us.saturating_mul(i64::from(k))).unwrap_or(0);
+        after(self.first, Duration::from_micros(offset))
     }
 
-    fn last(&self) -> DateTime<Utc> {
-        self.nth(self.count - 1)
+    /// [`nth`](FireRun::nth) in microseconds since the epoch: the window's bookkeeping, once
+    /// per fire, needs no calendar arithmetic.
+    fn nth_us(&self, k: u32) -> i64 {
+        micros(self.first).saturating_add(self.step_us.saturating_mul(i64::from(k)))
     }
+}
+
+fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
 }
 
 impl FireWindow {
     pub(crate) fn observe(&mut self, fire: DateTime<Utc>, now: DateTime<Utc>, grace: Duration) {
         self.push(fire);
-        while self.second().is_some_and(|t| after(t, grace) <= now) {
+        let (now, grace) = (
+            micros(now),
+            i64::try_from(grace.as_micros()).unwrap_or(i64::MAX),
+        );
+        while self
+            .second_us()
+            .is_some_and(|t| t.saturating_add(grace) <= now)
+        {
             self.pop_first();
         }
     }
@@ -52,7 +63,7 @@ impl FireWindow {
     fn push(&mut self, fire: DateTime<Utc>) {
         let last_rest = self.rest.as_mut().and_then(|r| r.back_mut());
         if let Some(run) = last_rest.or(self.head.as_mut()) {
-            let gap = (fire - run.last()).num_microseconds().unwrap_or(0);
+            let gap = micros(fire).saturating_sub(run.nth_us(run.count - 1));
             if gap > 0 && run.count < u32::MAX && (run.count == 1 || gap == run.step_us) {
                 run.step_us = gap;
                 run.count += 1;
@@ -71,13 +82,16 @@ impl FireWindow {
         }
     }
 
-    /// The second-oldest fire kept.
-    fn second(&self) -> Option<DateTime<Utc>> {
+    /// The second-oldest fire kept, in microseconds since the epoch.
+    fn second_us(&self) -> Option<i64> {
         let front = self.head.as_ref()?;
         if front.count > 1 {
-            Some(front.nth(1))
+            Some(front.nth_us(1))
         } else {
-            self.rest.as_ref().and_then(|r| r.front()).map(|r| r.first)
+            self.rest
+                .as_ref()
+                .and_then(|r| r.front())
+                .map(|r| micros(r.first))
         }
     }
 
