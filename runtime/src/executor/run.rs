@@ -450,31 +450,11 @@ mod tests {
             flag.store(true, Ordering::SeqCst);
             Box::pin(async { Ok(()) })
         });
-        let cancel = RunCancel::default();
-        let run = Start {
-            body,
-            ctx: ctx(&cancel),
-            cancel,
-            hold: Hold::Lease(Box::new(Expiring {
-                sent,
-                released: Arc::clone(&released),
-            })),
-            renewals: None,
-            inline: true,
-            timeout: None,
-            next_attempt: None,
-        };
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let tasks = TaskTracker::new();
-        let errands = RefCell::new(Errands::default());
-        let to = ReportTo {
-            tx: &tx,
-            job: 0,
-            id: 0,
-            tasks: &tasks,
-            errands: &errands,
-        };
-        let started = start(run, Instant::now(), to);
+        let hold = Hold::Lease(Box::new(Expiring {
+            sent,
+            released: Arc::clone(&released),
+        }));
+        let (started, _rx) = start_with(body, &RunCancel::default(), hold);
         (
             started,
             ran.load(Ordering::SeqCst),
@@ -596,13 +576,17 @@ mod tests {
         assert_eq!(end, RunEnd::Failed("boom".to_owned()));
     }
 
-    /// Starts a run of `body` with no lease, no retries and no timeout, as a `local` job's.
-    fn start_local(body: Body, cancel: &RunCancel) -> (Started, mpsc::UnboundedReceiver<Msg>) {
+    /// Starts a run of `body` held by `hold`, with no retries and no timeout, as run 7 of job 0.
+    fn start_with(
+        body: Body,
+        cancel: &RunCancel,
+        hold: Hold,
+    ) -> (Started, mpsc::UnboundedReceiver<Msg>) {
         let run = Start {
             body,
             ctx: ctx(cancel),
             cancel: cancel.clone(),
-            hold: Hold::Local,
+            hold,
             renewals: None,
             inline: true,
             timeout: None,
@@ -619,6 +603,11 @@ mod tests {
             errands: &errands,
         };
         (start(run, Instant::now(), to), rx)
+    }
+
+    /// Starts a run of `body` as a `local` job's.
+    fn start_local(body: Body, cancel: &RunCancel) -> (Started, mpsc::UnboundedReceiver<Msg>) {
+        start_with(body, cancel, Hold::Local)
     }
 
     async fn reported_end(rx: &mut mpsc::UnboundedReceiver<Msg>) -> RunEnd {
