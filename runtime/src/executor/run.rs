@@ -487,8 +487,8 @@ mod tests {
         assert!(!ran, "the body takes no step past its lease");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn an_async_body_is_dropped_at_its_timeout() {
+    /// A body that waits an hour, and the flag its future sets when it is dropped.
+    fn an_hour_long_body() -> (Body, Arc<AtomicBool>) {
         let dropped = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&dropped);
         let body = Body::of_async(move |_ctx| {
@@ -499,6 +499,12 @@ mod tests {
                 Ok(())
             })
         });
+        (body, dropped)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_async_body_is_dropped_at_its_timeout() {
+        let (body, dropped) = an_hour_long_body();
         let cancel = RunCancel::default();
         let started = Instant::now();
         let end = run_body(
@@ -679,16 +685,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_waiting_body_is_dropped_when_its_run_is_cancelled() {
-        let dropped = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&dropped);
-        let body = Body::of_async(move |_ctx| {
-            let guard = Dropped(Arc::clone(&flag));
-            Box::pin(async move {
-                tokio::time::sleep(Duration::from_secs(3_600)).await;
-                drop(guard);
-                Ok(())
-            })
-        });
+        let (body, dropped) = an_hour_long_body();
         let cancel = RunCancel::default();
         let (_, mut rx) = start_local(body, &cancel);
         tokio::task::yield_now().await;
