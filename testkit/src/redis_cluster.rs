@@ -24,6 +24,8 @@ pub struct RedisCluster {
 
 /// How long the cluster may take to form, fail over or answer.
 const DEADLINE: Duration = Duration::from_secs(30);
+/// Clusters started on fresh ports before a test gives up on forming one.
+const START_ATTEMPTS: usize = 3;
 
 impl RedisCluster {
     /// Starts `primaries * (1 + replicas_per_primary)` nodes and waits until every node says
@@ -40,6 +42,24 @@ impl RedisCluster {
                 return None;
             }
         }
+        // A port found free can be taken by another test's process before a node binds it (or
+        // its bus port, 10,000 above): such a cluster does not form, and a new one on other ports
+        // is started.
+        let mut failures = Vec::new();
+        for _ in 0..START_ATTEMPTS {
+            match Self::try_start(primaries, replicas_per_primary) {
+                Ok(cluster) => return Some(cluster),
+                Err(why) => {
+                    eprintln!("testkit: a Redis Cluster did not form, starting another: {why}");
+                    failures.push(why);
+                }
+            }
+        }
+        panic!("no Redis Cluster formed in {START_ATTEMPTS} attempts: {failures:?}");
+    }
+
+    /// One attempt of [`start`](RedisCluster::start); its nodes are killed when it fails.
+    fn try_start(primaries: usize, replicas_per_primary: usize) -> Result<RedisCluster, String> {
         let first = cluster_port(&[]);
         let dir = std::env::temp_dir().join(format!(
             "cronguard-redis-cluster-{first}-{}",
@@ -80,9 +100,10 @@ impl RedisCluster {
             });
         }
         for node in &cluster.nodes {
-            wait_until(&format!("node {} answers PING", node.port), || {
-                cli(node.port, &["PING"]).is_some_and(|r| r.trim() == "PONG")
-            });
+            let answers = || cli(node.port, &["PING"]).is_some_and(|r| r.trim() == "PONG");
+            if !holds_within(Duration::from_secs(10), answers) {
+                return Err(format!("node {} did not answer PING", node.port));
+            }
         }
         let addresses: Vec<String> = cluster
             .nodes
@@ -98,11 +119,19 @@ impl RedisCluster {
                 &replicas_per_primary.to_string(),
                 "--cluster-yes",
             ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+            .stdin(Stdio::null())
+            .output()
             .expect("redis-cli runs");
-        assert!(created.success(), "redis-cli --cluster create failed");
+        if !created.status.success() {
+            let said = String::from_utf8_lossy(&created.stdout).to_string()
+                + &String::from_utf8_lossy(&created.stderr);
+            let tail: Vec<&str> = said.lines().rev().take(5).collect();
+            return Err(format!(
+                "redis-cli --cluster create failed ({}): {}",
+                created.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            ));
+        }
         cluster.wait_until_ok();
         let replicas = primaries * replicas_per_primary;
         wait_until("every replica is in sync", || {
@@ -116,7 +145,7 @@ impl RedisCluster {
                 .count()
                 == replicas
         });
-        Some(cluster)
+        Ok(cluster)
     }
 
     /// `redis+cluster://127.0.0.1:<port>,...` with every node as a seed.
@@ -436,13 +465,20 @@ fn signal(pid: u32, sig: &str) {
 }
 
 /// Polls `cond` every 50 ms until it holds, for at most [`DEADLINE`].
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let until = Instant::now() + DEADLINE;
+fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    if !holds_within(DEADLINE, cond) {
+        panic!("timed out after {DEADLINE:?} waiting until {what}");
+    }
+}
+
+/// Polls `cond` every 50 ms until it holds (`true`), for at most `limit`.
+fn holds_within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + limit;
     while Instant::now() < until {
         if cond() {
-            return;
+            return true;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("timed out after {DEADLINE:?} waiting until {what}");
+    false
 }
