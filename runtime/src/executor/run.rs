@@ -119,16 +119,22 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
             });
             let ended = Instant::now();
             match polled {
-                Poll::Ready(end) => Err((end, ended)),
-                Poll::Pending => Ok((running, Some(ended))),
+                Poll::Ready(end) => FirstPoll::Ended { end, ended },
+                Poll::Pending => FirstPoll::GoesOn {
+                    running,
+                    polled_at: Some(ended),
+                },
             }
         } else {
-            Ok((running, None))
+            FirstPoll::GoesOn {
+                running,
+                polled_at: None,
+            }
         }
     };
     let (running, first_poll) = match first {
-        Ok((running, polled_at)) => (running, polled_at.map(|at| at - started)),
-        Err((end, ended)) => {
+        FirstPoll::GoesOn { running, polled_at } => (running, polled_at.map(|at| at - started)),
+        FirstPoll::Ended { end, ended } => {
             if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
                 to.errands.borrow_mut().release(lease, job);
             }
@@ -198,16 +204,21 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
 /// A run's future once its first step is taken.
 type Running = Pin<Box<dyn Future<Output = RunEnd> + Send>>;
 
+/// What a run's first poll came to.
+enum FirstPoll {
+    /// The run ended, at `ended`.
+    Ended { end: RunEnd, ended: Instant },
+    /// The run goes on; `polled_at` is when its first poll ended, if it had one.
+    GoesOn {
+        running: Running,
+        polled_at: Option<Instant>,
+    },
+}
+
 /// The first poll of a run of an async body with no retries and no timeout: the body's own future
 /// is polled, with nothing of the executor's around it, so that a run that finishes there (most
-/// runs of a quick job) allocates no future of its own. `Err` holds the end of a run that
-/// finished, and when; `Ok` the run to go on with, and when its first poll ended.
-fn first_step(
-    body: Body,
-    ctx: JobContext,
-    cancel: RunCancel,
-    span: &tracing::Span,
-) -> Result<(Running, Option<Instant>), (RunEnd, Instant)> {
+/// runs of a quick job) allocates no future of its own.
+fn first_step(body: Body, ctx: JobContext, cancel: RunCancel, span: &tracing::Span) -> FirstPoll {
     // The body is called inside the catch, as `run_once` calls it: a closure may panic before it
     // returns its future.
     let polled = span.in_scope(|| {
@@ -220,11 +231,17 @@ fn first_step(
         }))
     });
     let ended = Instant::now();
-    match polled {
-        Ok(Err(job)) => Ok((Box::pin(going_on(job, cancel)), Some(ended))),
-        Ok(Ok(result)) => Err((run_end(Ok(result), &cancel), ended)),
-        Err(panic) => Err((run_end(Err(panic), &cancel), ended)),
-    }
+    let end = match polled {
+        Ok(Err(job)) => {
+            return FirstPoll::GoesOn {
+                running: Box::pin(going_on(job, cancel)),
+                polled_at: Some(ended),
+            }
+        }
+        Ok(Ok(result)) => run_end(Ok(result), &cancel),
+        Err(panic) => run_end(Err(panic), &cancel),
+    };
+    FirstPoll::Ended { end, ended }
 }
 
 /// An async body's run after its first poll, which `run_once` would go on with.
