@@ -27,11 +27,7 @@ pub(crate) struct Fire {
 
 impl Fire {
     fn with(t: DateTime<Utc>, start: DateTime<Utc>, grace: Duration, manual: Option<u64>) -> Self {
-        let delay = if start == t {
-            Duration::ZERO
-        } else {
-            since(t, start)
-        };
+        let delay = since(t, start);
         Fire {
             t,
             start_ms: u32::try_from(delay.as_millis()).unwrap_or(u32::MAX),
