@@ -21,6 +21,11 @@
 //!   skipped never runs elsewhere a moment later. The claimant's own record does not stop its
 //!   own claim (its busy answer may have been lost on the way back), and a claim granted to it
 //!   clears the record, so that it reports the fire if it gives it up.
+//! - **Missed fires are decided once**: [`Guard::report_missed`] moves the job's fate point
+//!   forward in one step and answers where it was, so that of several processes starting
+//!   together after a downtime each missed fire is reported by one; a fire it recorded never
+//!   starts afterwards ([`Claim::DroppedByAnother`]) and is not reported again. The fate point
+//!   never moves back: a claim of an older fire leaves it where it is.
 //! - **The same claimant is recognised**: a claim of fire `T` repeated by the same guard value
 //!   (because the reply to the first one was lost) answers [`Claim::Acquired`] again with the same
 //!   fencing token while that lease is held, or [`Claim::Lapsed`] once it expired — never
@@ -195,6 +200,41 @@ pub trait Guard: Send + Sync + 'static {
     /// claim was given up unstarted ([`abandon`](Guard::abandon)): then `None`, since which
     /// earlier fire last ran is not known.
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>>;
+
+    /// The job's **fate point**: the newest fire up to which every fire has a fate in the store
+    /// — the newest fire claimed (also one given up unstarted: it was reported by its
+    /// claimant), reported dropped ([`first_report`](Guard::first_report), a busy or paused
+    /// claim) or reported missed ([`report_missed`](Guard::report_missed)); `None` when the store
+    /// holds no record of the job (a new job, a renamed one, or a store that lost its data).
+    ///
+    /// A process that starts the job, or that could not read it at its start, walks the fires
+    /// after this point that it did not see itself: those still inside their misfire grace are
+    /// claimed the normal way, the older ones are reported missed (README, "Downtime"). The
+    /// default answers [`last_claimed`](Guard::last_claimed), which forgets a fire given up
+    /// unstarted and every reported one: such fires may then be reported again after a restart.
+    fn fate_point(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        self.last_claimed()
+    }
+
+    /// Records the fires from `first` to `last` (both included) as **missed**: no process ran
+    /// the job when they came due, and their grace has passed. In one step the guard reads the
+    /// [`fate_point`](Guard::fate_point) and, if it lies before `last`, moves it to `last`; it
+    /// answers the point as it was before. The caller reports at warn level only the fires
+    /// after that point, so that processes starting together report each missed fire once.
+    ///
+    /// Once recorded, a claim of a fire from the range that nobody claimed answers
+    /// [`Claim::DroppedByAnother`], and [`first_report`](Guard::first_report) of such a fire
+    /// answers `false`: a fire reported missed never starts, and is reported once. The default
+    /// records nothing and answers `None`, so that every process that finds the fires missed
+    /// reports them (twice, rather than never).
+    fn report_missed(
+        &self,
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+    ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let _ = (first, last);
+        Box::pin(async { Ok(None) })
+    }
 
     /// The guard's own clock, for the clock-skew check (`None`: the guard has no clock of its
     /// own, as the `file` guard, which shares the host's).
