@@ -212,6 +212,25 @@ async fn first_report(
         .map_err(|e| fail(check, format!("first_report({fire}) failed: {e}")))
 }
 
+async fn fate_point(check: &'static str, guard: &dyn Guard) -> Outcome<Option<DateTime<Utc>>> {
+    guard
+        .fate_point()
+        .await
+        .map_err(|e| fail(check, format!("fate_point failed: {e}")))
+}
+
+async fn report_missed(
+    check: &'static str,
+    guard: &dyn Guard,
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+) -> Outcome<Option<DateTime<Utc>>> {
+    guard
+        .report_missed(first, last)
+        .await
+        .map_err(|e| fail(check, format!("report_missed({first}, {last}) failed: {e}")))
+}
+
 async fn last_claimed(check: &'static str, guard: &dyn Guard) -> Outcome<Option<DateTime<Utc>>> {
     guard
         .last_claimed()
@@ -335,6 +354,13 @@ where
             MANUAL,
             "it does not support manual runs (`Guard::claim_manual`)",
         )),
+    }
+    const MISSED: &str = "missed_fires_are_decided_once";
+    match missed_fires_are_decided_once(&suite, base).await? {
+        Supported::Yes => report.passed.push(MISSED),
+        Supported::No => report
+            .skipped
+            .push((MISSED, "it keeps no fate point (`Guard::report_missed`)")),
     }
     Ok(report)
 }
@@ -1142,4 +1168,111 @@ where
         release(C, acquire(C, &*other, fire).await?).await?;
     }
     Ok(())
+}
+
+/// The fate point follows claims and reports and never moves back; missed fires reported by one
+/// process are decided for all: reported once, never started.
+async fn missed_fires_are_decided_once<F>(
+    suite: &Suite<F>,
+    base: DateTime<Utc>,
+) -> Outcome<Supported>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "missed_fires_are_decided_once";
+    let (a, b) = (suite.process("missed"), suite.process("missed"));
+    let point = fate_point(C, &*a).await?;
+    ensure!(
+        C,
+        point.is_none(),
+        "a job the store holds no record of must have no fate point, found {point:?}"
+    );
+    let lease = acquire(C, &*a, at(base, 10)).await?;
+    release(C, lease).await?;
+    let point = fate_point(C, &*b).await?;
+    ensure!(
+        C,
+        point == Some(at(base, 10)),
+        "after a claim of {} the fate point must be it, found {point:?}",
+        at(base, 10)
+    );
+    let before = report_missed(C, &*a, at(base, 11), at(base, 15)).await?;
+    if before.is_none() {
+        return Ok(Supported::No);
+    }
+    ensure!(
+        C,
+        before == Some(at(base, 10)),
+        "report_missed must answer the fate point before it ({}), answered {before:?}",
+        at(base, 10)
+    );
+    let point = fate_point(C, &*b).await?;
+    ensure!(
+        C,
+        point == Some(at(base, 15)),
+        "fires reported missed up to {} must move the fate point there, found {point:?}",
+        at(base, 15)
+    );
+    // Another process that found the same fires missed, and one more, learns which were decided.
+    let before = report_missed(C, &*b, at(base, 11), at(base, 16)).await?;
+    ensure!(
+        C,
+        before == Some(at(base, 15)),
+        "a second report of missed fires must answer the point the first one left ({}), answered {before:?}",
+        at(base, 15)
+    );
+    let told = answer(C, &*b, at(base, 13)).await?;
+    ensure!(
+        C,
+        told == "DroppedByAnother",
+        "a claim of a fire reported missed answered {told}, expected DroppedByAnother: it must never start"
+    );
+    ensure!(
+        C,
+        !first_report(C, &*a, at(base, 14)).await?,
+        "a fire reported missed must not be reported again"
+    );
+    // Claims and reports move the point; an older report does not move it back.
+    let lease = acquire(C, &*a, at(base, 20)).await?;
+    release(C, lease).await?;
+    let before = report_missed(C, &*b, at(base, 17), at(base, 18)).await?;
+    ensure!(
+        C,
+        before == Some(at(base, 20)),
+        "report_missed of fires older than the last claim must answer that claim ({}), answered {before:?}",
+        at(base, 20)
+    );
+    let point = fate_point(C, &*a).await?;
+    ensure!(
+        C,
+        point == Some(at(base, 20)),
+        "the fate point must never move back, found {point:?} after a claim of {}",
+        at(base, 20)
+    );
+    ensure!(
+        C,
+        first_report(C, &*a, at(base, 25)).await?,
+        "a fire nobody reported must be reported first"
+    );
+    let point = fate_point(C, &*b).await?;
+    ensure!(
+        C,
+        point == Some(at(base, 25)),
+        "a reported drop of {} must move the fate point there, found {point:?}",
+        at(base, 25)
+    );
+    // A fire given up unstarted was reported by its claimant: it keeps its fate.
+    let lease = acquire(C, &*a, at(base, 30)).await?;
+    release(C, lease).await?;
+    a.abandon(at(base, 30))
+        .await
+        .map_err(|e| fail(C, format!("abandon failed: {e}")))?;
+    let point = fate_point(C, &*b).await?;
+    ensure!(
+        C,
+        point == Some(at(base, 30)),
+        "a claim given up unstarted must still count for the fate point ({}), found {point:?}",
+        at(base, 30)
+    );
+    Ok(Supported::Yes)
 }
