@@ -7,6 +7,7 @@
 //! their shard by message, so a shard never waits for a job or a guard. Nothing here decides what
 //! happens to a fire.
 
+mod downtime;
 mod errands;
 pub(crate) mod msg;
 mod outage;

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::control::{ManualRun, Pause};
 use crate::events::EventKind;
 use crate::guard::{Claim, GuardError};
-use crate::model::{RunEnd, RunId, Verdict};
+use crate::model::{MissedFires, RunEnd, RunId, Verdict};
 
 /// A report to a shard about one of its jobs.
 pub(crate) struct Msg {
@@ -27,6 +27,14 @@ pub(crate) enum Report {
         fire: DateTime<Utc>,
         kind: EventKind,
         first_report: bool,
+    },
+    /// The shared guard's fate point of the job, read when it started following its schedule.
+    FatePoint(Option<DateTime<Utc>>),
+    /// The shared guard recorded fires missed while no process ran the job: the fate point it
+    /// found before (or why it could not record them).
+    MissedReported {
+        missed: MissedFires,
+        before: Result<Option<DateTime<Utc>>, String>,
     },
     /// A run's body returned (or was stopped at its lease deadline).
     Finished { id: RunId, end: RunEnd },

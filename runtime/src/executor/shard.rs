@@ -145,7 +145,7 @@ impl Shard {
         let now = self.links.shared.clock.now();
         let mut jobs = lock(&self.jobs);
         for (idx, slot) in (0u32..).zip(jobs.iter_mut()) {
-            if let Some(next) = slot.schedule_from(now) {
+            if let Some(next) = slot.schedule_from(&self.links.cx(idx), now) {
                 self.fires.entry(next).or_default().push(idx);
             }
         }
@@ -408,7 +408,7 @@ impl Shard {
                 // Unless this shard's start already scheduled it.
                 if slot.model().next_fire().is_none() {
                     let now = self.links.shared.clock.now();
-                    if let Some(next) = slot.schedule_from(now) {
+                    if let Some(next) = slot.schedule_from(&self.links.cx(msg.job), now) {
                         self.fires.entry(next).or_default().push(msg.job);
                     }
                 }

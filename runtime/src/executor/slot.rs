@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::downtime;
 use super::errands::{self, Errands};
 use super::msg::{JobControl, Msg, Report};
 use super::outage::{self, Outage, Say, SUMMARY_EVERY};
@@ -293,9 +294,30 @@ impl JobSlot {
         )
     }
 
-    pub(super) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    /// Starts following the schedule from `now`; a job with a shared guard reads the store's fate
+    /// point to catch up on the fires before `now` that no process saw (README, "Downtime").
+    pub(super) fn schedule_from(
+        &mut self,
+        cx: &Cx<'_>,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
         let next = self.model.schedule_from(now);
         self.metrics.next_fire(next);
+        if self.model.await_fate_point(now) {
+            if let Some(guard) = self.shared_guard() {
+                let (tx, job, stop) = (cx.tx.clone(), cx.idx, cx.shared.stop.clone());
+                let name = self.name().clone();
+                cx.shared.tasks.spawn(async move {
+                    tokio::select! {
+                        biased;
+                        () = stop.cancelled() => {}
+                        point = downtime::read_fate_point(&*guard, &name) => {
+                            let _ = tx.send(Msg { job, report: Report::FatePoint(point) });
+                        }
+                    }
+                });
+            }
+        }
         next
     }
 
@@ -349,6 +371,10 @@ impl JobSlot {
                 kind,
                 first_report,
             } => self.model.on_reported(fire, kind, first_report, now, out),
+            Report::FatePoint(point) => self.model.on_fate_point(point, now, out),
+            Report::MissedReported { missed, before } => {
+                self.model.on_missed_reported(missed, before, now, out)
+            }
             Report::Finished { id, end } => {
                 // A failed attempt of a job with retries waits for the model's word.
                 let started = if self.model.spec().limits.retries > 0 && end.may_retry() {
@@ -627,6 +653,17 @@ impl JobSlot {
                     if let Some(guard) = self.shared_guard() {
                         cx.errands.borrow_mut().claim(cx.idx, guard, fire);
                     }
+                }
+                Action::ReportMissed(missed) => {
+                    let Some(guard) = self.shared_guard() else {
+                        continue;
+                    };
+                    let (tx, job) = (cx.tx.clone(), cx.idx);
+                    cx.shared.tasks.spawn(async move {
+                        let before = downtime::record_missed(&*guard, missed).await;
+                        let report = Report::MissedReported { missed, before };
+                        let _ = tx.send(Msg { job, report });
+                    });
                 }
                 Action::AskReport { fire, kind } => {
                     let Some(guard) = self.shared_guard() else {

@@ -10,6 +10,7 @@
 //! simulation drives this very code through many replicas and seeded faults.
 
 mod attempts;
+mod downtime;
 pub(crate) mod due;
 pub(crate) mod limits;
 #[cfg(test)]
@@ -33,6 +34,7 @@ use crate::events::{CancelReason, EventKind, FailureReason, Occurrence};
 use crate::fire::{fmt_time, human, Fire};
 use crate::options::{Lock, Overlap};
 use cronguard_schedule::Schedule;
+pub(crate) use downtime::MissedFires;
 use due::Due;
 use limits::Limits;
 use spread::Turn;
@@ -233,6 +235,9 @@ pub(crate) enum Action {
         fire: DateTime<Utc>,
         kind: EventKind,
     },
+    /// Ask the shared guard to record fires missed while no process ran the job, then answer
+    /// with [`JobModel::on_missed_reported`] (README, "Downtime").
+    ReportMissed(MissedFires),
     /// Publish an event.
     Emit(Occurrence),
 }
@@ -357,6 +362,9 @@ struct Extra {
     held: Option<Held>,
     /// Dropped fires waiting for the shared guard's word on who reports them.
     pending_reports: u32,
+    /// Where the schedule was started from, while the store's fate point is awaited: the fires
+    /// up to it were not seen here (README, "Downtime").
+    catching_up: Option<DateTime<Utc>>,
     trouble: Trouble,
     controls: Controls,
 }
@@ -375,6 +383,7 @@ impl Extra {
         self.claiming.is_none()
             && self.held.is_none()
             && self.pending_reports == 0
+            && self.catching_up.is_none()
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
     }

@@ -65,6 +65,12 @@ fn said(out: &mut Vec<Action>) -> Vec<String> {
             Action::AskReport { fire, kind } => {
                 format!("ask report {} {}", (fire - t(0)).num_seconds(), kind.name())
             }
+            Action::ReportMissed(m) => format!(
+                "report missed {}..{} ({})",
+                (m.first - t(0)).num_seconds(),
+                (m.last - t(0)).num_seconds(),
+                m.count
+            ),
             Action::Emit(e) => format!(
                 "{} {}{}",
                 e.kind.name(),

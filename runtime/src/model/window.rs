@@ -110,6 +110,14 @@ impl FireWindow {
         }
     }
 
+    /// The newest observed fire.
+    pub(crate) fn newest(&self) -> Option<DateTime<Utc>> {
+        let last_rest = self.rest.as_ref().and_then(|r| r.back());
+        last_rest
+            .or(self.head.as_ref())
+            .map(|run| run.nth(run.count - 1))
+    }
+
     /// The newest observed fire whose grace had passed at `now`.
     pub(crate) fn due_by(&self, now: DateTime<Utc>, grace: Duration) -> Option<DateTime<Utc>> {
         let rest = self.rest.iter().flat_map(|r| r.iter().rev());

@@ -840,6 +840,8 @@ impl Sim {
                     self.push(self.now, Ev::Step { r, inc, run });
                 }
             }
+            // The simulated replicas do not read the fate point yet.
+            Action::ReportMissed(_) => {}
             Action::AskReport { fire, kind } => {
                 let req = Req::Report {
                     fire: ms_of(fire),

@@ -1,0 +1,62 @@
+//! The guard calls of the walk after downtime (README, "Downtime"): reading a job's fate point
+//! when it starts, and recording the fires it found missed.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::guard::Guard;
+use crate::model::MissedFires;
+
+/// How long one request for the fate point or a report of missed fires may take.
+const ASK_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest pause between two reads of the fate point while the store cannot be reached.
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
+/// How often a report of missed fires is sent before the process reports them on its own word.
+const REPORT_TRIES: u32 = 3;
+
+/// Reads the job's fate point, asking again until the store answers: a process that starts while
+/// the store is down catches up once it is back. Says once when the store cannot be asked.
+pub(super) async fn read_fate_point(guard: &dyn Guard, job: &str) -> Option<DateTime<Utc>> {
+    let mut pause = Duration::from_millis(100);
+    let mut said = false;
+    loop {
+        let error = match tokio::time::timeout(ASK_TIMEOUT, guard.fate_point()).await {
+            Ok(Ok(point)) => {
+                if said {
+                    tracing::info!(job = %job, "read the job's fate point: the fires missed while no process ran it are caught up or reported now");
+                }
+                return point;
+            }
+            Ok(Err(e)) => crate::error::Chain(&e).to_string(),
+            Err(_) => format!("no answer within {} ms", ASK_TIMEOUT.as_millis()),
+        };
+        if !said {
+            said = true;
+            tracing::debug!(job = %job, error = %error, "cannot read the job's fate point yet; the fires missed before this process started are caught up or reported once the guard answers");
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_RETRY_PAUSE);
+    }
+}
+
+/// Records missed fires in the guard: the fate point it found before, or why it could not.
+pub(super) async fn record_missed(
+    guard: &dyn Guard,
+    missed: MissedFires,
+) -> Result<Option<DateTime<Utc>>, String> {
+    let mut last_error = String::new();
+    for attempt in 1..=REPORT_TRIES {
+        match tokio::time::timeout(ASK_TIMEOUT, guard.report_missed(missed.first, missed.last))
+            .await
+        {
+            Ok(Ok(before)) => return Ok(before),
+            Ok(Err(e)) => last_error = crate::error::Chain(&e).to_string(),
+            Err(_) => last_error = format!("no answer within {} ms", ASK_TIMEOUT.as_millis()),
+        }
+        if attempt < REPORT_TRIES {
+            tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+        }
+    }
+    Err(last_error)
+}

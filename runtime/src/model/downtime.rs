@@ -1,0 +1,218 @@
+//! Fires due while no process ran the job (a deploy that stopped every replica, a crash loop): a
+//! process that starts a job walks the fires between the store's fate point and its own start
+//! (README, "Downtime"). Those still inside their misfire grace come due here and are claimed the
+//! normal way; the older ones are reported missed once across the cluster, through the guard.
+
+use chrono::{DateTime, Utc};
+
+use super::{Action, JobModel, Missed, Now, MISSED_WALK_LIMIT};
+use crate::events::EventKind;
+use crate::fire::{fmt_time, human, Fire};
+
+/// What the walk from the fate point found: missed fires, and the fires still inside their grace.
+struct Walk {
+    missed: Option<Missed>,
+    caught: Vec<Fire>,
+}
+
+impl JobModel {
+    /// Whether this job walks the fires it did not see when it starts following its schedule:
+    /// only a job whose fires are remembered outside the process (a shared guard's store).
+    fn catches_up(&self) -> bool {
+        self.shared() && self.spec.enabled
+    }
+
+    /// Marks the fires up to `since` (where the schedule was started from) as not seen here, until
+    /// the store's fate point is known ([`on_fate_point`](Self::on_fate_point)); `true` when the
+    /// executor must read it.
+    pub(crate) fn await_fate_point(&mut self, since: DateTime<Utc>) -> bool {
+        if !self.catches_up() || self.stopping {
+            return false;
+        }
+        self.extra_mut().catching_up = Some(since);
+        true
+    }
+
+    /// The store's fate point came: the fires after it that this process did not see come due
+    /// (inside their grace) or are reported missed. `None`: the store knows nothing of the job (a
+    /// new job, a renamed one, a store that lost its data), so there is nothing to catch up.
+    pub(crate) fn on_fate_point(
+        &mut self,
+        point: Option<DateTime<Utc>>,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        let since = self.extra.as_deref_mut().and_then(|e| e.catching_up.take());
+        let (Some(since), Some(point)) = (since, point) else {
+            self.tidy();
+            return;
+        };
+        if self.stopping || !self.spec.enabled {
+            self.tidy();
+            return;
+        }
+        let walk = self.walk_from(point, since, now);
+        if let Some(m) = walk.missed {
+            self.observe_older(m.last, now);
+            self.extra_mut().pending_reports += 1;
+            out.push(Action::ReportMissed(MissedFires {
+                first: m.first,
+                last: m.last,
+                count: m.count,
+                walked_all: m.walked_all,
+            }));
+        }
+        if !walk.caught.is_empty() {
+            // The fires taken since the start are all later than the ones caught up.
+            let later = self.take_due();
+            for fire in walk.caught {
+                self.observe_older(fire.t, now);
+                self.due_mut().push_back(fire);
+            }
+            for fire in later {
+                self.due_mut().push_back(fire);
+            }
+            self.coalesce(now, out);
+        }
+        self.try_start(now, out);
+        self.tidy();
+    }
+
+    /// The fires after `point` up to `since`: missed while older than their grace, caught up from
+    /// the first one still inside it on (a later fire is never reported missed before an earlier
+    /// one that may still run).
+    fn walk_from(&self, point: DateTime<Utc>, since: DateTime<Utc>, now: Now) -> Walk {
+        let grace = self.spec.misfire_grace;
+        let mut walk = Walk {
+            missed: None,
+            caught: Vec::new(),
+        };
+        let mut next = self.spec.schedule.next_after(point);
+        while let Some(t) = next.filter(|t| *t <= since) {
+            let fire = self.fire_at(t);
+            next = self.spec.schedule.next_after(t);
+            if !walk.caught.is_empty() || now.wall < fire.deadline() {
+                walk.caught.push(fire);
+                continue;
+            }
+            let m = walk.missed.get_or_insert(Missed {
+                first: t,
+                last: t,
+                count: 0,
+                walked_all: true,
+            });
+            m.last = t;
+            m.count += 1;
+            if m.count >= MISSED_WALK_LIMIT {
+                // Jump to the fires still inside their grace; the count is a lower bound.
+                m.walked_all = false;
+                let edge = now.wall - chrono::TimeDelta::from_std(grace).unwrap_or_default();
+                if let Some(n) = next.filter(|n| *n < edge && *n <= since) {
+                    let jumped = self.spec.schedule.next_after(edge.min(since));
+                    if jumped.is_some_and(|j| j > n) {
+                        m.last = edge.min(since).min(now.wall);
+                        next = jumped;
+                    }
+                }
+            }
+        }
+        walk
+    }
+
+    /// Observes a fire for the health check unless a later one was observed already (the fate
+    /// point may come after fires taken since the start).
+    fn observe_older(&mut self, fire: DateTime<Utc>, now: Now) {
+        if self.window.newest().is_none_or(|newest| newest < fire) {
+            self.window.observe(fire, now.wall, self.spec.misfire_grace);
+        }
+    }
+
+    /// The guard recorded the missed fires from `first` to `last` (`count` of them; a lower
+    /// bound unless `walked_all`): `before` is the fate point it found, so the fires up to it had
+    /// a fate already (another process reported them, or claimed one). `None` with `failed`: the
+    /// guard could not record them, and this process reports them all (twice beats never).
+    pub(crate) fn on_missed_reported(
+        &mut self,
+        missed: MissedFires,
+        before: Result<Option<DateTime<Utc>>, String>,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        if let Some(e) = self.extra.as_deref_mut() {
+            e.pending_reports = e.pending_reports.saturating_sub(1);
+        }
+        let MissedFires {
+            first,
+            last,
+            count,
+            walked_all,
+        } = missed;
+        let (first, count, first_report, failure) = match before {
+            Ok(Some(p)) if p >= last => (first, count, false, None),
+            Ok(Some(p)) if p >= first => {
+                let (first, count) = self.fires_after(p, last);
+                (first, count, true, None)
+            }
+            Ok(_) => (first, count, true, None),
+            Err(e) => (first, count, true, Some(e)),
+        };
+        let what = if count == 1 {
+            format!("the fire of {} was missed", fmt_time(last))
+        } else {
+            format!(
+                "{}{count} fires from {} to {} were missed",
+                if walked_all { "" } else { "at least " },
+                fmt_time(first),
+                fmt_time(last)
+            )
+        };
+        let late = (now.wall - last).to_std().unwrap_or_default();
+        let came = if count == 1 { "it" } else { "they" };
+        let mut reason = format!(
+            "{what}: no process ran the job when {came} came due (every process was stopped, or none could reach the guard's store); this process found {} {} after the fire time, past the misfire grace of {}",
+            if count == 1 { "it" } else { "them" },
+            human(late),
+            human(self.spec.misfire_grace)
+        );
+        if let Some(e) = failure {
+            reason.push_str(&format!(
+                " (the guard could not record them, so another process may report them too: {e})"
+            ));
+        }
+        let kind = EventKind::Misfired {
+            reason,
+            count,
+            first,
+        };
+        self.emit_drop(last, kind, first_report, now, out);
+        self.tidy();
+    }
+
+    /// The first fire after `point` and how many there are up to `last`.
+    fn fires_after(&self, point: DateTime<Utc>, last: DateTime<Utc>) -> (DateTime<Utc>, u32) {
+        let mut first = last;
+        let mut count = 0u32;
+        let mut next = self.spec.schedule.next_after(point);
+        while let Some(t) = next.filter(|t| *t <= last) {
+            if count == 0 {
+                first = t;
+            }
+            count += 1;
+            if count >= MISSED_WALK_LIMIT {
+                break;
+            }
+            next = self.spec.schedule.next_after(t);
+        }
+        (first, count.max(1))
+    }
+}
+
+/// Fires reported missed together: from `first` to `last`, `count` of them (a lower bound unless
+/// `walked_all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MissedFires {
+    pub(crate) first: DateTime<Utc>,
+    pub(crate) last: DateTime<Utc>,
+    pub(crate) count: u32,
+    pub(crate) walked_all: bool,
+}
