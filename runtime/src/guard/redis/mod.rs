@@ -12,8 +12,11 @@
 //!   nobody claimed before a later one is told apart (`Superseded`) from an older one that is
 //!   simply past (`AlreadyRan`)), `lapsed` (a last claimed fire that was given up unstarted:
 //!   its claimant's reply was lost, or it came too late to run; the health check does not count it
-//!   as run) and `rep` (the newest fire with a report record, so that a claim reads the record
-//!   of its fire only when there may be one);
+//!   as run), `rep` (the newest fire with a report record, so that a claim reads the record
+//!   of its fire only when there may be one) and `gone` (the newest fire reported missed while
+//!   no process ran the job: a claim of it or of an older fire nobody claimed answers
+//!   `DroppedByAnother`). The job's fate point is the greatest of `last`, `rep` and `gone`
+//!   (README, "Downtime");
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
 //!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
 //!   is reported at warn level once, and decided for all of them: another guard value's claim of
@@ -292,6 +295,19 @@ async fn call_one(batcher: &Batcher, op: batch::Op) -> Result<i64, GuardError> {
         .ok_or_else(|| GuardError::Invalid("the batch script answered nothing".to_owned()))
 }
 
+/// A fate point as the script answers it: `{1, point}`, or `{0}` when the store holds no record.
+fn point_answer(value: Value) -> Result<Option<DateTime<Utc>>, GuardError> {
+    match answer(value)?[..] {
+        [0] => Ok(None),
+        [1, ms] => DateTime::<Utc>::from_timestamp_millis(ms)
+            .map(Some)
+            .ok_or_else(|| GuardError::Invalid(format!("the fate point {ms} is out of range"))),
+        ref other => Err(GuardError::Invalid(format!(
+            "the fate point was answered as {other:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+        ))),
+    }
+}
+
 /// A claim's answer: `(answer, value, ignored, the pause as stored)`; the pause only with answer
 /// `6`.
 fn claim_answer(value: Value) -> Result<(i64, i64, i64, Option<String>), GuardError> {
@@ -508,6 +524,34 @@ impl Guard for RedisGuard {
             let last = last.filter(|l| lapsed != Some(*l));
             Ok(last.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
+    }
+
+    fn fate_point(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let batcher = Arc::clone(&self.batcher);
+        let op = batch::Op {
+            code: op::FATE_POINT,
+            keys: vec![Arg::Shared(Arc::clone(&self.state_key))],
+            args: vec![],
+        };
+        Box::pin(async move { point_answer(batcher.call(op).await.map_err(redis_err)?) })
+    }
+
+    fn report_missed(
+        &self,
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+    ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let _ = first;
+        let batcher = Arc::clone(&self.batcher);
+        let op = batch::Op {
+            code: op::REPORT_MISSED,
+            keys: vec![Arg::Shared(Arc::clone(&self.state_key))],
+            args: vec![
+                Arg::Int(epoch_millis(last)),
+                Arg::Int(CLAIM_AHEAD_TOLERANCE_MS as i64),
+            ],
+        };
+        Box::pin(async move { point_answer(batcher.call(op).await.map_err(redis_err)?) })
     }
 
     fn server_time(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {

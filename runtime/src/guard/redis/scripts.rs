@@ -43,6 +43,11 @@ pub(super) mod op {
     /// A manual run. KEYS: lock, state. ARGV: the run's id (16 hex digits), the claimant's token,
     /// lease (ms).
     pub(in super::super) const MANUAL: &str = "m";
+    /// The fate point. KEYS: state. Answers `{1, point}` or `{0}` (no record).
+    pub(in super::super) const FATE_POINT: &str = "p";
+    /// Missed fires up to a fire. KEYS: state. ARGV: the last missed fire (Unix ms), the ahead
+    /// tolerance (ms). Answers the fate point before, as [`FATE_POINT`].
+    pub(in super::super) const REPORT_MISSED: &str = "g";
 }
 
 /// Answers one table per operation, in order: a claim `{answer, value, ignored}` (answer `0`
@@ -104,7 +109,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   if fire > now + tolerance then
     return {4, fire - now, 0}
   end
-  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep')
+  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep', 'gone')
   local last = tonumber(state[1])
   local ignored = 0
   if last and last > now + tolerance then
@@ -144,6 +149,11 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
       return {5, 0, ignored}
     end
     return {0, 0, ignored}
+  end
+  -- Reported missed while no process ran the job (README, "Downtime"): decided, never started.
+  local gone = tonumber(state[7])
+  if gone and gone >= fire and gone <= now + tolerance then
+    return {8, 0, ignored}
   end
   -- A fire ahead of the server's clock is only taken while the job is free; busy or paused, it is
   -- decided by the claim at its instant (README, "Claiming ahead").
@@ -259,10 +269,48 @@ local function abandon(lock, state_key, cancel, fire_arg, token)
   return {1}
 end
 
--- `1` when this guard value is the first to report the fire (also when it asks again).
+-- `1` when this guard value is the first to report the fire (also when it asks again); `0` for a
+-- fire reported missed.
 local function first_report(report, state_key, nonce, ttl, fire_arg)
-  local rep = redis.call('HGET', state_key, 'rep')
-  return {report_once(report, state_key, rep, tonumber(fire_arg), nonce, ttl)}
+  local state = redis.call('HMGET', state_key, 'rep', 'gone')
+  local fire = tonumber(fire_arg)
+  local gone = tonumber(state[2])
+  if gone and gone >= fire then
+    return {0}
+  end
+  return {report_once(report, state_key, state[1], fire, nonce, ttl)}
+end
+
+-- The fate point: the newest fire claimed (also one given up), reported or reported missed.
+local function fate_point(state_key)
+  local state = redis.call('HMGET', state_key, 'last', 'rep', 'gone')
+  local point = nil
+  for i = 1, 3 do
+    local v = tonumber(state[i])
+    if v and (not point or v > point) then point = v end
+  end
+  return point
+end
+
+local function point_answer(point)
+  if point then
+    return {1, point}
+  end
+  return {0}
+end
+
+-- Records the fires up to `last` as missed unless the fate point is there already; answers the
+-- point as it was. A `last` ahead of the server's clock comes from a clock that is wrong.
+local function report_missed(state_key, last_arg, tolerance)
+  local last = tonumber(last_arg)
+  if last > now + tonumber(tolerance) then
+    return {-1, 'the missed fires lie ahead of the Redis server\'s clock: this host\'s clock is ahead; they were not recorded'}
+  end
+  local point = fate_point(state_key)
+  if not point or point < last then
+    redis.call('HSET', state_key, 'gone', last_arg)
+  end
+  return point_answer(point)
 end
 
 local out = {}
@@ -289,6 +337,12 @@ while a <= #ARGV do
   elseif code == 'f' then
     ok, res = pcall(first_report, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
     k, a = k + 2, a + 4
+  elseif code == 'p' then
+    ok, res = pcall(function(key) return point_answer(fate_point(key)) end, KEYS[k])
+    k, a = k + 1, a + 1
+  elseif code == 'g' then
+    ok, res = pcall(report_missed, KEYS[k], ARGV[a + 1], ARGV[a + 2])
+    k, a = k + 1, a + 3
   else
     return redis.error_reply('unknown cronguard operation ' .. tostring(code))
   end
