@@ -11,6 +11,8 @@
 
 mod attempts;
 mod downtime;
+#[cfg(test)]
+mod downtime_tests;
 pub(crate) mod due;
 pub(crate) mod limits;
 #[cfg(test)]

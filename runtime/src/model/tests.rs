@@ -8,11 +8,11 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::*;
 
-fn t(s: i64) -> DateTime<Utc> {
+pub(super) fn t(s: i64) -> DateTime<Utc> {
     DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 0).expect("in range")
 }
 
-fn now(s: i64) -> Now {
+pub(super) fn now(s: i64) -> Now {
     now_ms(s * 1_000)
 }
 
@@ -24,7 +24,7 @@ fn now_ms(ms: i64) -> Now {
     }
 }
 
-fn spec(lock: Lock, overlap: Overlap) -> Spec {
+pub(super) fn spec(lock: Lock, overlap: Overlap) -> Spec {
     Spec::new(
         SmolStr::from("job"),
         Settings {
@@ -50,7 +50,7 @@ fn model(lock: Lock, overlap: Overlap) -> JobModel {
 }
 
 /// What the actions say, in a form a test can compare.
-fn said(out: &mut Vec<Action>) -> Vec<String> {
+pub(super) fn said(out: &mut Vec<Action>) -> Vec<String> {
     out.drain(..)
         .map(|a| match a {
             Action::Claim(f) => format!("claim {}", (f.t - t(0)).num_seconds()),
@@ -85,7 +85,7 @@ fn said(out: &mut Vec<Action>) -> Vec<String> {
         .collect()
 }
 
-fn acquired(token: u64) -> Answer {
+pub(super) fn acquired(token: u64) -> Answer {
     Answer::Acquired {
         token,
         deadline: Some(Duration::from_secs(3_600)),

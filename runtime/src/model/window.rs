@@ -191,5 +191,6 @@ mod tests {
         assert!(window.rest.is_none(), "{window:?}");
         assert_eq!(window.head.map(|r| r.count), Some(61));
         assert_eq!(window.due_by(at(999_000), grace), Some(at(939_000)));
+        assert_eq!(window.newest(), Some(at(999_000)));
     }
 }

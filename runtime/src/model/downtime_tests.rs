@@ -1,0 +1,209 @@
+//! The walk after downtime (README, "Downtime"): fires due while no process ran the job.
+
+use std::time::Duration;
+
+use super::tests::{acquired, now, said, spec, t};
+use super::*;
+
+/// A job every 10 s with a grace of 5 s, started at second 100, whose store's fate point is the
+/// fire of second 50.
+fn started_after_downtime(lock: Lock, coalesce: bool, grace: u64) -> (JobModel, Vec<Action>) {
+    let mut spec = spec(lock, Overlap::Skip);
+    let mut settings = (*spec).clone();
+    settings.coalesce = coalesce;
+    settings.misfire_grace = Duration::from_secs(grace);
+    spec = Spec::new(spec.name.clone(), settings);
+    let mut m = JobModel::new(spec);
+    m.schedule_from(t(100));
+    (m, Vec::new())
+}
+
+fn missed(first: i64, last: i64, count: u32) -> MissedFires {
+    MissedFires {
+        first: t(first),
+        last: t(last),
+        count,
+        walked_all: true,
+    }
+}
+
+#[test]
+fn fires_within_their_grace_are_claimed_and_older_ones_reported_once() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    assert!(m.await_fate_point(t(100)));
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    assert_eq!(said(&mut out), ["report missed 60..90 (4)", "claim 100"]);
+    assert!(m.busy(), "the report is awaited, as a drop report is");
+    m.on_missed_reported(missed(60, 90, 4), Ok(Some(t(50))), now(102), &mut out);
+    let events: Vec<Occurrence> = out
+        .drain(..)
+        .filter_map(|a| match a {
+            Action::Emit(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let [event] = &events[..] else {
+        panic!("one aggregated report, got {events:?}");
+    };
+    assert!(event.first_report, "reported at warn level");
+    let EventKind::Misfired {
+        reason,
+        count,
+        first,
+    } = &event.kind
+    else {
+        panic!("a misfire, got {event:?}");
+    };
+    assert_eq!((*count, *first, event.fire_time), (4, t(60), t(90)));
+    assert!(
+        reason.starts_with("4 fires from ") && reason.contains("no process ran the job"),
+        "{reason}"
+    );
+    m.on_claimed(acquired(7), now(102), &mut out);
+    assert_eq!(said(&mut out), ["started 100", "start 100 token 7"]);
+}
+
+#[test]
+fn fires_another_process_decided_are_not_reported_again() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    said(&mut out);
+    // Another process starting at the same moment reported up to 70 (its clock was behind).
+    m.on_missed_reported(missed(60, 90, 4), Ok(Some(t(70))), now(102), &mut out);
+    let said_now = said(&mut out);
+    assert_eq!(said_now, ["misfired 90"]);
+    m.on_fate_point(None, now(103), &mut out);
+    assert!(out.is_empty(), "the fate point is read once");
+
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    said(&mut out);
+    m.on_missed_reported(missed(60, 90, 4), Ok(Some(t(90))), now(102), &mut out);
+    assert_eq!(said(&mut out), ["misfired 90 (reported elsewhere)"]);
+}
+
+#[test]
+fn only_the_fires_after_the_point_found_are_counted() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    out.clear();
+    m.on_missed_reported(missed(60, 90, 4), Ok(Some(t(70))), now(102), &mut out);
+    let Some(Action::Emit(e)) = out.first() else {
+        panic!("an event, got {out:?}");
+    };
+    let EventKind::Misfired { count, first, .. } = &e.kind else {
+        panic!("a misfire, got {e:?}");
+    };
+    assert_eq!((*count, *first, e.first_report), (2, t(80), true));
+}
+
+#[test]
+fn a_guard_that_cannot_record_them_still_gets_them_reported() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    said(&mut out);
+    m.on_missed_reported(
+        missed(60, 90, 4),
+        Err("no answer".to_owned()),
+        now(104),
+        &mut out,
+    );
+    let Some(Action::Emit(e)) = out.first() else {
+        panic!("an event, got {out:?}");
+    };
+    assert!(e.first_report);
+    let EventKind::Misfired { reason, count, .. } = &e.kind else {
+        panic!("a misfire, got {e:?}");
+    };
+    assert_eq!(*count, 4);
+    assert!(reason.contains("could not record them"), "{reason}");
+}
+
+#[test]
+fn with_coalesce_only_the_latest_fire_within_the_grace_runs() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, true, 25);
+    m.await_fate_point(t(100));
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    assert_eq!(
+        said(&mut out),
+        [
+            "report missed 60..70 (2)",
+            "coalesced 80",
+            "coalesced 90",
+            "claim 100"
+        ]
+    );
+}
+
+#[test]
+fn fires_taken_since_the_start_stay_after_the_caught_up_ones() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 25);
+    m.await_fate_point(t(100));
+    // The store answered late: the timer took fire 110 first, and its claim is in flight.
+    m.on_timer(now(110), &mut out);
+    assert_eq!(said(&mut out), ["claim 110"]);
+    m.on_fate_point(Some(t(80)), now(111), &mut out);
+    assert!(said(&mut out).is_empty(), "one claim at a time");
+    m.on_claimed(Answer::ClaimedByAnother, now(111), &mut out);
+    assert_eq!(said(&mut out), ["claimed_elsewhere 110", "claim 90"]);
+    m.on_claimed(acquired(3), now(111), &mut out);
+    // Fire 100 is claimed while 90 runs: the guard records its skip once for every process.
+    assert_eq!(
+        said(&mut out),
+        ["started 90", "start 90 token 3", "claim 100"]
+    );
+}
+
+#[test]
+fn a_job_the_store_knows_nothing_of_has_nothing_to_catch_up() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    m.on_fate_point(None, now(102), &mut out);
+    assert!(
+        out.is_empty(),
+        "no false alarm for a new job: {:?}",
+        said(&mut out)
+    );
+    assert_eq!(m.due_by(now(102).wall), None);
+}
+
+#[test]
+fn health_counts_the_missed_fires_before_the_start() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    assert_eq!(m.due_by(now(102).wall), None, "before the point is known");
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    assert_eq!(
+        m.due_by(now(102).wall),
+        Some(t(90)),
+        "overdue until a fire runs"
+    );
+}
+
+#[test]
+fn a_local_job_and_a_stopping_one_read_no_fate_point() {
+    let (mut m, _) = started_after_downtime(Lock::Local, false, 5);
+    assert!(!m.await_fate_point(t(100)));
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    m.stop(now(101), &mut out);
+    said(&mut out);
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    assert!(out.is_empty(), "the processes that go on walk the gap");
+}
+
+#[test]
+fn a_point_years_old_is_walked_with_a_bound() {
+    let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
+    m.await_fate_point(t(100));
+    let long_ago = t(100) - chrono::TimeDelta::days(3_650);
+    m.on_fate_point(Some(long_ago), now(102), &mut out);
+    let said_now = said(&mut out);
+    assert_eq!(said_now.len(), 2, "{said_now:?}");
+    assert!(said_now[0].starts_with("report missed "), "{said_now:?}");
+    assert_eq!(said_now[1], "claim 100");
+}
