@@ -40,10 +40,24 @@ impl Replicas {
             std::env::temp_dir().join(format!("cronguard-faults-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
-        let children = offsets
+        let mut replicas = Replicas {
+            dir,
+            children: Vec::new(),
+        };
+        replicas.add(worker, env, s, offsets);
+        replicas
+    }
+
+    /// Starts more `worker` processes that append to the same record (replicas started again
+    /// after all were stopped, say).
+    pub fn add(&mut self, worker: &str, env: &[(&str, String)], s: Settings, offsets: &[i64]) {
+        let dir = &self.dir;
+        let first = self.children.len();
+        let children: Vec<Child> = offsets
             .iter()
             .enumerate()
             .map(|(i, offset)| {
+                let i = first + i;
                 Command::new(worker)
                     .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
                     .env("RECORD", dir.join("record"))
@@ -59,7 +73,20 @@ impl Replicas {
                     .expect("the worker binary starts")
             })
             .collect();
-        Replicas { dir, children }
+        self.children.extend(children);
+    }
+
+    /// Stops every replica still running with `sig` (`-TERM`: a graceful shutdown, `-KILL`) and
+    /// waits for each to exit.
+    pub fn stop_all(&mut self, sig: &str) {
+        for c in &mut self.children {
+            if c.try_wait().ok().flatten().is_none() {
+                Replicas::signal(c.id(), sig);
+            }
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
     }
 
     /// What the replicas recorded so far.
@@ -121,11 +148,13 @@ impl Replicas {
         assert!(ok, "kill {sig} {pid}");
     }
 
-    /// Waits for every replica; all must exit cleanly (no panic, no error).
+    /// Waits for every replica; all must exit cleanly (no panic, no error), except `except` and
+    /// those killed on purpose.
     pub fn finish(mut self, except: Option<u32>) -> Vec<Entry> {
+        use std::os::unix::process::ExitStatusExt;
         for c in &mut self.children {
             let status = c.wait().expect("wait");
-            if Some(c.id()) != except {
+            if Some(c.id()) != except && status.signal() != Some(9) {
                 assert!(
                     status.success(),
                     "replica {} failed; logs in {}",

@@ -52,30 +52,42 @@ impl JobModel {
             return;
         }
         let walk = self.walk_from(point, since, now);
-        if let Some(m) = walk.missed {
-            self.observe_older(m.last, now);
-            self.extra_mut().pending_reports += 1;
-            out.push(Action::ReportMissed(MissedFires {
-                first: m.first,
-                last: m.last,
-                count: m.count,
-                walked_all: m.walked_all,
-            }));
+        let Some(m) = walk.missed else {
+            self.come_due(walk.caught, now, out);
+            self.tidy();
+            return;
+        };
+        self.observe_older(m.last, now);
+        // The fires caught up are claimed only once the missed ones are recorded: a claim of a
+        // later fire moves the fate point past them, and another process's report, finding it
+        // there, would take them for reported (README, "Downtime").
+        let extra = self.extra_mut();
+        extra.pending_reports += 1;
+        extra.caught_up = walk.caught;
+        out.push(Action::ReportMissed(MissedFires {
+            first: m.first,
+            last: m.last,
+            count: m.count,
+            walked_all: m.walked_all,
+        }));
+    }
+
+    /// Fires caught up after downtime come due, before the ones taken since the start (which are
+    /// all later).
+    fn come_due(&mut self, caught: Vec<Fire>, now: Now, out: &mut Vec<Action>) {
+        if caught.is_empty() {
+            return;
         }
-        if !walk.caught.is_empty() {
-            // The fires taken since the start are all later than the ones caught up.
-            let later = self.take_due();
-            for fire in walk.caught {
-                self.observe_older(fire.t, now);
-                self.due_mut().push_back(fire);
-            }
-            for fire in later {
-                self.due_mut().push_back(fire);
-            }
-            self.coalesce(now, out);
+        let later = self.take_due();
+        for fire in caught {
+            self.observe_older(fire.t, now);
+            self.due_mut().push_back(fire);
         }
+        for fire in later {
+            self.due_mut().push_back(fire);
+        }
+        self.coalesce(now, out);
         self.try_start(now, out);
-        self.tidy();
     }
 
     /// The fires after `point` up to `since`: missed while older than their grace, caught up from
@@ -185,6 +197,16 @@ impl JobModel {
             first,
         };
         self.emit_drop(last, kind, first_report, now, out);
+        let caught = self
+            .extra
+            .as_deref_mut()
+            .map(|e| std::mem::take(&mut e.caught_up))
+            .unwrap_or_default();
+        if !self.stopping {
+            // Stopping, they are left to the processes that go on, or to the next start's walk:
+            // no claim of them was sent, so the fate point is still before them.
+            self.come_due(caught, now, out);
+        }
         self.tidy();
     }
 

@@ -367,6 +367,8 @@ struct Extra {
     /// Where the schedule was started from, while the store's fate point is awaited: the fires
     /// up to it were not seen here (README, "Downtime").
     catching_up: Option<DateTime<Utc>>,
+    /// Fires caught up after downtime, waiting until the missed ones before them are recorded.
+    caught_up: Vec<Fire>,
     trouble: Trouble,
     controls: Controls,
 }
@@ -386,6 +388,7 @@ impl Extra {
             && self.held.is_none()
             && self.pending_reports == 0
             && self.catching_up.is_none()
+            && self.caught_up.is_empty()
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
     }

@@ -6,8 +6,14 @@
 //! `mstart <asked at ms> <pid> <token>` instead of `start`, and a fire skipped because the job is
 //! paused `ev:paused <fire ms> <pid> <1 if reported first, else 0>`.
 //!
-//! Settings (environment): `RECORD`, `LOCK`, `CRONGUARD_REDIS_URL` or `CRONGUARD_POSTGRES_URL`,
-//! `LEASE_MS`, `GRACE_MS`, `WORK_MS`, `RUN_FOR_MS`, `CLOCK_OFFSET_MS`.
+//! A misfire also records `missed:<count>:<1 if reported first, else 0> <last fire ms> <pid>
+//! <first fire ms>`, and a skip `skipped:<1 if reported first, else 0> <fire ms> <pid> 0`, so
+//! that a test can tell which fires they report and whether at warn level.
+//! SIGTERM shuts the replica down gracefully, as a deploy stops it.
+//!
+//! Settings (environment): `RECORD`, `LOCK` (`redis`, `postgres` or `file`),
+//! `CRONGUARD_REDIS_URL`, `CRONGUARD_POSTGRES_URL` or `CRONGUARD_LOCK_DIR`, `LEASE_MS`,
+//! `GRACE_MS`, `WORK_MS`, `RUN_FOR_MS`, `CLOCK_OFFSET_MS`, `COALESCE` (set: on).
 
 use std::time::Duration;
 
@@ -25,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
     let job_record = record.clone();
     let lock = match std::env::var("LOCK").as_deref() {
         Ok("postgres") => Lock::Postgres,
+        Ok("file") => Lock::File,
         _ => Lock::Redis,
     };
     let job = Job::new("fault_job", Schedule::every(Duration::from_secs(1))?)
@@ -32,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
         .history(std::env::var_os("HISTORY").is_some())
         .lease(lease)
         .misfire_grace(grace)
+        .coalesce(std::env::var_os("COALESCE").is_some())
         .run(move |ctx| {
             let record = job_record.clone();
             async move {
@@ -55,6 +63,21 @@ async fn main() -> anyhow::Result<()> {
             let t = e.fire_time.timestamp_millis();
             // A misfire carries no token: its slot holds the first fire it reports (a pause
             // reports every fire it missed in one event).
+            match &e.kind {
+                cronguard::EventKind::Misfired { first, count, .. } => {
+                    let line = format!(
+                        "missed:{count}:{} {t} {pid} {}",
+                        u8::from(e.first_report),
+                        first.timestamp_millis()
+                    );
+                    let _ = append_line(&record, &line);
+                }
+                cronguard::EventKind::Skipped { .. } => {
+                    let line = format!("skipped:{} {t} {pid} 0", u8::from(e.first_report));
+                    let _ = append_line(&record, &line);
+                }
+                _ => {}
+            }
             let (name, token) = match &e.kind {
                 cronguard::EventKind::Misfired { first, .. } => (
                     "misfired",
@@ -70,7 +93,11 @@ async fn main() -> anyhow::Result<()> {
         .job(job)
         .start()
         .await?;
-    tokio::time::sleep(run_for).await;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        () = tokio::time::sleep(run_for) => {}
+        _ = term.recv() => {}
+    }
     handle.shutdown_within(Duration::from_secs(3)).await;
     Ok(())
 }
