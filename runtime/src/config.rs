@@ -74,6 +74,7 @@ pub fn builder() -> Builder {
 #[must_use]
 pub struct Builder {
     lock_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
     redis_url: Option<String>,
     redis_prefix: String,
     redis_tls_ca: Option<PathBuf>,
@@ -108,6 +109,7 @@ impl Builder {
     pub fn from_env() -> Self {
         Builder {
             lock_dir: env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
+            state_dir: env("CRONGUARD_STATE_DIR").map(PathBuf::from),
             redis_url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
             redis_prefix: "cronguard".to_owned(),
             redis_tls_ca: env("CRONGUARD_REDIS_CA_FILE").map(PathBuf::from),
@@ -148,6 +150,18 @@ impl Builder {
     /// belong to this process's user and be writable by nobody else, and must not be a link.
     pub fn lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.lock_dir = Some(dir.into());
+        self
+    }
+
+    /// The folder where `local` jobs keep, across restarts, the newest fire that started or was
+    /// reported (README, "Downtime"), as systemd timers with `Persistent=true` do: a process that
+    /// starts again catches up the fires it missed while it was down that are still inside their
+    /// misfire grace, and reports the older ones. Read from `CRONGUARD_STATE_DIR` by default;
+    /// created (mode 0700) if missing, with the lock dir's rules (this user's, writable by
+    /// nobody else, no link), and used by one process at a time. Without it a `local` job cannot
+    /// know what it missed while the process was down (said once at start, at info level).
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
         self
     }
 
@@ -463,6 +477,21 @@ impl Builder {
                 problems.push(Problem::new(ProblemKind::LockDir, None, p));
             }
         }
+        let has_local = jobs.iter().any(|j| j.lock == Lock::Local && j.enabled);
+        let state_dir = match (&self.state_dir, has_local) {
+            (Some(dir), true) => match crate::state_dir::StateDir::open(dir) {
+                Ok(state_dir) => Some(Arc::new(state_dir)),
+                Err(p) => {
+                    problems.push(Problem::new(ProblemKind::StateDir, None, p));
+                    None
+                }
+            },
+            (None, true) => {
+                tracing::info!("`local` jobs cannot know which fires they missed while this process was down; set `CRONGUARD_STATE_DIR` (or `Builder::state_dir`) to a folder of their own to catch them up or report them when it starts");
+                None
+            }
+            (_, false) => None,
+        };
         let redis_jobs: Vec<&Job> = jobs.iter().filter(|j| j.lock == Lock::Redis).collect();
         let redis = if redis_jobs.is_empty() {
             None
@@ -508,6 +537,7 @@ impl Builder {
             origin: tokio::time::Instant::now(),
             states: Arc::new(self.states),
             presence: Arc::new(crate::executor::Presence::new(&instance)),
+            state_dir,
         };
         let needs_retention = jobs.iter().any(|j| j.history && j.lock == Lock::Postgres);
         let guards = JobGuards {
@@ -653,17 +683,41 @@ fn default_lock_dir_for(
     }
 }
 
+/// A folder of cronguard's own that must be private to this user: the lock dir, the state dir.
+#[derive(Clone, Copy)]
+pub(crate) struct PrivateDir {
+    /// How messages name it (`lock dir`).
+    what: &'static str,
+    /// The setting that chooses it: `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`).
+    setting: &'static str,
+}
+
+pub(crate) const LOCK_DIR: PrivateDir = PrivateDir {
+    what: "lock dir",
+    setting: "`CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`)",
+};
+
+pub(crate) const STATE_DIR: PrivateDir = PrivateDir {
+    what: "state dir",
+    setting: "`CRONGUARD_STATE_DIR` (or `Builder::state_dir`)",
+};
+
 fn check_lock_dir(dir: &Path) -> Result<(), String> {
-    let fix =
-        "set `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`) to a folder this process can write";
+    check_private_dir(dir, LOCK_DIR)
+}
+
+/// Creates `dir` if missing and checks that it is private to this user and writable.
+pub(crate) fn check_private_dir(dir: &Path, kind: PrivateDir) -> Result<(), String> {
+    let PrivateDir { what, setting } = kind;
+    let fix = format!("set {setting} to a folder this process can write");
     create_lock_dir(dir).map_err(|e| {
         format!(
-            "the lock dir `{}` cannot be created: {e}; {fix}",
+            "the {what} `{}` cannot be created: {e}; {fix}",
             dir.display()
         )
     })?;
     #[cfg(unix)]
-    check_private(dir)?;
+    check_private(dir, kind)?;
     let probe = dir.join(".cronguard-probe");
     let mut options = std::fs::OpenOptions::new();
     options.create(true).truncate(false).write(true);
@@ -672,12 +726,9 @@ fn check_lock_dir(dir: &Path) -> Result<(), String> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600).custom_flags(nix::libc::O_NOFOLLOW);
     }
-    options.open(&probe).map_err(|e| {
-        format!(
-            "the lock dir `{}` is not writable: {e}; {fix}",
-            dir.display()
-        )
-    })?;
+    options
+        .open(&probe)
+        .map_err(|e| format!("the {what} `{}` is not writable: {e}; {fix}", dir.display()))?;
     Ok(())
 }
 
@@ -729,34 +780,37 @@ fn create_lock_dir(dir: &Path) -> std::io::Result<()> {
 /// Refuses a lock dir that another local user could tamper with: a symbolic link, a folder of
 /// another user, or one that its group or others may write to.
 #[cfg(unix)]
-fn check_private(dir: &Path) -> Result<(), String> {
+fn check_private(dir: &Path, kind: PrivateDir) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
+    let PrivateDir { what, setting } = kind;
     let uid = nix::unistd::Uid::effective().as_raw();
     let shown = dir.display();
-    let elsewhere = "or set `CRONGUARD_LOCK_DIR` (or `Builder::lock_dir`) to a folder of this \
-                     user that nobody else can write, such as `$XDG_RUNTIME_DIR/cronguard`";
+    let elsewhere = format!(
+        "or set {setting} to a folder of this user that nobody else can write, such as \
+         `$XDG_RUNTIME_DIR/cronguard`"
+    );
     let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| format!("the lock dir `{shown}` cannot be read: {e}; {elsewhere}"))?;
+        .map_err(|e| format!("the {what} `{shown}` cannot be read: {e}; {elsewhere}"))?;
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(dir)
             .map(|t| format!(" (to `{}`)", t.display()))
             .unwrap_or_default();
         return Err(format!(
-            "the lock dir `{shown}` is a symbolic link{target}, which cronguard does not follow \
-             (whoever can change the link could point it anywhere); set `CRONGUARD_LOCK_DIR` (or \
-             `Builder::lock_dir`) to the real folder"
+            "the {what} `{shown}` is a symbolic link{target}, which cronguard does not follow \
+             (whoever can change the link could point it anywhere); set {setting} to the real \
+             folder"
         ));
     }
     if !meta.is_dir() {
         return Err(format!(
-            "the lock dir `{shown}` is not a folder; set `CRONGUARD_LOCK_DIR` (or \
-             `Builder::lock_dir`) to a folder this process can write"
+            "the {what} `{shown}` is not a folder; set {setting} to a folder this process can \
+             write"
         ));
     }
     if meta.uid() != uid {
         return Err(format!(
-            "the lock dir `{shown}` belongs to uid {}, not to uid {uid} that this process runs \
-             as, and its owner could plant or replace lock files: run `chown {uid} '{shown}'`, \
+            "the {what} `{shown}` belongs to uid {}, not to uid {uid} that this process runs \
+             as, and its owner could plant or replace its files: run `chown {uid} '{shown}'`, \
              {elsewhere}",
             meta.uid()
         ));
@@ -769,8 +823,8 @@ fn check_private(dir: &Path) -> Result<(), String> {
         (false, false) => return Ok(()),
     };
     Err(format!(
-        "the lock dir `{shown}` is writable by {writers} (mode {mode:04o}), who could plant \
-         links or forge claim records: run `chmod go-w '{shown}'`, {elsewhere}"
+        "the {what} `{shown}` is writable by {writers} (mode {mode:04o}), who could plant \
+         links or forge its records: run `chmod go-w '{shown}'`, {elsewhere}"
     ))
 }
 

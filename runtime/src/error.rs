@@ -107,6 +107,9 @@ pub enum ProblemKind {
     MissingState,
     /// The lock dir of the `file` guards cannot be created or used, or is not private.
     LockDir,
+    /// The state dir of the `local` jobs cannot be created or used, is not private, or another
+    /// process uses it.
+    StateDir,
     /// A job uses a guard whose backend is not configured (no Redis URL).
     MissingUrl,
     /// A guard's backend cannot be reached, and

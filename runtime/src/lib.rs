@@ -149,6 +149,7 @@ mod selection;
 #[cfg(test)]
 mod sim;
 mod state;
+mod state_dir;
 mod status;
 
 pub use crate::clock::Clock;

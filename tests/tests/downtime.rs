@@ -18,6 +18,8 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// How the replicas go down, for how long, and what the job does with several fires due.
 struct Gap {
+    /// Processes that run the job, before and after the gap.
+    replicas: usize,
     signal: &'static str,
     down_ms: u64,
     grace_ms: u64,
@@ -69,8 +71,8 @@ fn fates(record: &[Entry]) -> BTreeMap<i64, Fates> {
     map
 }
 
-/// Runs two replicas, stops both for `gap.down_ms`, starts two again at the same instant, and
-/// checks the fate of every fire from the first run to the last.
+/// Runs `gap.replicas` replicas, stops all of them for `gap.down_ms`, starts as many again at the
+/// same instant, and checks the fate of every fire from the first run to the last.
 fn downtime(name: &str, env: &[(&str, String)], gap: Gap) {
     let s = Settings {
         lease_ms: 3000,
@@ -82,7 +84,8 @@ fn downtime(name: &str, env: &[(&str, String)], gap: Gap) {
     if gap.coalesce {
         env.push(("COALESCE", "1".to_owned()));
     }
-    let mut replicas = Replicas::start(WORKER, name, &env, s, &[0, 0]);
+    let offsets = vec![0; gap.replicas];
+    let mut replicas = Replicas::start(WORKER, name, &env, s, &offsets);
     replicas.wait_for(Duration::from_secs(20), "two runs before the stop", |r| {
         r.iter().filter(|e| e.what == "start").count() >= 2
     });
@@ -98,7 +101,7 @@ fn downtime(name: &str, env: &[(&str, String)], gap: Gap) {
     // The downtime itself: no process runs the job meanwhile.
     std::thread::sleep(Duration::from_millis(gap.down_ms));
     let restarted_at = now_ms();
-    replicas.add(WORKER, &env, s, &[0, 0]);
+    replicas.add(WORKER, &env, s, &offsets);
     replicas.wait_for(
         Duration::from_secs(20),
         "a run of a fire after the restart",
@@ -195,6 +198,7 @@ fn redis_all_replicas_stopped_past_the_grace() {
         return;
     };
     let gap = Gap {
+        replicas: 2,
         signal: "-TERM",
         down_ms: 6_000,
         grace_ms: 2_000,
@@ -210,6 +214,7 @@ fn redis_all_replicas_killed_with_coalesce() {
         return;
     };
     let gap = Gap {
+        replicas: 2,
         signal: "-KILL",
         down_ms: 6_000,
         grace_ms: 3_500,
@@ -225,6 +230,7 @@ fn redis_a_gap_within_the_grace_is_caught_up() {
         return;
     };
     let gap = Gap {
+        replicas: 2,
         signal: "-KILL",
         down_ms: 4_000,
         grace_ms: 20_000,
@@ -247,6 +253,7 @@ fn postgres_all_replicas_stopped_past_the_grace() {
         return;
     };
     let gap = Gap {
+        replicas: 2,
         signal: "-TERM",
         down_ms: 6_000,
         grace_ms: 2_000,
@@ -262,6 +269,7 @@ fn postgres_all_replicas_killed_with_coalesce() {
         return;
     };
     let gap = Gap {
+        replicas: 2,
         signal: "-KILL",
         down_ms: 6_000,
         grace_ms: 3_500,
@@ -285,6 +293,7 @@ fn file_all_processes_stopped_past_the_grace() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, env) = file_env("down-file-term");
     let gap = Gap {
+        replicas: 2,
         signal: "-TERM",
         down_ms: 6_000,
         grace_ms: 2_000,
@@ -299,11 +308,32 @@ fn file_all_processes_killed_with_coalesce() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, env) = file_env("down-file-kill");
     let gap = Gap {
+        replicas: 2,
         signal: "-KILL",
         down_ms: 6_000,
         grace_ms: 3_500,
         coalesce: true,
     };
     downtime("down-file-kill", &env, gap);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_local_job_with_a_state_dir_killed_and_started_again() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("cronguard-down-local-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let env = vec![
+        ("LOCK", "local".to_owned()),
+        ("CRONGUARD_STATE_DIR", dir.display().to_string()),
+    ];
+    let gap = Gap {
+        replicas: 1,
+        signal: "-KILL",
+        down_ms: 6_000,
+        grace_ms: 3_500,
+        coalesce: false,
+    };
+    downtime("down-local-kill", &env, gap);
     let _ = std::fs::remove_dir_all(&dir);
 }

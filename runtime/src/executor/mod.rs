@@ -54,6 +54,8 @@ pub(crate) struct Shared {
     pub(crate) states: Arc<crate::state::States>,
     /// Who is present at the shared stores: which process claims a shared job's fires first.
     pub(crate) presence: Arc<Presence>,
+    /// Where `local` jobs keep their fate point across restarts, when set (README, "Downtime").
+    pub(crate) state_dir: Option<Arc<crate::state_dir::StateDir>>,
 }
 
 impl Shared {

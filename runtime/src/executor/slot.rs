@@ -303,8 +303,22 @@ impl JobSlot {
     ) -> Option<DateTime<Utc>> {
         let next = self.model.schedule_from(now);
         self.metrics.next_fire(next);
-        if self.model.await_fate_point(now) {
-            if let Some(guard) = self.shared_guard() {
+        let local = cx
+            .shared
+            .state_dir
+            .as_ref()
+            .filter(|_| self.shared.is_none());
+        if (self.shared.is_some() || local.is_some()) && self.model.await_fate_point(now) {
+            if let Some(state_dir) = local {
+                let point = state_dir.point(self.name()).unwrap_or_else(|e| {
+                    tracing::warn!(job = %self.name(), error = %e, "cannot read the job's fate point from the state dir; the fires it missed while the process was down are not caught up or reported");
+                    None
+                });
+                let _ = cx.tx.send(Msg {
+                    job: cx.idx,
+                    report: Report::FatePoint(point),
+                });
+            } else if let Some(guard) = self.shared_guard() {
                 let (tx, job, stop) = (cx.tx.clone(), cx.idx, cx.shared.stop.clone());
                 let name = self.name().clone();
                 cx.shared.tasks.spawn(async move {
@@ -656,6 +670,17 @@ impl JobSlot {
                 }
                 Action::ReportMissed(missed) => {
                     let Some(guard) = self.shared_guard() else {
+                        let before = match &cx.shared.state_dir {
+                            Some(state_dir) => state_dir
+                                .advance(self.name(), missed.last)
+                                .map_err(|e| e.to_string()),
+                            None => Ok(None),
+                        };
+                        let report = Report::MissedReported { missed, before };
+                        let _ = cx.tx.send(Msg {
+                            job: cx.idx,
+                            report,
+                        });
                         continue;
                     };
                     let (tx, job) = (cx.tx.clone(), cx.idx);
@@ -699,7 +724,12 @@ impl JobSlot {
         let lease = cx.lease.borrow_mut().take().or_else(|| take_held(cx));
         let hold = match lease {
             Some(lease) => Hold::Lease(lease),
-            None => Hold::Local,
+            None => {
+                if manual.is_none() {
+                    self.remember(cx, fire);
+                }
+                Hold::Local
+            }
         };
         let cancel = RunCancel::default();
         let ctx = JobContext {
@@ -741,6 +771,22 @@ impl JobSlot {
             claimed: now,
             next_attempt: tx,
         });
+    }
+
+    /// Records in the state dir, for a `local` job, that `fire` has a fate: before its run
+    /// starts, so that a process started again never runs it twice (README, "Downtime").
+    fn remember(&self, cx: &Cx<'_>, fire: DateTime<Utc>) {
+        let Some(state_dir) = cx
+            .shared
+            .state_dir
+            .as_ref()
+            .filter(|_| self.shared.is_none())
+        else {
+            return;
+        };
+        if let Err(e) = state_dir.advance(self.name(), fire) {
+            tracing::warn!(job = %self.name(), fire_time = %fmt_time(fire), error = %e, "cannot record the fire in the state dir; if the process stops within the fire's misfire grace, it may run the fire again when it starts");
+        }
     }
 
     /// Writes the end of a run, or a drop this process reports first, to the guard's history.
@@ -801,6 +847,14 @@ impl JobSlot {
         self.metrics.record(&self.model.spec().name, &event, claims);
         if self.history {
             self.record_history(cx, &event);
+        }
+        let reported = match &event.kind {
+            EventKind::Skipped { .. } | EventKind::Misfired { .. } => event.first_report,
+            EventKind::Coalesced { .. } => true,
+            _ => false,
+        };
+        if reported && event.manual.is_none() {
+            self.remember(cx, event.fire_time);
         }
         let events = &cx.shared.events;
         if events.wants(&event.kind, event.first_report) {

@@ -16,17 +16,12 @@ struct Walk {
 }
 
 impl JobModel {
-    /// Whether this job walks the fires it did not see when it starts following its schedule:
-    /// only a job whose fires are remembered outside the process (a shared guard's store).
-    fn catches_up(&self) -> bool {
-        self.shared() && self.spec.enabled
-    }
-
     /// Marks the fires up to `since` (where the schedule was started from) as not seen here, until
-    /// the store's fate point is known ([`on_fate_point`](Self::on_fate_point)); `true` when the
-    /// executor must read it.
+    /// the fate point is known ([`on_fate_point`](Self::on_fate_point)); `true` when the executor
+    /// must read it. The executor asks only for a job whose fires are remembered outside the
+    /// process: a shared guard's store, or the state dir of a `local` job.
     pub(crate) fn await_fate_point(&mut self, since: DateTime<Utc>) -> bool {
-        if !self.catches_up() || self.stopping {
+        if !self.spec.enabled || self.stopping {
             return false;
         }
         self.extra_mut().catching_up = Some(since);

@@ -192,9 +192,28 @@ fn health_counts_the_missed_fires_before_the_start() {
 }
 
 #[test]
-fn a_local_job_and_a_stopping_one_read_no_fate_point() {
-    let (mut m, _) = started_after_downtime(Lock::Local, false, 5);
-    assert!(!m.await_fate_point(t(100)));
+fn a_local_job_catches_up_and_reports_on_its_own_word() {
+    let (mut m, mut out) = started_after_downtime(Lock::Local, false, 5);
+    assert!(m.await_fate_point(t(100)), "with a state dir");
+    m.on_fate_point(Some(t(50)), now(102), &mut out);
+    assert_eq!(said(&mut out), ["report missed 60..90 (4)"]);
+    m.on_missed_reported(missed(60, 90, 4), Ok(Some(t(50))), now(102), &mut out);
+    assert_eq!(
+        said(&mut out),
+        ["misfired 90", "started 100", "start 100 token 1"]
+    );
+}
+
+#[test]
+fn a_disabled_job_and_a_stopping_one_read_no_fate_point() {
+    let (m, _) = started_after_downtime(Lock::Redis, false, 5);
+    let mut settings = (**m.spec()).clone();
+    settings.enabled = false;
+    let mut m = JobModel::new(Spec::new(m.spec().name.clone(), settings));
+    assert!(
+        !m.await_fate_point(t(100)),
+        "a job this process only watches"
+    );
     let (mut m, mut out) = started_after_downtime(Lock::Redis, false, 5);
     m.await_fate_point(t(100));
     m.stop(now(101), &mut out);

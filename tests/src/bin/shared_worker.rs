@@ -11,8 +11,9 @@
 //! that a test can tell which fires they report and whether at warn level.
 //! SIGTERM shuts the replica down gracefully, as a deploy stops it.
 //!
-//! Settings (environment): `RECORD`, `LOCK` (`redis`, `postgres` or `file`),
-//! `CRONGUARD_REDIS_URL`, `CRONGUARD_POSTGRES_URL` or `CRONGUARD_LOCK_DIR`, `LEASE_MS`,
+//! Settings (environment): `RECORD`, `LOCK` (`redis`, `postgres`, `file` or `local`),
+//! `CRONGUARD_REDIS_URL`, `CRONGUARD_POSTGRES_URL`, `CRONGUARD_LOCK_DIR` or
+//! `CRONGUARD_STATE_DIR`, `LEASE_MS`,
 //! `GRACE_MS`, `WORK_MS`, `RUN_FOR_MS`, `CLOCK_OFFSET_MS`, `COALESCE` (set: on).
 
 use std::time::Duration;
@@ -32,12 +33,17 @@ async fn main() -> anyhow::Result<()> {
     let lock = match std::env::var("LOCK").as_deref() {
         Ok("postgres") => Lock::Postgres,
         Ok("file") => Lock::File,
+        Ok("local") => Lock::Local,
         _ => Lock::Redis,
     };
-    let job = Job::new("fault_job", Schedule::every(Duration::from_secs(1))?)
+    let leased = matches!(lock, Lock::Redis | Lock::Postgres);
+    let mut job = Job::new("fault_job", Schedule::every(Duration::from_secs(1))?)
         .lock(lock)
-        .history(std::env::var_os("HISTORY").is_some())
-        .lease(lease)
+        .history(std::env::var_os("HISTORY").is_some());
+    if leased {
+        job = job.lease(lease);
+    }
+    let job = job
         .misfire_grace(grace)
         .coalesce(std::env::var_os("COALESCE").is_some())
         .run(move |ctx| {
