@@ -185,6 +185,10 @@ async fn file_guard_passes_the_conformance_suite() {
                 .contains(&"a_paused_fire_is_reported_once_and_leases_go_on"),
         "pauses and manual runs: {report}"
     );
+    assert!(
+        report.passed.contains(&"missed_fires_are_decided_once"),
+        "a fate point: {report}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

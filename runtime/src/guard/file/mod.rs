@@ -5,10 +5,10 @@
 //! - `<job>.lock`, the run lock: held (`flock`, exclusive, non-blocking try) for the whole run.
 //!   The kernel releases it when the process dies, however it dies.
 //! - `<job>.state`, the claim record: the last claimed fire, the last fencing token, the last
-//!   eight dropped fires reported (so that a drop is reported at warn level once) and the holder of the
-//!   run lock (its pid, its start time and the device and inode of the lock file it locked). It
-//!   is read and written only under its own exclusive `flock`, held for the few microseconds of a
-//!   claim.
+//!   eight dropped fires reported (so that a drop is reported at warn level once), the newest fire
+//!   reported missed (see below) and the holder of the run lock (its pid, its start time and the
+//!   device and inode of the lock file it locked). It is read and written only under its own
+//!   exclusive `flock`, held for the few microseconds of a claim.
 //!
 //! Both are opened with `O_NOFOLLOW` and created with mode 0600 (the lock dir itself is checked
 //! at start: see `config::check_lock_dir`), so a link planted in their place is an error, never
@@ -16,12 +16,19 @@
 //!
 //! A claim takes the state lock, answers `ClaimedByAnother` when another guard value claimed `T`
 //! and `AlreadyRan` when the recorded fire is `> T` (or `Superseded`, see below),
-//! `DroppedByAnother` when another guard value reported `T` as dropped, otherwise tries the run
-//! lock (`Busy` when another process holds it) and records `T` before it lets the state lock go.
+//! `DroppedByAnother` when another guard value reported `T` as dropped or when nobody claimed `T`
+//! and it lies up to the newest fire reported missed, otherwise tries the run lock (`Busy` when
+//! another process holds it) and records `T` before it lets the state lock go.
 //! Because the record is written under the state lock before anyone else can read it, a process
 //! whose timer wakes a few milliseconds late sees `ClaimedByAnother`, never a free lock.
 //! The run lock is a separate file because it is held for the whole run, while other processes
 //! must still read the record to tell "this fire already ran" from "an older fire is running".
+//!
+//! The fate point of a job is the newest of the last claimed fire, the newest reported dropped
+//! fire and the newest fire reported missed. `report_missed` reads it and, when it lies before
+//! the last missed fire, records that fire, in one step under the state lock: of processes
+//! starting together after a downtime, one reports each missed fire. A fire up to it that nobody
+//! claimed is then answered `DroppedByAnother`, and `first_report` of it `false`.
 //!
 //! A `flock` belongs to an inode, not to a path. When a tmp cleaner removes `<job>.lock`, or a
 //! deploy step puts a new file in its place, while a run holds it, the next claim would create
@@ -138,7 +145,7 @@ impl FileGuard {
         if here.contains(&fire) {
             return true;
         }
-        if record.reported.contains(&fire) {
+        if record.reported.contains(&fire) || record.missed(fire) {
             return false;
         }
         record.add_report(fire);
@@ -160,6 +167,11 @@ impl FileGuard {
         }
         if record.last_fire == fire && record.claimant != 0 {
             return Ok(Claim::ClaimedByAnother);
+        }
+        if record.missed(fire) && !self.reported_by_self(fire) {
+            // Nobody claimed it and a process reported it missed: that decides it. This guard
+            // value's own report of it as dropped (a busy answer it never got) decided it first.
+            return Ok(Claim::DroppedByAnother);
         }
         if record.last_fire >= fire {
             if record.first_fire != 0 && fire < record.first_fire {
@@ -359,6 +371,25 @@ impl Guard for FileGuard {
             Ok((last > 0)
                 .then(|| DateTime::<Utc>::from_timestamp_millis(last))
                 .flatten())
+        })
+    }
+
+    fn fate_point(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        self.blocking(|g| {
+            let point = g.with_record(|r| (r.fate_point(), false))?;
+            Ok(point.and_then(DateTime::<Utc>::from_timestamp_millis))
+        })
+    }
+
+    fn report_missed(
+        &self,
+        _first: DateTime<Utc>,
+        last: DateTime<Utc>,
+    ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let last = epoch_millis(last);
+        self.blocking(move |g| {
+            let point = g.with_record(|r| r.report_missed(last))?;
+            Ok(point.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
     }
 
@@ -695,6 +726,9 @@ struct Record {
     /// The first fire ever claimed (0: not recorded, as by earlier versions): an older fire was
     /// never claimed, so a claim of it after a later one is passed over, not already run.
     first_fire: i64,
+    /// The newest fire reported missed ([`Guard::report_missed`]; 0: none): a fire up to it that
+    /// nobody claimed never starts and is not reported again.
+    missed_through: i64,
 }
 
 impl Default for Record {
@@ -706,6 +740,7 @@ impl Default for Record {
             holder: None,
             claimant: 0,
             first_fire: 0,
+            missed_through: 0,
         }
     }
 }
@@ -715,13 +750,15 @@ impl Default for Record {
 const REPORTS_KEPT: usize = 8;
 const NO_REPORT: i64 = i64::MIN;
 
-/// `v2`, sixteen right-aligned 20-character numbers (wide enough for any `i64`/`u64`), newline:
-/// the last fire, token and newest reported fire, then the holder's pid (0: none), start, device
-/// and inode, then the seven older reported fires, the claimant of the last fire and the first
-/// fire ever claimed. `v1` records (the first three only) and `v2` records without the fields
-/// after the inode, as earlier versions write them, are still read; those versions read this
-/// record too (they ignore what they do not know).
-const RECORD_LEN: usize = 2 + (8 + REPORTS_KEPT) * (1 + 20) + 1;
+/// `v2`, seventeen right-aligned 20-character numbers (wide enough for any `i64`/`u64`),
+/// newline: the last fire, token and newest reported fire, then the holder's pid (0: none),
+/// start, device and inode, then the seven older reported fires, the claimant of the last fire,
+/// the first fire ever claimed and the newest fire reported missed. `v1` records (the first three
+/// only) and `v2` records without the fields after the inode, or without the last ones, as
+/// earlier versions write them, are still read; those versions read this record too (they ignore
+/// what they do not know, and a record they write back no longer holds the fields they do not
+/// know).
+const RECORD_LEN: usize = 2 + (9 + REPORTS_KEPT) * (1 + 20) + 1;
 
 impl Record {
     /// Records `fire` as reported, keeping the newest [`REPORTS_KEPT`].
@@ -732,6 +769,34 @@ impl Record {
         all.dedup();
         all.resize(REPORTS_KEPT, NO_REPORT);
         self.reported.copy_from_slice(&all[..REPORTS_KEPT]);
+    }
+
+    /// The job's fate point ([`Guard::fate_point`]): the newest fire claimed (also one given up
+    /// unstarted), reported dropped or reported missed; `None` for a new job.
+    fn fate_point(&self) -> Option<i64> {
+        let claimed = (self.last_fire != 0).then_some(self.last_fire);
+        let reported = (self.reported[0] != NO_REPORT).then_some(self.reported[0]);
+        let missed = (self.missed_through != 0).then_some(self.missed_through);
+        claimed.max(reported).max(missed)
+    }
+
+    /// Records the fires up to `last` as missed unless the fate point already reaches it;
+    /// answers the fate point as it was before, and whether the record changed.
+    fn report_missed(&mut self, last: i64) -> (Option<i64>, bool) {
+        let point = self.fate_point();
+        let moved = point.is_none_or(|p| p < last);
+        if moved {
+            self.missed_through = last;
+        }
+        (point, moved)
+    }
+
+    /// Whether `fire` was reported missed: it lies up to the newest fire reported missed, and
+    /// nobody claimed it (it lies after the last claim, or before the first).
+    fn missed(&self, fire: i64) -> bool {
+        self.missed_through != 0
+            && fire <= self.missed_through
+            && (fire > self.last_fire || (self.first_fire != 0 && fire < self.first_fire))
     }
 
     /// Forgets a report of `fire`: the fire was claimed after it, so its claimant reports it.
@@ -793,6 +858,9 @@ impl Record {
             if let Some(field) = fields.next() {
                 record.first_fire = field.parse().ok()?;
             }
+            if let Some(field) = fields.next() {
+                record.missed_through = field.parse().ok()?;
+            }
         }
         Some(record)
     }
@@ -808,7 +876,10 @@ impl Record {
         for older in &self.reported[1..] {
             line.push_str(&format!(" {older:>20}"));
         }
-        line.push_str(&format!(" {:>20} {:>20}\n", self.claimant, self.first_fire));
+        line.push_str(&format!(
+            " {:>20} {:>20} {:>20}\n",
+            self.claimant, self.first_fire, self.missed_through
+        ));
         line
     }
 
@@ -895,6 +966,7 @@ mod tests {
             reported: [i64::MAX, 5, 4, 3, 2, 1, 0, NO_REPORT],
             claimant: u64::MAX,
             first_fire: i64::MIN,
+            missed_through: i64::MAX,
             holder: Some(Holder {
                 pid: u32::MAX,
                 start: u64::MAX,
@@ -933,6 +1005,7 @@ mod tests {
                 holder: None,
                 claimant: 0,
                 first_fire: 0,
+                missed_through: 0,
             })
         );
         // A `v2` record of an earlier version: no older reports.
@@ -943,6 +1016,100 @@ mod tests {
         let parsed = Record::parse(&v2).expect("read");
         assert_eq!(parsed.reported[0], 7);
         assert_eq!(parsed.reported[1], NO_REPORT);
+        // A `v2` record of the version before missed fires: no fire reported missed.
+        let mut before = format!(
+            "v2 {:>20} {:>20} {:>20} {:>20} {:>20} {:>20} {:>20}",
+            1_767_225_600_000_i64, 42, 7, 0, 0, 0, 0
+        );
+        for older in [6, 5, 4, 3, 2, 1, 0] {
+            before.push_str(&format!(" {older:>20}"));
+        }
+        before.push_str(&format!(" {:>20} {:>20}\n", 99, 1_767_225_000_000_i64));
+        let parsed = Record::parse(&before).expect("read");
+        assert_eq!(
+            (parsed.claimant, parsed.first_fire),
+            (99, 1_767_225_000_000)
+        );
+        assert_eq!(parsed.missed_through, 0, "no fire reported missed");
+        assert_eq!(parsed.fate_point(), Some(1_767_225_600_000));
+        // That version reads this one's record as its own: the fields it knows come first.
+        let now = Record {
+            missed_through: 1_767_225_900_000,
+            ..parsed
+        };
+        let line = now.format();
+        let known = format!("{}\n", &line[..before.len() - 1]);
+        assert_eq!(known, before);
+    }
+
+    #[test]
+    fn the_fate_point_counts_claims_reports_and_missed_fires() {
+        let mut r = Record::default();
+        assert_eq!(r.fate_point(), None, "a new job");
+        assert_eq!(r.report_missed(50), (None, true));
+        assert_eq!(r.fate_point(), Some(50));
+        assert!(r.missed(40) && r.missed(50) && !r.missed(51));
+        assert_eq!(r.report_missed(45), (Some(50), false), "never back");
+        assert_eq!(r.missed_through, 50);
+        r.first_fire = 20;
+        r.last_fire = 60;
+        assert!(r.missed(10), "before every claim: nobody claimed it");
+        assert!(!r.missed(30), "between claims: it may have been claimed");
+        assert_eq!(r.fate_point(), Some(60));
+        r.add_report(70);
+        assert_eq!(r.fate_point(), Some(70));
+        assert_eq!(r.report_missed(80), (Some(70), true));
+        assert!(r.missed(65) && !r.missed(60));
+        assert_eq!(r.fate_point(), Some(80));
+    }
+}
+
+#[cfg(test)]
+mod missed_fires {
+    use super::*;
+    use chrono::TimeDelta;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
+    }
+
+    /// A guard value whose busy answer got lost reported the fire itself: a report of missed
+    /// fires through it by another process does not take it from its claim, which goes on as
+    /// without the report; the fires after it are decided.
+    #[tokio::test]
+    async fn a_claimants_own_reported_fire_stays_its_own() {
+        let dir = std::env::temp_dir().join(format!("cronguard-mf-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let (holder, late, starting) = (
+            FileGuard::new(&dir, "job"),
+            FileGuard::new(&dir, "job"),
+            FileGuard::new(&dir, "job"),
+        );
+        let Claim::Acquired(lease) = holder.claim(t(1)).await.expect("answers") else {
+            panic!("fire 1 is free");
+        };
+        assert!(matches!(
+            late.claim(t(2)).await.expect("answers"),
+            Claim::Busy { first_report: true }
+        ));
+        assert_eq!(
+            starting.report_missed(t(2), t(3)).await.expect("answers"),
+            Some(t(2)),
+            "fire 2 was reported"
+        );
+        lease.release().await.expect("release");
+        match late.claim(t(2)).await.expect("answers") {
+            Claim::Acquired(lease) => lease.release().await.expect("release"),
+            other => panic!("{other:?}, expected Acquired"),
+        }
+        assert!(matches!(
+            late.claim(t(3)).await.expect("answers"),
+            Claim::DroppedByAnother
+        ));
+        assert!(!starting.first_report(t(3)).await.expect("answers"));
+        assert_eq!(late.fate_point().await.expect("answers"), Some(t(3)));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 

@@ -1,6 +1,6 @@
 //! Batches the `postgres` guards' claims, renewals and releases: what the jobs of a process send
 //! at about the same instant goes to the database as one statement per kind, each operation a
-//! call of the same function a single operation calls (`claim_v4`, `renew_v1`, `release_v1`), so
+//! call of the same function a single operation calls (`claim_v5`, `renew_v1`, `release_v1`), so
 //! each is answered as if it had run alone.
 //!
 //! Nothing waits to fill a batch: the first operation goes out as soon as a statement slot is
@@ -25,7 +25,7 @@ const MAX_BATCH: usize = 1000;
 /// Batches out at once (each up to three statements, one per kind, on connections of the pool).
 const IN_FLIGHT: usize = 2;
 
-/// A claim's parameters (see `claim_v4` in the schema).
+/// A claim's parameters (see `claim_v5` in the schema).
 pub(super) struct ClaimOp {
     pub(super) job: Arc<str>,
     pub(super) fire: DateTime<Utc>,
@@ -63,7 +63,7 @@ impl Op {
 
 /// One operation's answer.
 pub(super) enum Reply {
-    /// `(answer, value, ignored)` of `claim_v4`, and its pause (with answer `6`).
+    /// `(answer, value, ignored)` of `claim_v5`, and its pause (with answer `6`).
     Claim(i32, i64, bool, Option<(DateTime<Utc>, String)>),
     /// `0` lost, `1` renewed, `2` renewed and asked to stop.
     Renew(i32),

@@ -1,13 +1,18 @@
 //! `lock = "postgres"`: mutual exclusion, per-fire uniqueness and run history in PostgreSQL.
 //!
 //! The state of a job is one row of `<schema>.jobs` (see [`schema`] for every column). A claim is
-//! one statement, one round trip: `SELECT … FROM <schema>.claim_v4(…)`, a function that locks the
+//! one statement, one round trip: `SELECT … FROM <schema>.claim_v5(…)`, a function that locks the
 //! job's row (`SELECT … FOR UPDATE`), so that concurrent claims of one job are decided one after
 //! the other on the latest row, and answers exactly as the Redis guard's claim script does
 //! (acquired, claimed by another, dropped by another, already ran, busy, lapsed, too early,
 //! superseded, paused). A manual run is claimed by `claim_manual_v1`, one statement of its own
 //! (manual runs are rare, so they are not batched). Every time comes from the database's
 //! `clock_timestamp()`, never from a replica: the lease is `lease_until` on the database clock. Renewal, release and abandon compare the claimant's token first.
+//!
+//! The job's fate point is the newest of `last_fire`, `reported_through` (the newest fire reported
+//! dropped) and `missed_through` (the newest reported missed). `report_missed_v1` reads it and
+//! moves `missed_through` under the job's row lock, as `claim_v5` and `first_report_v1` decide
+//! under it, so that a fire is claimed, reported dropped or reported missed by one claimant.
 //!
 //! Nothing depends on a session: no advisory locks, no temporary tables, no named prepared
 //! statements (every statement is sent unnamed with its parameter types, [`query_typed`]), so the
@@ -90,6 +95,8 @@ struct Statements {
     abandon: String,
     first_report: String,
     last_claimed: String,
+    fate_point: String,
+    report_missed: String,
     run_ended: String,
     dropped: String,
     history: String,
@@ -106,7 +113,7 @@ impl Statements {
                  $3::text[], $4::bigint[], $5::boolean[], $6::boolean[], $7::text[], $8::text[], \
                  $9::boolean[]) WITH ORDINALITY \
                  AS b(job, fire, token, lease_ms, replace, skip, nonce, instance, history, ord) \
-                 CROSS JOIN LATERAL {s}.claim_v4(b.job, b.fire, b.token, b.lease_ms, b.replace, \
+                 CROSS JOIN LATERAL {s}.claim_v5(b.job, b.fire, b.token, b.lease_ms, b.replace, \
                  b.skip, b.nonce, $10, b.instance, b.history) AS c ORDER BY b.ord"
             ),
             claim_manual: format!(
@@ -130,18 +137,19 @@ impl Statements {
                  CROSS JOIN LATERAL {s}.release_v1(b.job, b.token) AS r(released) ORDER BY b.ord"
             ),
             abandon: format!("SELECT {s}.abandon_v1($1, $2, $3)"),
-            first_report: format!(
-                "WITH pruned AS (DELETE FROM {s}.reports \
-                   WHERE job = $1 AND reported_at < clock_timestamp() - interval '1 hour'), \
-                 inserted AS (INSERT INTO {s}.reports (job, fire, reporter) VALUES ($1, $2, $3) \
-                   ON CONFLICT (job, fire) DO NOTHING RETURNING 1) \
-                 SELECT EXISTS (SELECT 1 FROM inserted) OR EXISTS (SELECT 1 FROM {s}.reports \
-                   WHERE job = $1 AND fire = $2 AND reporter = $3)"
-            ),
+            first_report: format!("SELECT {s}.first_report_v1($1, $2, $3)"),
             last_claimed: format!(
                 "SELECT CASE WHEN lapsed IS DISTINCT FROM last_fire THEN last_fire END \
                  FROM {s}.jobs WHERE job = $1"
             ),
+            // As `report_missed_v1` reads it; the reports count too, as binaries that predate
+            // `reported_through` record drops only there.
+            fate_point: format!(
+                "SELECT greatest((SELECT greatest(last_fire, reported_through, missed_through) \
+                 FROM {s}.jobs WHERE job = $1), \
+                 (SELECT max(fire) FROM {s}.reports WHERE job = $1))"
+            ),
+            report_missed: format!("SELECT {s}.report_missed_v1($1, $2)"),
             run_ended: format!(
                 "UPDATE {s}.runs SET ended = clock_timestamp(), outcome = $4, error = $5 \
                  WHERE job = $1 AND fire = $2 AND fence = $3"
@@ -630,6 +638,35 @@ impl Guard for PostgresGuard {
                 None => Ok(None),
                 Some(row) => row.try_get(0).map_err(|e| pg_err(&e)),
             }
+        })
+    }
+
+    fn fate_point(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        Box::pin(async move {
+            let rows = db
+                .query(&db.sql.fate_point, &[(&&*job, Type::TEXT)])
+                .await?;
+            first(&rows)?.try_get(0).map_err(|e| pg_err(&e))
+        })
+    }
+
+    fn report_missed(
+        &self,
+        _first: DateTime<Utc>,
+        last: DateTime<Utc>,
+    ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        Box::pin(async move {
+            let rows = db
+                .query(
+                    &db.sql.report_missed,
+                    &[(&&*job, Type::TEXT), (&last, Type::TIMESTAMPTZ)],
+                )
+                .await?;
+            first(&rows)?.try_get(0).map_err(|e| pg_err(&e))
         })
     }
 

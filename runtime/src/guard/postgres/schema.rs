@@ -13,7 +13,10 @@ use tokio_postgres::types::Type;
 ///   `recent_fires`/`recent_tokens` the last eight claims, so that a retried claim is recognised
 ///   and a passed-over fire told apart from one that ran; `paused_at`/`paused_by` the job's pause
 ///   (none while both are null); `manual_ids`/`manual_tokens` the last eight manual runs (id in
-///   hex, claimant's token), kept apart from the scheduled fires.
+///   hex, claimant's token), kept apart from the scheduled fires; `reported_through` the newest
+///   fire reported dropped and `missed_through` the newest reported missed, which with
+///   `last_fire` make the job's fate point (columns, unlike the rows of `reports`, so that they
+///   are kept past an hour).
 /// - `reports`: who first reported each dropped fire (rows older than an hour are deleted).
 /// - `runs`: the run history, when enabled: one row per claimed run, and one per dropped fire.
 /// - `controls`: the control feed (pause, resume, run now), read by every replica; rows older
@@ -37,14 +40,18 @@ CREATE TABLE IF NOT EXISTS {schema}.jobs (
   paused_at      timestamptz,
   paused_by      text,
   manual_ids     text[] NOT NULL DEFAULT '{}',
-  manual_tokens  text[] NOT NULL DEFAULT '{}'
+  manual_tokens  text[] NOT NULL DEFAULT '{}',
+  reported_through  timestamptz,
+  missed_through    timestamptz
 );
 -- Added after the first release of the table: a table made before gets them here.
 ALTER TABLE {schema}.jobs
   ADD COLUMN IF NOT EXISTS paused_at timestamptz,
   ADD COLUMN IF NOT EXISTS paused_by text,
   ADD COLUMN IF NOT EXISTS manual_ids text[] NOT NULL DEFAULT '{}',
-  ADD COLUMN IF NOT EXISTS manual_tokens text[] NOT NULL DEFAULT '{}';
+  ADD COLUMN IF NOT EXISTS manual_tokens text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS reported_through timestamptz,
+  ADD COLUMN IF NOT EXISTS missed_through timestamptz;
 CREATE TABLE IF NOT EXISTS {schema}.reports (
   job          text NOT NULL,
   fire         timestamptz NOT NULL,
@@ -86,7 +93,7 @@ CREATE TABLE IF NOT EXISTS {schema}.processes (
   seen      timestamptz NOT NULL
 );
 
-CREATE OR REPLACE FUNCTION {schema}.claim_v4(
+CREATE OR REPLACE FUNCTION {schema}.claim_v5(
   p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
   p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
   OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
@@ -102,6 +109,7 @@ DECLARE
   v_held boolean;
   v_fence bigint;
   v_reporter text;
+  v_missed boolean := false;
 BEGIN
   answer := 0; val := 0; ignored := false;
   IF p_fire > v_now + v_tolerance THEN
@@ -146,6 +154,13 @@ BEGIN
     val := r.fence;
     RETURN;
   END IF;
+  -- A fire reported missed (report_missed_v1) that nobody claimed does not run and is not
+  -- reported again, unless the claimant reported it dropped itself (a busy answer it never got):
+  -- then that report came first.
+  IF p_fire <= r.missed_through THEN
+    v_missed := NOT EXISTS (SELECT 1 FROM {schema}.reports
+                            WHERE job = p_job AND fire = p_fire AND reporter = p_nonce);
+  END IF;
   IF v_last >= p_fire THEN
     IF v_claimed_by IS NOT NULL THEN
       -- Another claimant's claim took this very fire.
@@ -157,8 +172,12 @@ BEGIN
     IF v_last > p_fire
        AND ((v_oldest IS NOT NULL AND p_fire > v_oldest)
             OR coalesce(cardinality(r.recent_fires), 0) < 8) THEN
-      answer := 5;
+      answer := CASE WHEN v_missed THEN 8 ELSE 5 END;
     END IF;
+    RETURN;
+  END IF;
+  IF v_missed THEN
+    answer := 8;
     RETURN;
   END IF;
   -- A fire ahead of the database's clock is only taken while the job is free; busy or paused, it
@@ -175,8 +194,12 @@ BEGIN
     paused_by := r.paused_by;
     INSERT INTO {schema}.reports (job, fire, reporter) VALUES (p_job, p_fire, p_nonce)
       ON CONFLICT (job, fire) DO NOTHING;
-    IF FOUND OR EXISTS (SELECT 1 FROM {schema}.reports
-                        WHERE job = p_job AND fire = p_fire AND reporter = p_nonce) THEN
+    IF FOUND THEN
+      UPDATE {schema}.jobs SET reported_through = greatest(reported_through, p_fire)
+        WHERE job = p_job;
+      val := 1;
+    ELSIF EXISTS (SELECT 1 FROM {schema}.reports
+                  WHERE job = p_job AND fire = p_fire AND reporter = p_nonce) THEN
       val := 1;
     END IF;
     RETURN;
@@ -196,8 +219,12 @@ BEGIN
     IF p_skip THEN
       INSERT INTO {schema}.reports (job, fire, reporter) VALUES (p_job, p_fire, p_nonce)
         ON CONFLICT (job, fire) DO NOTHING;
-      IF FOUND OR EXISTS (SELECT 1 FROM {schema}.reports
-                          WHERE job = p_job AND fire = p_fire AND reporter = p_nonce) THEN
+      IF FOUND THEN
+        UPDATE {schema}.jobs SET reported_through = greatest(reported_through, p_fire)
+          WHERE job = p_job;
+        val := 1;
+      ELSIF EXISTS (SELECT 1 FROM {schema}.reports
+                    WHERE job = p_job AND fire = p_fire AND reporter = p_nonce) THEN
         val := 1;
       END IF;
     END IF;
@@ -225,6 +252,21 @@ BEGIN
   val := v_fence;
 END
 $claim$;
+
+-- The claim of binaries that predate missed fires: claim_v5 itself, which only adds an answer
+-- they know (dropped by another, for a fire reported missed). The check of missed fires is in a
+-- function of a new name rather than in claim_v4: a binary of an earlier version that creates
+-- its functions again (it found one missing) writes its own claim_v4, which would take the check
+-- away from the claims of this version; it never touches claim_v5.
+CREATE OR REPLACE FUNCTION {schema}.claim_v4(
+  p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
+  p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
+  OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
+  OUT paused_by text)
+LANGUAGE sql AS $claim_v4$
+  SELECT * FROM {schema}.claim_v5(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
+                                  p_tolerance_ms, p_instance, p_history)
+$claim_v4$;
 
 -- The claim of binaries that predate claiming ahead: claim_v4 itself, which only adds an answer
 -- they know (too early, for a busy or paused fire ahead of the database's clock).
@@ -262,6 +304,70 @@ LANGUAGE sql AS $claim_v1$
   FROM {schema}.claim_v2(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
                          p_tolerance_ms, p_instance, p_history) AS c
 $claim_v1$;
+
+-- Whether this claimant reports dropped fire p_fire first: false when another claimant reported
+-- it, or when it was reported missed and nobody claimed it; its own report answers true again.
+-- Decided under the job's row lock, as report_missed_v1 is, so that a fire is reported either
+-- dropped or missed, never both.
+CREATE OR REPLACE FUNCTION {schema}.first_report_v1(p_job text, p_fire timestamptz, p_nonce text)
+RETURNS boolean LANGUAGE plpgsql AS $first_report$
+DECLARE
+  r {schema}.jobs%ROWTYPE;
+BEGIN
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
+    SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  DELETE FROM {schema}.reports
+    WHERE job = p_job AND reported_at < clock_timestamp() - interval '1 hour';
+  IF EXISTS (SELECT 1 FROM {schema}.reports
+             WHERE job = p_job AND fire = p_fire AND reporter = p_nonce) THEN
+    RETURN true;
+  END IF;
+  -- Nobody claimed it: it lies after the last claim, or among the recent claims but not one of
+  -- them (as claim_v5 tells a passed-over fire).
+  IF p_fire <= r.missed_through
+     AND (r.last_fire IS NULL OR p_fire > r.last_fire
+          OR (p_fire <> ALL (r.recent_fires)
+              AND (cardinality(r.recent_fires) < 8
+                   OR p_fire > (SELECT min(f) FROM unnest(r.recent_fires) AS f)))) THEN
+    RETURN false;
+  END IF;
+  INSERT INTO {schema}.reports (job, fire, reporter) VALUES (p_job, p_fire, p_nonce)
+    ON CONFLICT (job, fire) DO NOTHING;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE {schema}.jobs SET reported_through = greatest(reported_through, p_fire)
+    WHERE job = p_job;
+  RETURN true;
+END
+$first_report$;
+
+-- Records the fires up to p_last as missed: when the job's fate point lies before p_last (or
+-- there is none), missed_through moves to p_last. Answers the fate point as it was, so that of
+-- the processes that found the same fires missed, each fire is reported by one.
+CREATE OR REPLACE FUNCTION {schema}.report_missed_v1(p_job text, p_last timestamptz)
+RETURNS timestamptz LANGUAGE plpgsql AS $report_missed$
+DECLARE
+  r {schema}.jobs%ROWTYPE;
+  v_point timestamptz;
+BEGIN
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
+    SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  -- The reports count too: binaries that predate reported_through record drops only there.
+  v_point := greatest(r.last_fire, r.reported_through, r.missed_through,
+                      (SELECT max(fire) FROM {schema}.reports WHERE job = p_job));
+  IF v_point IS NULL OR v_point < p_last THEN
+    UPDATE {schema}.jobs SET missed_through = p_last WHERE job = p_job;
+  END IF;
+  RETURN v_point;
+END
+$report_missed$;
 
 CREATE OR REPLACE FUNCTION {schema}.claim_manual_v1(
   p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
@@ -384,6 +490,8 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("jobs", "paused_by", "text"),
     ("jobs", "manual_ids", "ARRAY"),
     ("jobs", "manual_tokens", "ARRAY"),
+    ("jobs", "reported_through", "timestamp with time zone"),
+    ("jobs", "missed_through", "timestamp with time zone"),
     ("reports", "job", "text"),
     ("reports", "fire", "timestamp with time zone"),
     ("reports", "reporter", "text"),
@@ -418,6 +526,8 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "paused_by"),
     ("jobs", "manual_ids"),
     ("jobs", "manual_tokens"),
+    ("jobs", "reported_through"),
+    ("jobs", "missed_through"),
 ];
 
 const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster", "processes"];
@@ -426,6 +536,9 @@ const FUNCTIONS: &[&str] = &[
     "claim_v2",
     "claim_v3",
     "claim_v4",
+    "claim_v5",
+    "first_report_v1",
+    "report_missed_v1",
     "claim_manual_v1",
     "abandon_v1",
     "renew_v1",

@@ -665,3 +665,187 @@ async fn a_schema_made_before_pauses_gets_them_at_start() {
         "a table with a column of a later version is still cronguard's"
     );
 }
+
+async fn acquired(g: &PostgresGuard, fire: DateTime<Utc>) {
+    match g.claim(fire).await.expect("answers") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("{other:?}, expected Acquired"),
+    }
+}
+
+/// Replicas starting together after a downtime find the same fires missed: each is reported by
+/// one, also when a replica reports one of them dropped at the same moment.
+#[tokio::test]
+async fn replicas_starting_together_report_each_missed_fire_once() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let base = now() - TimeDelta::minutes(10);
+    let at = |s: i64| base + TimeDelta::seconds(s);
+    acquired(&guard(&db, "downtime", 30_000, false), at(0)).await;
+    let replicas: Vec<PostgresGuard> = (0..8)
+        .map(|_| guard(&db, "downtime", 30_000, false))
+        .collect();
+    let answers =
+        futures_util::future::join_all(replicas.iter().map(|g| g.report_missed(at(1), at(5))))
+            .await;
+    let answers: Vec<_> = answers.into_iter().map(|a| a.expect("answers")).collect();
+    assert_eq!(
+        answers.iter().filter(|a| **a == Some(at(0))).count(),
+        1,
+        "one replica reports fires 1 to 5: {answers:?}"
+    );
+    assert_eq!(
+        answers.iter().filter(|a| **a == Some(at(5))).count(),
+        7,
+        "{answers:?}"
+    );
+    // A drop reported while the missed fires are: one of the two reports the fire.
+    for round in 0..10 {
+        let job = format!("race-{round}");
+        acquired(&guard(&db, &job, 30_000, false), at(0)).await;
+        let (dropping, starting) = (
+            guard(&db, &job, 30_000, false),
+            guard(&db, &job, 30_000, false),
+        );
+        let (first, before) = tokio::join!(
+            dropping.first_report(at(3)),
+            starting.report_missed(at(1), at(3))
+        );
+        let (first, before) = (first.expect("answers"), before.expect("answers"));
+        let missed_reports_it = before.is_some_and(|p| p < at(3));
+        assert!(
+            first != missed_reports_it,
+            "round {round}: first_report {first}, report_missed answered {before:?}"
+        );
+        assert_eq!(starting.fate_point().await.expect("answers"), Some(at(3)));
+    }
+}
+
+/// Reports of dropped fires are deleted after an hour; the fate point they moved stays.
+#[tokio::test]
+async fn the_fate_point_outlives_the_reports() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let (a, b) = (
+        guard(&db, "kept", 30_000, false),
+        guard(&db, "kept", 30_000, false),
+    );
+    let base = now() - TimeDelta::minutes(10);
+    let at = |s: i64| base + TimeDelta::seconds(s);
+    assert_eq!(a.fate_point().await.expect("answers"), None);
+    assert!(b.first_report(at(5)).await.expect("answers"));
+    assert_eq!(a.fate_point().await.expect("answers"), Some(at(5)));
+    acquired(&a, at(1)).await;
+    let raw = client(&server).await;
+    raw.batch_execute(
+        "UPDATE cronguard.reports SET reported_at = reported_at - interval '2 hours'",
+    )
+    .await
+    .expect("ages the reports");
+    // The next report deletes those older than an hour.
+    assert!(a.first_report(at(2)).await.expect("answers"));
+    let left: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM cronguard.reports WHERE job = 'kept'",
+            &[],
+        )
+        .await
+        .expect("counts")
+        .get(0);
+    assert_eq!(left, 1, "the report of fire 5 is gone");
+    assert_eq!(a.fate_point().await.expect("answers"), Some(at(5)));
+    assert_eq!(
+        a.report_missed(at(3), at(5)).await.expect("answers"),
+        Some(at(5)),
+        "fire 5 was reported: nothing more is missed"
+    );
+}
+
+/// A binary that predates missed fires claims through `claim_v4` (or older): a fire reported
+/// missed does not run there either. When it writes its own `claim_v4` (it found a function
+/// missing), the claims of this version keep the check, in `claim_v5`.
+#[tokio::test]
+async fn older_binaries_keep_and_cannot_remove_the_check_of_missed_fires() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "older", 30_000, false);
+    let base = now() - TimeDelta::minutes(10);
+    let at = |s: i64| base + TimeDelta::seconds(s);
+    acquired(&g, at(0)).await;
+    assert_eq!(
+        g.report_missed(at(1), at(5)).await.expect("answers"),
+        Some(at(0))
+    );
+    let raw = client(&server).await;
+    let old_claim = |version: u32, fire: i64| {
+        format!(
+            "SELECT answer, val FROM cronguard.claim_v{version}('older', '{}'::timestamptz, \
+             'old-binary', 30000, false, true, 'old-nonce', 1000, 'old', false)",
+            at(fire).to_rfc3339()
+        )
+    };
+    let row = raw.query_one(&old_claim(4, 2), &[]).await.expect("answers");
+    assert_eq!(row.get::<_, i32>(0), 8, "dropped by another");
+    let row = raw.query_one(&old_claim(2, 3), &[]).await.expect("answers");
+    assert_eq!(
+        (row.get::<_, i32>(0), row.get::<_, i64>(1)),
+        (1, 0),
+        "busy, not a first report"
+    );
+    raw.batch_execute(
+        "CREATE OR REPLACE FUNCTION cronguard.claim_v4(
+           p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
+           p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text,
+           p_history boolean, OUT answer integer, OUT val bigint, OUT ignored boolean,
+           OUT paused_at timestamptz, OUT paused_by text)
+         LANGUAGE sql AS $$ SELECT 2, 1::bigint, false, NULL::timestamptz, NULL::text $$",
+    )
+    .await
+    .expect("an older binary writes its claim_v4");
+    assert!(matches!(
+        g.claim(at(4)).await.expect("answers"),
+        Claim::DroppedByAnother
+    ));
+    assert!(!g.first_report(at(5)).await.expect("answers"));
+    acquired(&g, at(6)).await;
+}
+
+/// A schema made before missed fires gets the columns and functions at start, and the job's
+/// record survives.
+#[tokio::test]
+async fn a_schema_made_before_missed_fires_gets_them_at_start() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let base = now() - TimeDelta::minutes(10);
+    let at = |s: i64| base + TimeDelta::seconds(s);
+    acquired(&guard(&db, "before", 30_000, false), at(0)).await;
+    drop(db);
+    let raw = client(&server).await;
+    raw.batch_execute(
+        "DROP FUNCTION cronguard.claim_v5; DROP FUNCTION cronguard.first_report_v1; \
+         DROP FUNCTION cronguard.report_missed_v1; \
+         ALTER TABLE cronguard.jobs DROP COLUMN reported_through, DROP COLUMN missed_through",
+    )
+    .await
+    .expect("rolls the schema back");
+    let db = database(&server).await;
+    let g = guard(&db, "before", 30_000, false);
+    assert_eq!(g.fate_point().await.expect("answers"), Some(at(0)));
+    assert_eq!(
+        g.report_missed(at(1), at(3)).await.expect("answers"),
+        Some(at(0))
+    );
+    assert!(matches!(
+        g.claim(at(2)).await.expect("answers"),
+        Claim::DroppedByAnother
+    ));
+    acquired(&g, at(4)).await;
+}
