@@ -325,10 +325,16 @@ where
     if has_clock {
         a_fire_far_ahead_is_refused(&suite).await?;
         report.passed.push("a_fire_far_ahead_is_refused");
+        missed_fires_ahead_are_refused(&suite).await?;
+        report.passed.push("missed_fires_ahead_are_refused");
     } else {
         report
             .skipped
             .push(("a_fire_far_ahead_is_refused", "it has no clock of its own"));
+        report.skipped.push((
+            "missed_fires_ahead_are_refused",
+            "it has no clock of its own",
+        ));
     }
     const AHEAD: &str = "a_fire_ahead_is_only_taken_never_decided";
     if probe.claims_ahead() && has_clock && expires {
@@ -1275,4 +1281,28 @@ where
         at(base, 30)
     );
     Ok(Supported::Yes)
+}
+
+/// Missed fires far ahead of the guard's clock come from a host whose clock is ahead: recorded,
+/// they would decide fires that have not come yet, so they are refused and nothing moves.
+async fn missed_fires_ahead_are_refused<F>(suite: &Suite<F>) -> Outcome<()>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "missed_fires_ahead_are_refused";
+    let g = suite.process("missed-ahead");
+    let soon = now() + TimeDelta::hours(1);
+    let refused = g.report_missed(soon, soon).await;
+    ensure!(
+        C,
+        refused.is_err(),
+        "fires reported missed an hour ahead of the guard's clock were recorded: {refused:?}"
+    );
+    let point = fate_point(C, &*g).await?;
+    ensure!(
+        C,
+        point.is_none(),
+        "a refused report must move nothing, the fate point is {point:?}"
+    );
+    Ok(())
 }

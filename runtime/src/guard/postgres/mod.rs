@@ -149,7 +149,7 @@ impl Statements {
                  FROM {s}.jobs WHERE job = $1), \
                  (SELECT max(fire) FROM {s}.reports WHERE job = $1))"
             ),
-            report_missed: format!("SELECT {s}.report_missed_v1($1, $2)"),
+            report_missed: format!("SELECT {s}.report_missed_v1($1, $2, $3)"),
             run_ended: format!(
                 "UPDATE {s}.runs SET ended = clock_timestamp(), outcome = $4, error = $5 \
                  WHERE job = $1 AND fire = $2 AND fence = $3"
@@ -663,7 +663,11 @@ impl Guard for PostgresGuard {
             let rows = db
                 .query(
                     &db.sql.report_missed,
-                    &[(&&*job, Type::TEXT), (&last, Type::TIMESTAMPTZ)],
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&last, Type::TIMESTAMPTZ),
+                        (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
+                    ],
                 )
                 .await?;
             first(&rows)?.try_get(0).map_err(|e| pg_err(&e))

@@ -348,12 +348,18 @@ $first_report$;
 -- Records the fires up to p_last as missed: when the job's fate point lies before p_last (or
 -- there is none), missed_through moves to p_last. Answers the fate point as it was, so that of
 -- the processes that found the same fires missed, each fire is reported by one.
-CREATE OR REPLACE FUNCTION {schema}.report_missed_v1(p_job text, p_last timestamptz)
+CREATE OR REPLACE FUNCTION {schema}.report_missed_v1(p_job text, p_last timestamptz,
+  p_tolerance_ms bigint)
 RETURNS timestamptz LANGUAGE plpgsql AS $report_missed$
 DECLARE
   r {schema}.jobs%ROWTYPE;
   v_point timestamptz;
 BEGIN
+  -- Missed fires ahead of the database's clock come from a host whose clock is ahead: recorded,
+  -- they would decide fires that have not come yet.
+  IF p_last > clock_timestamp() + p_tolerance_ms * interval '1 millisecond' THEN
+    RAISE EXCEPTION 'the missed fires lie ahead of the database clock: this host''s clock is ahead; they were not recorded';
+  END IF;
   SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
   IF NOT FOUND THEN
     INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
