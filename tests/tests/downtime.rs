@@ -17,6 +17,7 @@ const WORKER: &str = env!("CARGO_BIN_EXE_shared_worker");
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// How the replicas go down, for how long, and what the job does with several fires due.
+#[derive(Clone, Copy)]
 struct Gap {
     /// Processes that run the job, before and after the gap.
     replicas: usize,
@@ -187,56 +188,36 @@ fn downtime(name: &str, env: &[(&str, String)], gap: Gap) {
     }
 }
 
+/// Two replicas stopped gracefully (a deploy) for longer than the grace: the fires past it are
+/// reported, the ones within it run.
+const DEPLOY_PAST_THE_GRACE: Gap = Gap {
+    replicas: 2,
+    signal: "-TERM",
+    down_ms: 6_000,
+    grace_ms: 2_000,
+    coalesce: false,
+};
+
+/// Two replicas killed, with `coalesce`: of the fires within the grace one runs.
+const KILLED_WITH_COALESCE: Gap = Gap {
+    replicas: 2,
+    signal: "-KILL",
+    down_ms: 6_000,
+    grace_ms: 3_500,
+    coalesce: true,
+};
+
+/// Two replicas killed for less than the grace: every fire of the gap is caught up.
+const KILLED_WITHIN_THE_GRACE: Gap = Gap {
+    replicas: 2,
+    signal: "-KILL",
+    down_ms: 4_000,
+    grace_ms: 20_000,
+    coalesce: false,
+};
+
 fn redis_env(redis: &RedisServer) -> Vec<(&'static str, String)> {
     vec![("CRONGUARD_REDIS_URL", redis.url())]
-}
-
-#[test]
-fn redis_all_replicas_stopped_past_the_grace() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let gap = Gap {
-        replicas: 2,
-        signal: "-TERM",
-        down_ms: 6_000,
-        grace_ms: 2_000,
-        coalesce: false,
-    };
-    downtime("down-redis-term", &redis_env(&redis), gap);
-}
-
-#[test]
-fn redis_all_replicas_killed_with_coalesce() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let gap = Gap {
-        replicas: 2,
-        signal: "-KILL",
-        down_ms: 6_000,
-        grace_ms: 3_500,
-        coalesce: true,
-    };
-    downtime("down-redis-kill", &redis_env(&redis), gap);
-}
-
-#[test]
-fn redis_a_gap_within_the_grace_is_caught_up() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let gap = Gap {
-        replicas: 2,
-        signal: "-KILL",
-        down_ms: 4_000,
-        grace_ms: 20_000,
-        coalesce: false,
-    };
-    downtime("down-redis-short", &redis_env(&redis), gap);
 }
 
 fn pg_env(db: &PostgresServer) -> Vec<(&'static str, String)> {
@@ -246,94 +227,91 @@ fn pg_env(db: &PostgresServer) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A lock dir (`file`) or state dir (`local`) of its own, removed afterwards.
+fn with_dir(name: &str, lock: &str, setting: &'static str, gap: Gap) {
+    let dir = std::env::temp_dir().join(format!("cronguard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let env = vec![
+        ("LOCK", lock.to_owned()),
+        (setting, dir.display().to_string()),
+    ];
+    downtime(name, &env, gap);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn redis_all_replicas_stopped_past_the_grace() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(redis) = RedisServer::start() {
+        downtime("down-redis-term", &redis_env(&redis), DEPLOY_PAST_THE_GRACE);
+    }
+}
+
+#[test]
+fn redis_all_replicas_killed_with_coalesce() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(redis) = RedisServer::start() {
+        downtime("down-redis-kill", &redis_env(&redis), KILLED_WITH_COALESCE);
+    }
+}
+
+#[test]
+fn redis_a_gap_within_the_grace_is_caught_up() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(redis) = RedisServer::start() {
+        downtime(
+            "down-redis-short",
+            &redis_env(&redis),
+            KILLED_WITHIN_THE_GRACE,
+        );
+    }
+}
+
 #[test]
 fn postgres_all_replicas_stopped_past_the_grace() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(db) = PostgresServer::start() else {
-        return;
-    };
-    let gap = Gap {
-        replicas: 2,
-        signal: "-TERM",
-        down_ms: 6_000,
-        grace_ms: 2_000,
-        coalesce: false,
-    };
-    downtime("down-pg-term", &pg_env(&db), gap);
+    if let Some(db) = PostgresServer::start() {
+        downtime("down-pg-term", &pg_env(&db), DEPLOY_PAST_THE_GRACE);
+    }
 }
 
 #[test]
 fn postgres_all_replicas_killed_with_coalesce() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(db) = PostgresServer::start() else {
-        return;
-    };
-    let gap = Gap {
-        replicas: 2,
-        signal: "-KILL",
-        down_ms: 6_000,
-        grace_ms: 3_500,
-        coalesce: true,
-    };
-    downtime("down-pg-kill", &pg_env(&db), gap);
-}
-
-fn file_env(name: &str) -> (std::path::PathBuf, Vec<(&'static str, String)>) {
-    let dir = std::env::temp_dir().join(format!("cronguard-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let env = vec![
-        ("LOCK", "file".to_owned()),
-        ("CRONGUARD_LOCK_DIR", dir.display().to_string()),
-    ];
-    (dir, env)
+    if let Some(db) = PostgresServer::start() {
+        downtime("down-pg-kill", &pg_env(&db), KILLED_WITH_COALESCE);
+    }
 }
 
 #[test]
 fn file_all_processes_stopped_past_the_grace() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (dir, env) = file_env("down-file-term");
-    let gap = Gap {
-        replicas: 2,
-        signal: "-TERM",
-        down_ms: 6_000,
-        grace_ms: 2_000,
-        coalesce: false,
-    };
-    downtime("down-file-term", &env, gap);
-    let _ = std::fs::remove_dir_all(&dir);
+    with_dir(
+        "down-file-term",
+        "file",
+        "CRONGUARD_LOCK_DIR",
+        DEPLOY_PAST_THE_GRACE,
+    );
 }
 
 #[test]
 fn file_all_processes_killed_with_coalesce() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (dir, env) = file_env("down-file-kill");
-    let gap = Gap {
-        replicas: 2,
-        signal: "-KILL",
-        down_ms: 6_000,
-        grace_ms: 3_500,
-        coalesce: true,
-    };
-    downtime("down-file-kill", &env, gap);
-    let _ = std::fs::remove_dir_all(&dir);
+    with_dir(
+        "down-file-kill",
+        "file",
+        "CRONGUARD_LOCK_DIR",
+        KILLED_WITH_COALESCE,
+    );
 }
 
+/// One process (a `local` job runs in each process) with a state dir, killed and started again.
 #[test]
 fn a_local_job_with_a_state_dir_killed_and_started_again() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("cronguard-down-local-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let env = vec![
-        ("LOCK", "local".to_owned()),
-        ("CRONGUARD_STATE_DIR", dir.display().to_string()),
-    ];
     let gap = Gap {
         replicas: 1,
-        signal: "-KILL",
-        down_ms: 6_000,
-        grace_ms: 3_500,
-        coalesce: false,
+        ..KILLED_WITH_COALESCE
     };
-    downtime("down-local-kill", &env, gap);
-    let _ = std::fs::remove_dir_all(&dir);
+    with_dir("down-local-kill", "local", "CRONGUARD_STATE_DIR", gap);
 }
