@@ -1,19 +1,26 @@
 //! `cronguard`: lists, pauses, resumes, runs now and reads the history of the jobs of a shared
-//! guard's store (a lock dir, Redis, PostgreSQL) without running them, through
-//! `cronguard::admin`, the code the replicas use (README, "The command-line tool").
+//! guard's store (a lock dir, Redis, PostgreSQL) without running them, and checks from outside
+//! the replicas that they still run (`health`), through `cronguard::admin`, the code the replicas
+//! use (README, "The command-line tool").
 //!
-//! Exit status: 0 when the request was carried out, 1 with the reason on stderr otherwise.
+//! Exit status: 0 when the request was carried out, 1 with the reason on stderr otherwise;
+//! `health` exits with 0 when every job is on time, 1 when a job's newest due fire did not run,
+//! and 2 when the check could not be made.
 
 use std::process::ExitCode;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Args, Parser, Subcommand};
-use cronguard::admin::{Store, StoredJob};
+use cronguard::admin::{Store, StoreHealth, StoredJob, StoredJobState};
 use cronguard::history::HistoryEntry;
 
 /// Operate the jobs of a cronguard store: the replicas see every change within about a second.
 #[derive(Debug, Parser)]
-#[command(name = "cronguard", version)]
+#[command(
+    name = "cronguard",
+    version,
+    after_help = "Exit status: 0 when the request was carried out, 1 with the reason on stderr otherwise; `health` has its own (`cronguard health --help`)."
+)]
 struct Cli {
     #[command(flatten)]
     store: StoreArgs,
@@ -71,6 +78,17 @@ enum Command {
         /// The job's name
         job: String,
     },
+    /// Whether each job's newest due fire ran, told from the store alone: a dead-man check that
+    /// still answers when every replica is gone
+    #[command(
+        long_about = "Whether each job's newest due fire ran, told from the store alone: a dead-man check that still answers when every replica is gone.\n\nFor each job the replicas announced, the newest fire T whose grace (misfire grace plus jitter, 60 s for jobs announced by earlier versions) has passed is missed when the store holds no fate for it (no replica claimed it, nor reported it dropped or missed: no process is running the job), overdue when it was reported dropped or missed but not run, and on time once it or a later fire was claimed. A job of which the store holds no record counts only the fires due since it was announced. Paused jobs are not checked. Run it every few minutes from outside the replicas (cron, a Kubernetes CronJob).",
+        after_help = "Exit status:\n  0  every job is on time (or paused)\n  1  a job is missed or overdue; each is named on stderr\n  2  the check could not be made: the store could not be used, no job is in its roster, or a job's state could not be read (and none is missed or overdue)"
+    )]
+    Health {
+        /// JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
     /// A job's run history, where its guard keeps one (`lock = "postgres"`, `history = true`)
     History {
         /// The job's name
@@ -87,34 +105,53 @@ enum Command {
 /// A failure to report: the message, and its causes.
 type Failure = Box<dyn std::error::Error>;
 
+/// `health`: a job's newest due fire did not run.
+const LATE: u8 = 1;
+
+/// `health`: the check could not be made.
+const UNCHECKED: u8 = 2;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let usage = e.use_stderr();
             let _ = e.print();
-            return if usage {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
+            // A dead-man check whose command line is wrong could not check anything.
+            let checking = std::env::args_os().any(|a| a == "health");
+            return match (usage, checking) {
+                (false, _) => ExitCode::SUCCESS,
+                (true, false) => ExitCode::FAILURE,
+                (true, true) => ExitCode::from(UNCHECKED),
             };
         }
+    };
+    let failed = if matches!(cli.command, Command::Health { .. }) {
+        ExitCode::from(UNCHECKED)
+    } else {
+        ExitCode::FAILURE
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return fail(&e),
+        Err(e) => {
+            fail(&e);
+            return failed;
+        }
     };
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&*e),
+        Ok(code) => code,
+        Err(e) => {
+            fail(&*e);
+            failed
+        }
     }
 }
 
 /// Prints `e` with its causes on stderr.
-fn fail(e: &dyn std::error::Error) -> ExitCode {
+fn fail(e: &dyn std::error::Error) {
     let mut text = format!("cronguard: {e}");
     let mut source = e.source();
     while let Some(cause) = source {
@@ -122,7 +159,6 @@ fn fail(e: &dyn std::error::Error) -> ExitCode {
         source = cause.source();
     }
     eprintln!("{text}");
-    ExitCode::FAILURE
 }
 
 /// Which store, from the flags, else from the environment.
@@ -177,9 +213,20 @@ async fn open(args: &StoreArgs) -> Result<Store, Failure> {
     })
 }
 
-async fn run(cli: Cli) -> Result<(), Failure> {
+async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let store = open(&cli.store).await?;
     match cli.command {
+        Command::Health { json } => {
+            let health = store.health().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&health)?);
+            } else if health.jobs.is_empty() {
+                println!("no jobs: no replica has announced a job in this store");
+            } else {
+                print!("{}", health_table(&health));
+            }
+            return Ok(verdict(&health));
+        }
         Command::List { json } => {
             let jobs = store.jobs().await?;
             if json {
@@ -213,7 +260,59 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The exit status of `health`, with the jobs that make it on stderr.
+fn verdict(health: &StoreHealth) -> ExitCode {
+    let late: Vec<String> = health
+        .jobs
+        .iter()
+        .filter(|job| job.state.is_late())
+        .map(|job| {
+            let what = match job.state {
+                StoredJobState::Missed => {
+                    "missed: no process gave it a fate; is any replica running the job?"
+                }
+                _ => "overdue: it was reported dropped or missed, and no later fire ran",
+            };
+            format!("`{}` (fire {}, {what})", job.name, or_dash(job.due))
+        })
+        .collect();
+    if !late.is_empty() {
+        eprintln!(
+            "cronguard: the newest due fire did not run for {}: {}",
+            if late.len() == 1 {
+                "1 job".to_owned()
+            } else {
+                format!("{} jobs", late.len())
+            },
+            late.join("; ")
+        );
+        return ExitCode::from(LATE);
+    }
+    if health.jobs.is_empty() {
+        eprintln!("cronguard: nothing to check: no replica has announced a job in this store (a replica announces its jobs when it starts; a store that lost its data lost its roster too)");
+        return ExitCode::from(UNCHECKED);
+    }
+    let unknown: Vec<&str> = health
+        .jobs
+        .iter()
+        .filter(|job| matches!(job.state, StoredJobState::Unknown { .. }))
+        .map(|job| job.name.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        eprintln!(
+            "cronguard: the state of {} could not be told (see the table)",
+            unknown
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return ExitCode::from(UNCHECKED);
+    }
+    ExitCode::SUCCESS
 }
 
 /// `$USER@hostname`.
@@ -291,6 +390,49 @@ fn jobs_table(jobs: &[StoredJob]) -> String {
         .collect();
     table(
         &["JOB", "SCHEDULE", "NEXT FIRE", "LAST RUN", "PAUSED"],
+        rows,
+    )
+}
+
+fn health_table(health: &StoreHealth) -> String {
+    let rows = health
+        .jobs
+        .iter()
+        .map(|job| {
+            let (state, detail) = match &job.state {
+                StoredJobState::OnTime => ("on time", String::new()),
+                StoredJobState::Missed => (
+                    "missed",
+                    "no fate in the store: no process is running it".to_owned(),
+                ),
+                StoredJobState::Overdue => {
+                    ("overdue", "reported dropped or missed, not run".to_owned())
+                }
+                StoredJobState::Paused { pause } => {
+                    ("paused", format!("by {} at {}", pause.by, time(pause.at)))
+                }
+                StoredJobState::Unknown { reason } => ("unknown", reason.clone()),
+                _ => ("?", String::new()),
+            };
+            vec![
+                job.name.clone(),
+                state.to_owned(),
+                or_dash(job.due),
+                or_dash(job.fate_point),
+                or_dash(job.last_claimed),
+                detail,
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "JOB",
+            "STATE",
+            "DUE FIRE",
+            "FATE POINT",
+            "LAST CLAIMED",
+            "DETAIL",
+        ],
         rows,
     )
 }

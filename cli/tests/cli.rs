@@ -1,7 +1,8 @@
 //! The `cronguard` binary against a running scheduler that shares its store: a lock dir, and a
 //! real `redis-server`. What the tool does must reach the replica: `list` shows its job, `pause`
 //! makes its next fire a paused skip, `resume` lets it run again, `trigger` runs it under the
-//! printed key.
+//! printed key. `health` tells from the store alone that no replica runs a job any more, and
+//! that one does again.
 
 use std::process::Command;
 use std::time::Duration;
@@ -18,6 +19,8 @@ const WAIT: Duration = Duration::from_secs(10);
 /// What one run of the tool printed.
 struct Output {
     ok: bool,
+    /// The exit status.
+    code: Option<i32>,
     stdout: String,
     stderr: String,
 }
@@ -39,6 +42,7 @@ async fn cli(store: &[String], args: &[&str]) -> Output {
         .expect("the binary runs");
     Output {
         ok: out.status.success(),
+        code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
@@ -221,6 +225,228 @@ async fn operates_the_jobs_of_a_postgres_server() {
         .expect("starts");
     let store = vec!["--postgres".to_owned(), postgres.url()];
     operate(store, scheduler, true).await;
+}
+
+/// Where the replicas of the dead-man check keep their state.
+enum Shared {
+    LockDir(std::path::PathBuf),
+    Redis(String),
+    Postgres(String),
+}
+
+impl Shared {
+    /// The tool's flags for this store.
+    fn flags(&self) -> Vec<String> {
+        match self {
+            Shared::LockDir(dir) => vec!["--lock-dir".to_owned(), dir.display().to_string()],
+            Shared::Redis(url) => vec![
+                "--redis".to_owned(),
+                url.clone(),
+                "--prefix".to_owned(),
+                "cli-health".to_owned(),
+            ],
+            Shared::Postgres(url) => vec!["--postgres".to_owned(), url.clone()],
+        }
+    }
+
+    /// A replica that runs job `beat`: every second, with a grace of a second.
+    async fn replica(&self) -> Cronguard {
+        let builder = cronguard::builder()
+            .registered_jobs(false)
+            .instance("replica-a");
+        let (builder, lock) = match self {
+            Shared::LockDir(dir) => (builder.lock_dir(dir), Lock::File),
+            Shared::Redis(url) => (
+                builder.redis_url(url).redis_prefix("cli-health"),
+                Lock::Redis,
+            ),
+            Shared::Postgres(url) => (builder.postgres_url(url), Lock::Postgres),
+        };
+        let beat = Job::new(
+            "beat",
+            Schedule::every(Duration::from_secs(1)).expect("valid"),
+        )
+        .lock(lock)
+        .misfire_grace(Duration::from_secs(1))
+        .run(|_| async {});
+        builder.job(beat).start().await.expect("starts")
+    }
+}
+
+/// Runs `cronguard health` until it exits with `code`, within [`WAIT`]; returns that run.
+async fn health_until(store: &[String], code: i32, what: &str) -> Output {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let out = cli(store, &["health"]).await;
+        if out.code == Some(code) {
+            return out;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "`cronguard health` did not exit with {code} ({what}) within {WAIT:?}; last exit {:?}:\n{}{}",
+            out.code,
+            out.stdout,
+            out.stderr
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The row of job `beat` in a health table.
+fn beat_row(table: &str) -> &str {
+    table
+        .lines()
+        .find(|l| l.starts_with("beat "))
+        .unwrap_or_else(|| panic!("no row of `beat`:\n{table}"))
+}
+
+/// The dead-man check: a replica runs `beat`, stops, and `health` names the job once a fire's
+/// grace passed with no process; a replica starts again, and once a fire ran it exits with 0.
+async fn dead_man(shared: Shared) {
+    let store = shared.flags();
+    let replica = shared.replica().await;
+    let mut events = replica.subscribe();
+    event(&mut events, "started", started).await;
+    let fine = health_until(&store, 0, "a replica runs the job").await;
+    assert!(fine.stdout.starts_with("JOB"), "{}", fine.stdout);
+    assert!(
+        beat_row(&fine.stdout).contains("on time"),
+        "{}",
+        fine.stdout
+    );
+    replica.shutdown().await;
+
+    let missed = health_until(&store, 1, "no process runs the job").await;
+    assert!(
+        beat_row(&missed.stdout).contains(" missed "),
+        "{}",
+        missed.stdout
+    );
+    assert!(
+        missed.stderr.starts_with("cronguard: ")
+            && missed.stderr.contains("`beat`")
+            && missed.stderr.contains("missed"),
+        "{}",
+        missed.stderr
+    );
+    let json = cli(&store, &["health", "--json"]).await;
+    assert_eq!(json.code, Some(1), "{}", json.stderr);
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(json["healthy"], false);
+    assert_eq!(json["jobs"][0]["name"], "beat");
+    assert_eq!(json["jobs"][0]["state"], "missed");
+    assert_eq!(json["jobs"][0]["due_grace"]["secs"], 1, "{json}");
+    assert!(json["jobs"][0]["due"].is_string(), "{json}");
+
+    let replica = shared.replica().await;
+    let again = health_until(&store, 0, "a replica runs the job again").await;
+    assert!(
+        beat_row(&again.stdout).contains("on time"),
+        "{}",
+        again.stdout
+    );
+    replica.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_tells_when_no_replica_runs_a_job_of_a_lock_dir() {
+    let dir = std::env::temp_dir().join(format!("cronguard-cli-health-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dead_man(Shared::LockDir(dir.clone())).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_tells_when_no_replica_runs_a_job_of_a_redis_server() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    dead_man(Shared::Redis(redis.url())).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_tells_when_no_replica_runs_a_job_of_a_postgres_server() {
+    let Some(postgres) = cronguard_testkit::PostgresServer::start() else {
+        return;
+    };
+    dead_man(Shared::Postgres(postgres.url())).await;
+}
+
+/// A replica runs `stuck`, whose first run never ends: its next fires are skipped as busy, so
+/// they have a fate in the store but did not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_tells_fires_dropped_without_running_in_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let store = vec!["--redis".to_owned(), redis.url()];
+    let stuck = Job::new(
+        "stuck",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .lock(Lock::Redis)
+    .overlap(cronguard::Overlap::Skip)
+    .misfire_grace(Duration::from_secs(1))
+    .run(|ctx| async move { ctx.cancelled().await });
+    let replica = cronguard::builder()
+        .registered_jobs(false)
+        .redis_url(redis.url())
+        .instance("replica-a")
+        .shutdown_timeout(Duration::from_millis(100))
+        .job(stuck)
+        .start()
+        .await
+        .expect("starts");
+    let overdue = health_until(&store, 1, "fires skipped as busy").await;
+    let row = overdue
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("stuck "))
+        .unwrap_or_else(|| panic!("{}", overdue.stdout));
+    assert!(row.contains(" overdue "), "{}", overdue.stdout);
+    assert!(
+        overdue.stderr.contains("`stuck`") && overdue.stderr.contains("overdue"),
+        "{}",
+        overdue.stderr
+    );
+    replica.shutdown().await;
+}
+
+#[tokio::test]
+async fn health_that_cannot_check_exits_with_2() {
+    let down = cli(
+        &[
+            "--redis".into(),
+            format!("redis://127.0.0.1:{}", cronguard_testkit::free_port()),
+        ],
+        &["health"],
+    )
+    .await;
+    assert_eq!(down.code, Some(2), "{}", down.stderr);
+    assert!(down.stderr.contains("cannot be reached"), "{}", down.stderr);
+    let none = cli(&[], &["health"]).await;
+    assert_eq!(none.code, Some(2), "{}", none.stderr);
+    let dir = std::env::temp_dir().join(format!("cronguard-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let empty = cli(
+        &["--lock-dir".into(), dir.display().to_string()],
+        &["health"],
+    )
+    .await;
+    assert_eq!(empty.code, Some(2), "{}", empty.stderr);
+    assert!(
+        empty.stderr.contains("nothing to check"),
+        "{}",
+        empty.stderr
+    );
+    let wrong = cli(
+        &["--lock-dir".into(), dir.display().to_string()],
+        &["health", "--bogus"],
+    )
+    .await;
+    assert_eq!(wrong.code, Some(2), "{}", wrong.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

@@ -17,6 +17,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`Store::health`] is the dead-man check from outside the replicas: it tells from the store
+//! alone which jobs' newest due fire has no fate there (no replica is running the job) or was
+//! not run, so that a cron job or a Kubernetes CronJob running `cronguard health` notices when
+//! every replica is gone (README, "The command-line tool", "Health from outside").
+//!
 //! Only jobs that a running replica announced in the store's roster can be controlled, so that a
 //! mistyped name is an error instead of a pause nobody reads. A pause is stored with the job's
 //! state (every claim honours it) and published on the store's control feed, which every replica
@@ -27,13 +32,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use cronguard_schedule::Schedule;
+use chrono::{DateTime, TimeDelta, Utc};
+use cronguard_schedule::{Schedule, ScheduleError};
 
+use crate::clock::after;
 use crate::control::{ManualRun, Pause};
 use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry};
 use crate::guard::file::{FileFeed, FileGuard};
 use crate::guard::{Guard, GuardError};
+use crate::health::CLAIM_AHEAD_TOLERANCE;
 use crate::history::HistoryEntry;
 
 /// How long one request may wait for the store.
@@ -63,6 +70,104 @@ pub struct StoredJob {
     pub announced_by: String,
     /// When it was announced last: a replica announces its jobs when it starts.
     pub announced_at: DateTime<Utc>,
+}
+
+/// The health of a store's jobs as the store alone tells it, from [`Store::health`]: the check
+/// to run from outside the replicas, which still answers when every replica is gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct StoreHealth {
+    /// `true` when every job is on time or paused: none is missed, overdue or unknown.
+    pub healthy: bool,
+    /// When the check ran (this process's clock, against which the fires due are told).
+    pub checked_at: DateTime<Utc>,
+    /// Each job of the store's roster, sorted by name.
+    pub jobs: Vec<StoredJobHealth>,
+}
+
+/// The health of one job of a store's roster (see [`StoredJobState`] for the rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct StoredJobHealth {
+    /// The job's name.
+    pub name: String,
+    /// On time, missed, overdue, paused or unknown (serialized as the field `state`, with
+    /// `pause` or `reason` beside it).
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub state: StoredJobState,
+    /// The fire the state is about: the newest fire `T` with `T + due_grace` at or before the
+    /// check. `None` when no fire is due yet: the schedule has not fired that long ago, or the
+    /// store holds no record of the job and no fire came due since it was announced.
+    pub due: Option<DateTime<Utc>>,
+    /// How long after its fire time a fire must have started: the job's misfire grace plus its
+    /// whole jitter, as its replicas announced them; [`DEFAULT_MISFIRE_GRACE`](crate::DEFAULT_MISFIRE_GRACE)
+    /// (60 s) for a job announced by a replica of an earlier version, which did not announce it.
+    pub due_grace: Duration,
+    /// The job's fate point in the store (see [`Guard::fate_point`]): every fire up to it was
+    /// claimed, reported dropped or reported missed.
+    pub fate_point: Option<DateTime<Utc>>,
+    /// The latest fire claimed (see [`Guard::last_claimed`]).
+    pub last_claimed: Option<DateTime<Utc>>,
+    /// The replica (`CRONGUARD_INSTANCE`) that announced it last.
+    pub announced_by: String,
+    /// When it was announced last: a replica announces its jobs when it starts.
+    pub announced_at: DateTime<Utc>,
+}
+
+/// What became of a job's newest due fire, as the store tells it.
+///
+/// `due` is the newest fire `T` whose grace has passed: `T + due_grace <= now`. Then:
+///
+/// - [`Missed`](StoredJobState::Missed) when the job's fate point lies before `T`: no process
+///   claimed `T`, nor reported it dropped or missed — no process is running the job (every
+///   replica is gone, or the ones left only watch it);
+/// - [`Overdue`](StoredJobState::Overdue) when the fate point reaches `T` but the last claimed fire
+///   does not: `T` was given a fate without running (skipped because the job was busy, misfired,
+///   or reported missed by a replica that started after a downtime);
+/// - [`OnTime`](StoredJobState::OnTime) when `T` or a later fire was claimed, or no fire is due.
+///
+/// A job of which the store holds no record (no fate point, no claim: a new job, or a store that
+/// lost its data) has never fired anywhere: only a fire that came due since the job was
+/// announced counts, so a job deployed today is not missed for the fires its schedule had before
+/// it existed, but is missed once its first fire after the announcement passes its grace with no
+/// process to claim it. A fate point or claim recorded further ahead of this process's clock
+/// than a second proves nothing about the fires due now (a replica with a clock ahead wrote it)
+/// and counts as none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(tag = "state", rename_all = "snake_case")
+)]
+#[non_exhaustive]
+pub enum StoredJobState {
+    /// The newest due fire, or a later one, was claimed; or no fire is due yet.
+    OnTime,
+    /// The newest due fire has no fate in the store: no process is running the job.
+    Missed,
+    /// The newest due fire was reported dropped or missed, and no later fire was claimed: it did
+    /// not run.
+    Overdue,
+    /// The job is paused: its fires are skipped on purpose, so it is neither missed nor overdue.
+    Paused {
+        /// Who paused it, and when.
+        pause: Pause,
+    },
+    /// The store could not answer for the job, or its schedule cannot be read by this version.
+    Unknown {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl StoredJobState {
+    /// Whether the job's newest due fire did not run: [`Missed`](StoredJobState::Missed) or
+    /// [`Overdue`](StoredJobState::Overdue).
+    pub fn is_late(&self) -> bool {
+        matches!(self, StoredJobState::Missed | StoredJobState::Overdue)
+    }
 }
 
 /// Why an operation on a store failed. Each message says what to do.
@@ -341,11 +446,7 @@ impl Store {
             )
             .await?;
             Ok::<_, AdminError>(StoredJob {
-                next_fire: entry
-                    .schedule
-                    .parse::<Schedule>()
-                    .ok()
-                    .and_then(|s| s.next_after(now)),
+                next_fire: schedule(&entry).ok().and_then(|s| s.next_after(now)),
                 name: entry.job,
                 schedule: entry.schedule,
                 last_claimed,
@@ -355,6 +456,86 @@ impl Store {
             })
         });
         futures_util::future::try_join_all(jobs).await
+    }
+
+    /// The health of every job the replicas announced, told from the store alone, for a dead-man
+    /// check from outside the replicas: for each job, the newest fire that should have started
+    /// by now, and whether the store holds a fate for it (see [`StoredJobState`]). Each job's
+    /// guard is asked at the same time as the others', each request within 5 s; a job whose
+    /// guard does not answer is [`StoredJobState::Unknown`], the others are still told.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store does not answer for its roster.
+    pub async fn health(&self) -> Result<StoreHealth, AdminError> {
+        let roster = self.roster().await?;
+        let now = Utc::now();
+        let jobs = futures_util::future::join_all(
+            roster.into_iter().map(|entry| self.job_health(entry, now)),
+        )
+        .await;
+        Ok(StoreHealth {
+            healthy: jobs.iter().all(|j| {
+                matches!(
+                    j.state,
+                    StoredJobState::OnTime | StoredJobState::Paused { .. }
+                )
+            }),
+            checked_at: now,
+            jobs,
+        })
+    }
+
+    async fn job_health(&self, entry: RosterEntry, now: DateTime<Utc>) -> StoredJobHealth {
+        let due_grace = entry.due_grace.unwrap_or(crate::DEFAULT_MISFIRE_GRACE);
+        let guard = self.guard(&entry.job);
+        let answers = futures_util::future::try_join3(
+            self.ask(guard.fate_point()),
+            self.ask(guard.last_claimed()),
+            self.ask(guard.pause()),
+        )
+        .await;
+        let schedule = schedule(&entry);
+        let due = schedule
+            .as_ref()
+            .ok()
+            .and_then(|s| newest_due(s, due_grace, now));
+        let mut health = StoredJobHealth {
+            name: entry.job,
+            state: StoredJobState::OnTime,
+            due,
+            due_grace,
+            fate_point: None,
+            last_claimed: None,
+            announced_by: entry.instance,
+            announced_at: entry.at,
+        };
+        let (fate_point, last_claimed, paused) = match answers {
+            Ok(answers) => answers,
+            Err(e) => {
+                health.state = StoredJobState::Unknown {
+                    reason: crate::error::Chain(&e).to_string(),
+                };
+                return health;
+            }
+        };
+        health.fate_point = fate_point;
+        health.last_claimed = last_claimed;
+        let no_record = fate_point.is_none() && last_claimed.is_none();
+        if no_record {
+            health.due = due.filter(|t| *t >= health.announced_at);
+        }
+        health.state = match (paused, schedule) {
+            (Some(pause), _) => StoredJobState::Paused { pause },
+            (None, Err(e)) => StoredJobState::Unknown {
+                reason: format!(
+                    "its schedule `{}` cannot be read by this version of cronguard ({e}); use the version its replicas run",
+                    entry.schedule
+                ),
+            },
+            (None, Ok(_)) => judge(health.due, fate_point, last_claimed, now),
+        };
+        health
     }
 
     /// Pauses `job` for every replica: its fires are reported as `skipped` (reason `paused`)
@@ -462,5 +643,104 @@ impl Store {
             }
             Some(entries) => Ok(entries),
         }
+    }
+}
+
+/// The schedule of a roster entry, read back from the text the replica announced.
+fn schedule(entry: &RosterEntry) -> Result<Schedule, ScheduleError> {
+    entry.schedule.parse()
+}
+
+/// The newest fire `T` of `schedule` with `T + grace <= now`, if it ever fired that early.
+fn newest_due(schedule: &Schedule, grace: Duration, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let edge = now.checked_sub_signed(TimeDelta::from_std(grace).ok()?)?;
+    // `previous_before` is strictly before: a fire exactly at the edge is due.
+    schedule.previous_before(edge.checked_add_signed(TimeDelta::nanoseconds(1))?)
+}
+
+/// The state of a job that is not paused and whose newest due fire is `due` (see
+/// [`StoredJobState`]).
+fn judge(
+    due: Option<DateTime<Utc>>,
+    fate_point: Option<DateTime<Utc>>,
+    last_claimed: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> StoredJobState {
+    let Some(due) = due else {
+        return StoredJobState::OnTime;
+    };
+    let horizon = after(now, CLAIM_AHEAD_TOLERANCE);
+    let reaches = |point: Option<DateTime<Utc>>| point.is_some_and(|p| p >= due && p <= horizon);
+    if !reaches(fate_point) && !reaches(last_claimed) {
+        StoredJobState::Missed
+    } else if !reaches(last_claimed) {
+        StoredJobState::Overdue
+    } else {
+        StoredJobState::OnTime
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 0).expect("in range")
+    }
+
+    #[test]
+    fn the_newest_due_fire_is_the_last_whose_grace_has_passed() {
+        let every_10s = Schedule::every(Duration::from_secs(10)).expect("valid");
+        let grace = Duration::from_secs(3);
+        assert_eq!(newest_due(&every_10s, grace, at(113)), Some(at(110)));
+        assert_eq!(newest_due(&every_10s, grace, at(112)), Some(at(100)));
+        assert_eq!(newest_due(&every_10s, grace, at(109)), Some(at(100)));
+        let nightly: Schedule = "cron `30 2 * * *` in Europe/Berlin".parse().expect("valid");
+        // 2026-01-01 01:30 UTC is 02:30 in Berlin.
+        let fire = at(3600 + 1800);
+        let grace = Duration::from_secs(600);
+        assert_eq!(
+            newest_due(&nightly, grace, at(3600 + 1800 + 600)),
+            Some(fire)
+        );
+        assert_eq!(
+            newest_due(&nightly, grace, at(3600 + 1800 + 599)),
+            Some(fire - TimeDelta::days(1))
+        );
+    }
+
+    #[test]
+    fn a_due_fire_without_a_fate_is_missed_and_one_given_a_fate_without_running_is_overdue() {
+        let now = at(1_000);
+        let due = Some(at(900));
+        assert_eq!(judge(None, None, None, now), StoredJobState::OnTime);
+        assert_eq!(judge(due, None, None, now), StoredJobState::Missed);
+        assert_eq!(
+            judge(due, Some(at(890)), Some(at(890)), now),
+            StoredJobState::Missed
+        );
+        assert_eq!(
+            judge(due, Some(at(900)), Some(at(890)), now),
+            StoredJobState::Overdue
+        );
+        assert_eq!(
+            judge(due, Some(at(950)), None, now),
+            StoredJobState::Overdue
+        );
+        assert_eq!(
+            judge(due, Some(at(900)), Some(at(900)), now),
+            StoredJobState::OnTime
+        );
+        // A claim is a fate, whatever a guard without a fate point of its own answers.
+        assert_eq!(judge(due, None, Some(at(950)), now), StoredJobState::OnTime);
+        // Written by a replica whose clock is an hour ahead: proves nothing about now.
+        assert_eq!(
+            judge(due, Some(at(4_600)), Some(at(4_600)), now),
+            StoredJobState::Missed
+        );
+        assert_eq!(
+            judge(due, Some(at(1_000)), Some(at(1_000)), now),
+            StoredJobState::OnTime
+        );
     }
 }

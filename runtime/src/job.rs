@@ -341,6 +341,13 @@ impl Job {
         &self.schedule
     }
 
+    /// How long after its fire time a fire must have started: the misfire grace plus the whole
+    /// jitter, as the job model's `due_grace` (announced in the roster for the health check of
+    /// the command-line tool).
+    pub(crate) fn due_grace(&self) -> Duration {
+        self.misfire_grace + self.jitter.unwrap_or_default()
+    }
+
     /// The lease to use (the default when unset).
     #[allow(dead_code)] // read by the redis guard
     pub(crate) fn lease_or_default(&self) -> Duration {

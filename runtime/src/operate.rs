@@ -227,6 +227,7 @@ impl ControlPlane {
                     schedule: job.schedule.to_string(),
                     instance: self.instance.to_string(),
                     at: self.clock.now(),
+                    due_grace: Some(job.due_grace()),
                 },
             )
         });
@@ -288,6 +289,7 @@ impl ControlPlane {
                         schedule: spec.schedule.to_string(),
                         instance: self.instance.to_string(),
                         at,
+                        due_grace: Some(slot.model().due_grace()),
                     });
                 }
             }

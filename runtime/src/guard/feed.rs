@@ -8,6 +8,8 @@
 //! and honoured by every claim, whether or not a replica read the feed: the feed only tells
 //! replicas early (their status, their health) and carries run-now requests.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 
 use super::GuardError;
@@ -15,11 +17,11 @@ use crate::control::ManualRun;
 use crate::registry::BoxFuture;
 
 /// How often a replica reads its stores' feeds.
-pub(crate) const FEED_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const FEED_POLL: Duration = Duration::from_secs(1);
 
 /// How long a process stays present at a store after it last attended (README, "Standby: one
 /// claim per fire"): a few reads of the feed, so that one slow read does not drop it.
-pub(crate) const PRESENCE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const PRESENCE_TTL: Duration = Duration::from_secs(5);
 
 /// Requests read per call at most; a replica reads again at once when it got this many.
 pub(crate) const FEED_BATCH: usize = 1000;
@@ -96,6 +98,11 @@ pub(crate) struct RosterEntry {
     pub(crate) instance: String,
     /// When it was announced.
     pub(crate) at: DateTime<Utc>,
+    /// How long after its fire time a fire must have started: the misfire grace plus the whole
+    /// jitter (the job model's `due_grace`), so that the command-line tool's health check tells
+    /// which fire should have started by now. `None` in an entry an earlier version announced:
+    /// the reader takes [`DEFAULT_MISFIRE_GRACE`](crate::DEFAULT_MISFIRE_GRACE) then.
+    pub(crate) due_grace: Option<Duration>,
 }
 
 /// A store's control feed and roster.

@@ -3,8 +3,9 @@
 //! - `.cronguard-controls`: one request per line, `<Unix ms>\t<job>\t<action>\t<argument>`,
 //!   appended with a single write (whole lines, never interleaved); a reader's cursor is a byte
 //!   offset. It grows by a line per control.
-//! - `<job>.roster`: `<job>\t<schedule>\t<instance>\t<Unix ms>`, the job as a process last
-//!   announced it;
+//! - `<job>.roster`: `<job>\t<schedule>\t<instance>\t<Unix ms>\t<due grace ms>`, the job as a
+//!   process last announced it; the due grace is the misfire grace plus the jitter, and a file an
+//!   earlier version wrote has none (four fields);
 //! - `.cronguard-processes/<16 hex digits>`: one file per process present, named by the FNV-1a
 //!   hash of its id and holding the id; its modification time is when it last attended.
 //!
@@ -13,6 +14,7 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -148,8 +150,12 @@ impl FileFeed {
             let path = self
                 .dir
                 .join(format!("{}.{ROSTER_SUFFIX}", file_stem(&entry.job)));
+            let grace = entry
+                .due_grace
+                .map(|g| format!("\t{}", g.as_millis()))
+                .unwrap_or_default();
             let line = format!(
-                "{}\t{}\t{}\t{}\n",
+                "{}\t{}\t{}\t{}{grace}\n",
                 encode(&entry.job),
                 encode(&entry.schedule),
                 encode(&entry.instance),
@@ -176,15 +182,22 @@ impl FileFeed {
                 .read_to_string(&mut text)
                 .map_err(|e| Self::err(&path, e))?;
             let fields: Vec<&str> = text.trim_end_matches('\n').split('\t').collect();
-            if let [job, schedule, instance, at] = fields[..] {
-                if let Some(at) = millis(at) {
-                    entries.push(RosterEntry {
-                        job: decode(job),
-                        schedule: decode(schedule),
-                        instance: decode(instance),
-                        at,
-                    });
-                }
+            let (job, schedule, instance, at, due_grace) = match fields[..] {
+                [job, schedule, instance, at] => (job, schedule, instance, at, None),
+                [job, schedule, instance, at, grace] => match grace.parse() {
+                    Ok(ms) => (job, schedule, instance, at, Some(Duration::from_millis(ms))),
+                    Err(_) => continue,
+                },
+                _ => continue,
+            };
+            if let Some(at) = millis(at) {
+                entries.push(RosterEntry {
+                    job: decode(job),
+                    schedule: decode(schedule),
+                    instance: decode(instance),
+                    at,
+                    due_grace,
+                });
             }
         }
         entries.sort_by(|a, b| a.job.cmp(&b.job));
@@ -336,11 +349,31 @@ mod tests {
             schedule: "every 10s".to_owned(),
             instance: "host:1".to_owned(),
             at: at(3),
+            due_grace: Some(Duration::from_millis(70_250)),
         };
         feed.announce(vec![entry.clone()]).await.expect("announced");
         feed.announce(vec![entry.clone()])
             .await
             .expect("announced again");
-        assert_eq!(feed.roster().await.expect("lists"), [entry]);
+        assert_eq!(
+            feed.roster().await.expect("lists"),
+            std::slice::from_ref(&entry)
+        );
+
+        // A file an earlier version wrote has no grace: it still reads.
+        std::fs::write(
+            dir.join("c.roster"),
+            format!("c\tevery 5s\thost:2\t{}\n", epoch_millis(at(4))),
+        )
+        .expect("writes");
+        let earlier = RosterEntry {
+            job: "c".to_owned(),
+            schedule: "every 5s".to_owned(),
+            instance: "host:2".to_owned(),
+            at: at(4),
+            due_grace: None,
+        };
+        assert_eq!(feed.roster().await.expect("lists"), [entry, earlier]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -5,6 +5,7 @@
 //! statement that publishes one, through the index on `at`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::types::Type;
@@ -48,13 +49,15 @@ impl PostgresFeed {
                  WHERE id > $1 ORDER BY id LIMIT $2"
             )),
             announce: Arc::from(format!(
-                "INSERT INTO {s}.roster (job, schedule, instance, at) \
-                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) \
+                "INSERT INTO {s}.roster (job, schedule, instance, at, due_grace_ms) \
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], \
+                   $5::bigint[]) \
                  ON CONFLICT (job) DO UPDATE SET schedule = EXCLUDED.schedule, \
-                 instance = EXCLUDED.instance, at = EXCLUDED.at"
+                 instance = EXCLUDED.instance, at = EXCLUDED.at, \
+                 due_grace_ms = EXCLUDED.due_grace_ms"
             )),
             roster: Arc::from(format!(
-                "SELECT job, schedule, instance, at FROM {s}.roster ORDER BY job"
+                "SELECT job, schedule, instance, at, due_grace_ms FROM {s}.roster ORDER BY job"
             )),
             // One statement sees the table as it was before it: the attending process is added
             // to what it reads.
@@ -153,6 +156,13 @@ impl ControlFeed for PostgresFeed {
             let schedules: Vec<&str> = latest.values().map(|e| e.schedule.as_str()).collect();
             let instances: Vec<&str> = latest.values().map(|e| e.instance.as_str()).collect();
             let ats: Vec<DateTime<Utc>> = latest.values().map(|e| e.at).collect();
+            let graces: Vec<Option<i64>> = latest
+                .values()
+                .map(|e| {
+                    e.due_grace
+                        .map(|g| i64::try_from(g.as_millis()).unwrap_or(i64::MAX))
+                })
+                .collect();
             db.query(
                 &sql,
                 &[
@@ -160,6 +170,7 @@ impl ControlFeed for PostgresFeed {
                     (&schedules, Type::TEXT_ARRAY),
                     (&instances, Type::TEXT_ARRAY),
                     (&ats, Type::TIMESTAMPTZ_ARRAY),
+                    (&graces, Type::INT8_ARRAY),
                 ],
             )
             .await?;
@@ -174,11 +185,14 @@ impl ControlFeed for PostgresFeed {
             let rows = db.query(&sql, &[]).await?;
             rows.iter()
                 .map(|row| {
+                    let grace: Option<i64> = get(row, 4)?;
                     Ok(RosterEntry {
                         job: get(row, 0)?,
                         schedule: get(row, 1)?,
                         instance: get(row, 2)?,
                         at: get(row, 3)?,
+                        due_grace: grace
+                            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
                     })
                 })
                 .collect()

@@ -21,7 +21,9 @@ use tokio_postgres::types::Type;
 /// - `runs`: the run history, when enabled: one row per claimed run, and one per dropped fire.
 /// - `controls`: the control feed (pause, resume, run now), read by every replica; rows older
 ///   than seven days are deleted when a request is published.
-/// - `roster`: the jobs the replicas run, one row per job, as the last replica announced it.
+/// - `roster`: the jobs the replicas run, one row per job, as the last replica announced it;
+///   `due_grace_ms` its misfire grace plus its jitter, for the command-line tool's health check
+///   (null where a replica of an earlier version announced it).
 /// - `processes`: the processes present, one row per process id, `seen` when it last attended
 ///   (the database clock); rows not seen for the presence time are deleted by the next attend.
 const CREATE: &str = r#"
@@ -83,11 +85,14 @@ CREATE TABLE IF NOT EXISTS {schema}.controls (
 );
 CREATE INDEX IF NOT EXISTS controls_at ON {schema}.controls (at);
 CREATE TABLE IF NOT EXISTS {schema}.roster (
-  job       text PRIMARY KEY,
-  schedule  text NOT NULL,
-  instance  text NOT NULL,
-  at        timestamptz NOT NULL
+  job           text PRIMARY KEY,
+  schedule      text NOT NULL,
+  instance      text NOT NULL,
+  at            timestamptz NOT NULL,
+  due_grace_ms  bigint
 );
+-- Added after the first release of the table: a table made before gets it here.
+ALTER TABLE {schema}.roster ADD COLUMN IF NOT EXISTS due_grace_ms bigint;
 CREATE TABLE IF NOT EXISTS {schema}.processes (
   process   text PRIMARY KEY,
   seen      timestamptz NOT NULL
@@ -521,6 +526,7 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("roster", "schedule", "text"),
     ("roster", "instance", "text"),
     ("roster", "at", "timestamp with time zone"),
+    ("roster", "due_grace_ms", "bigint"),
     ("processes", "process", "text"),
     ("processes", "seen", "timestamp with time zone"),
 ];
@@ -528,6 +534,7 @@ const COLUMNS: &[(&str, &str, &str)] = &[
 /// Columns added to a table after its first release: a table without them is cronguard's, made
 /// by an earlier version, and gets them from the `ALTER TABLE` of [`CREATE`].
 const ADDED_COLUMNS: &[(&str, &str)] = &[
+    ("roster", "due_grace_ms"),
     ("jobs", "paused_at"),
     ("jobs", "paused_by"),
     ("jobs", "manual_ids"),

@@ -556,6 +556,7 @@ async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
         schedule: "every = \"5m\"".to_owned(),
         instance: instance.to_owned(),
         at: DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 0).expect("in range"),
+        due_grace: Some(Duration::from_millis(60_000 + s as u64)),
     };
     feed.announce(vec![
         entry("report", "a", 1),
@@ -571,6 +572,46 @@ async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
         feed.roster().await.expect("lists"),
         vec![entry("cleanup", "a", 1), entry("report", "b", 3)]
     );
+}
+
+#[tokio::test]
+async fn a_roster_made_before_the_due_grace_gets_it_at_start() {
+    use crate::guard::feed::ControlFeed;
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    drop(database(&server).await);
+    // What an earlier version made and announced: no `due_grace_ms`.
+    let raw = client(&server).await;
+    raw.batch_execute(
+        "ALTER TABLE cronguard.roster DROP COLUMN due_grace_ms; \
+         INSERT INTO cronguard.roster (job, schedule, instance, at) \
+         VALUES ('older', 'every 5m', 'old', now())",
+    )
+    .await
+    .expect("rolls the roster back");
+    let db = database(&server).await;
+    let feed = super::PostgresFeed::new(Arc::clone(&db));
+    let roster = feed.roster().await.expect("lists");
+    assert_eq!(roster.len(), 1);
+    assert_eq!(
+        (roster[0].job.as_str(), roster[0].due_grace),
+        ("older", None),
+        "a job an earlier version announced has no grace"
+    );
+    let mut again = roster[0].clone();
+    again.due_grace = Some(Duration::from_secs(90));
+    feed.announce(vec![again.clone()]).await.expect("announces");
+    assert_eq!(feed.roster().await.expect("lists"), vec![again]);
+    // A binary of the earlier version still announces beside this one.
+    raw.batch_execute(
+        "INSERT INTO cronguard.roster (job, schedule, instance, at) \
+         VALUES ('older', 'every 5m', 'old', now()) \
+         ON CONFLICT (job) DO UPDATE SET schedule = EXCLUDED.schedule, \
+         instance = EXCLUDED.instance, at = EXCLUDED.at",
+    )
+    .await
+    .expect("an earlier version's announce");
 }
 
 #[tokio::test]

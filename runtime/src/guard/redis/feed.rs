@@ -3,13 +3,17 @@
 //! - `<prefix>:controls`: a stream, one entry per request with the fields `job`, `action`
 //!   (`pause`, `resume`, `trigger`), `argument` (who, or the manual run's id in hex) and `at` (Unix
 //!   ms), trimmed to about the last 10,000 entries (`MAXLEN ~`);
-//! - `<prefix>:roster`: a hash, field the job's name, value `<at ms> <length of instance>
-//!   <instance><schedule>` (the length makes the split unambiguous whatever the texts hold);
+//! - `<prefix>:roster`: a hash, field the job's name, value `<at ms>,<due grace ms> <length of
+//!   instance> <instance><schedule>` (the length makes the split unambiguous whatever the texts
+//!   hold); the due grace is the misfire grace plus the jitter, and a value an earlier version
+//!   wrote has none (`<at ms> <length of instance> ...`);
 //! - `<prefix>:processes`: a sorted set, member a process's id, score when it last attended
 //!   (Unix ms of the server's clock).
 //!
 //! All are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
 //! slot, and every command here touches one key.
+
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use redis::Value;
@@ -83,8 +87,12 @@ fn entries(stream: &str, value: Value) -> Result<Vec<(String, Vec<String>)>, Gua
 
 /// The roster value of `entry` (see the module documentation).
 fn roster_value(entry: &RosterEntry) -> String {
+    let grace = entry
+        .due_grace
+        .map(|g| format!(",{}", g.as_millis()))
+        .unwrap_or_default();
     format!(
-        "{} {} {}{}",
+        "{}{grace} {} {}{}",
         entry.at.timestamp_millis(),
         entry.instance.len(),
         entry.instance,
@@ -93,7 +101,11 @@ fn roster_value(entry: &RosterEntry) -> String {
 }
 
 fn roster_entry(job: String, value: &str) -> Option<RosterEntry> {
-    let (at, rest) = value.split_once(' ')?;
+    let (head, rest) = value.split_once(' ')?;
+    let (at, due_grace) = match head.split_once(',') {
+        Some((at, grace)) => (at, Some(Duration::from_millis(grace.parse().ok()?))),
+        None => (head, None),
+    };
     let (len, rest) = rest.split_once(' ')?;
     let len: usize = len.parse().ok()?;
     let (instance, schedule) = (rest.get(..len)?, rest.get(len..)?);
@@ -102,6 +114,7 @@ fn roster_entry(job: String, value: &str) -> Option<RosterEntry> {
         schedule: schedule.to_owned(),
         instance: instance.to_owned(),
         at: DateTime::<Utc>::from_timestamp_millis(at.parse().ok()?)?,
+        due_grace,
     })
 }
 
@@ -231,10 +244,22 @@ mod tests {
             schedule: "cron = \"0 * * * *\" tz = \"Europe/Berlin\"".to_owned(),
             instance: "web 1 (blue)".to_owned(),
             at: DateTime::<Utc>::from_timestamp_millis(1_700_000_000_123).expect("in range"),
+            due_grace: Some(Duration::from_millis(90_500)),
         };
         let value = roster_value(&entry);
         assert_eq!(roster_entry("report".to_owned(), &value), Some(entry));
         assert_eq!(roster_entry("x".to_owned(), "12 99 short"), None);
+        assert_eq!(roster_entry("x".to_owned(), "12,soon 1 aevery 1s"), None);
+    }
+
+    #[test]
+    fn roster_values_of_earlier_versions_have_no_grace() {
+        let entry = roster_entry("report".to_owned(), "1700000000123 1 aevery 1s").expect("reads");
+        assert_eq!(
+            (entry.instance.as_str(), entry.schedule.as_str()),
+            ("a", "every 1s")
+        );
+        assert_eq!(entry.due_grace, None);
     }
 }
 
@@ -296,6 +321,7 @@ mod server_tests {
             schedule: "cron = \"*/5 * * * *\"".to_owned(),
             instance: instance.to_owned(),
             at: at(ms),
+            due_grace: Some(Duration::from_secs(61)),
         };
         feed.announce(vec![entry("report", "a", 10), entry("cleanup", "a", 10)])
             .await
