@@ -44,17 +44,22 @@ impl JobModel {
     ) {
         let since = self.extra.as_deref_mut().and_then(|e| e.catching_up.take());
         let (Some(since), Some(point)) = (since, point) else {
+            // The fires taken meanwhile were held back for the walk.
+            self.try_start(now, out);
             self.tidy();
             return;
         };
         if self.stopping || !self.spec.enabled {
+            self.try_start(now, out);
             self.tidy();
             return;
         }
         let walk = self.walk_from(point, since, now);
         if let Some(m) = walk.missed {
             self.observe_older(m.last, now);
-            self.extra_mut().pending_reports += 1;
+            let extra = self.extra_mut();
+            extra.pending_reports += 1;
+            extra.reporting_missed += 1;
             out.push(Action::ReportMissed(MissedFires {
                 first: m.first,
                 last: m.last,
@@ -140,6 +145,7 @@ impl JobModel {
     ) {
         if let Some(e) = self.extra.as_deref_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
+            e.reporting_missed = e.reporting_missed.saturating_sub(1);
         }
         let MissedFires {
             first,
@@ -185,7 +191,19 @@ impl JobModel {
             first,
         };
         self.emit_drop(last, kind, first_report, now, out);
+        // The fires held back for the report may be claimed now.
+        self.try_start(now, out);
         self.tidy();
+    }
+
+    /// Whether the walk from the fate point is not done: the point is awaited, or the fires it
+    /// found missed are being recorded. The fate point is the newest fire with a fate in the
+    /// store, so a later fire claimed meanwhile would move it past the missed ones, and every
+    /// process would take them as reported by another.
+    pub(super) fn walking(&self) -> bool {
+        self.extra
+            .as_deref()
+            .is_some_and(|e| e.catching_up.is_some() || e.reporting_missed > 0)
     }
 
     /// The first fire after `point` and how many there are up to `last`.

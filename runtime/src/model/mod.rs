@@ -365,6 +365,9 @@ struct Extra {
     /// Where the schedule was started from, while the store's fate point is awaited: the fires
     /// up to it were not seen here (README, "Downtime").
     catching_up: Option<DateTime<Utc>>,
+    /// Reports of missed fires waiting for the guard's answer (counted in `pending_reports`
+    /// too).
+    reporting_missed: u32,
     trouble: Trouble,
     controls: Controls,
 }
@@ -384,6 +387,7 @@ impl Extra {
             && self.held.is_none()
             && self.pending_reports == 0
             && self.catching_up.is_none()
+            && self.reporting_missed == 0
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
     }
@@ -1074,6 +1078,11 @@ impl JobModel {
             }
             if self.try_start_manual(now, out) {
                 continue;
+            }
+            if self.walking() {
+                // No scheduled fire is claimed until the fires missed before the start have their
+                // fate in the store: a claim would move the fate point past them unreported.
+                return;
             }
             let Some(fire) = self.due().front() else {
                 return;
