@@ -40,17 +40,17 @@
 //!    ahead (or from a clock that is ahead) only takes a free fire, and leaves the busy decision
 //!    to the claim at the instant;
 //! 10. a fire the guard recorded as missed after a downtime (a process reported it at warn level
-//!    as the fate point it was answered allowed) never starts anywhere, before or after the
-//!    report (outside a data-loss window). A report the guard did not record (every try failed,
-//!    or it was refused: the fires lie ahead of the server's clock) is the process's own word,
-//!    as its text says, and is not checked;
+//!     as the fate point it was answered allowed) never starts anywhere, before or after the
+//!     report (outside a data-loss window). A report the guard did not record (every try failed,
+//!     or it was refused: the fires lie ahead of the server's clock) is the process's own word,
+//!     as its text says, and is not checked;
 //! 11. where the guard decided who reports a dropped fire — a busy skip, a drop report it
-//!    answered, missed fires it recorded — one process reports it at warn level (outside a
-//!    data-loss window). Reports on a process's own word may repeat one of these, as their text
-//!    says: a drop report or a report of missed fires the guard did not answer (twice beats
-//!    never), a fire a stopping process had waiting (the stop does not ask the guard, and the
-//!    processes starting after it walk the fire again), a misfire of a process whose clock is
-//!    wrong or whose own claim of the fire may have taken effect unseen.
+//!     answered, missed fires it recorded — one process reports it at warn level (outside a
+//!     data-loss window). Reports on a process's own word may repeat one of these, as their text
+//!     says: a drop report or a report of missed fires the guard did not answer (twice beats
+//!     never), a fire a stopping process had waiting (the stop does not ask the guard, and the
+//!     processes starting after it walk the fire again), a misfire of a process whose clock is
+//!     wrong or whose own claim of the fire may have taken effect unseen.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -381,9 +381,10 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         for (i, a) in reports.iter().enumerate() {
             for b in &reports[i + 1..] {
                 let other = (a.1, a.2) != (b.1, b.2);
-                // A report may be recorded as soon as the fire can be claimed.
-                let recordable = fire - super::server::AHEAD_TOLERANCE - 1;
-                if other && !loss_between(recordable, a.0.max(b.0)) {
+                // A report may be recorded as soon as the fire can be claimed, or earlier by a
+                // process whose clock is ahead, up to three tries before it was heard.
+                let recordable = (fire - super::server::AHEAD_TOLERANCE).min(a.0.min(b.0) - 7_000);
+                if other && !loss_between(recordable - 1, a.0.max(b.0)) {
                     broken.push(format!(
                         "11: fire {fire} was reported at warn level by replica {} (incarnation {}) at {} ms and by replica {} (incarnation {}) at {} ms, both as the guard decided",
                         a.1, a.2, a.0, b.1, b.2, b.0

@@ -1347,8 +1347,8 @@ impl Sim {
                 graceful,
                 restarts,
             } => {
-                for r in 0..self.replicas.len() {
-                    let restart_at = self.now + down + restarts[r];
+                for (r, back) in restarts.into_iter().enumerate().take(self.replicas.len()) {
+                    let restart_at = self.now + down + back;
                     self.replicas[r].down_until = restart_at;
                     self.push(restart_at, Ev::Restart { r });
                     let rep = &self.replicas[r];
