@@ -41,6 +41,10 @@ pub(super) async fn read_fate_point(guard: &dyn Guard, job: &str) -> Option<Date
 }
 
 /// Records missed fires in the guard: the fate point it found before, or why it could not.
+///
+/// An answer after a try that got none cannot be trusted: the earlier try may have recorded the
+/// fires, and the answer would then say that another process reported them. This process then
+/// reports them on its own word (twice rather than never).
 pub(super) async fn record_missed(
     guard: &dyn Guard,
     missed: MissedFires,
@@ -50,7 +54,12 @@ pub(super) async fn record_missed(
         match tokio::time::timeout(ASK_TIMEOUT, guard.report_missed(missed.first, missed.last))
             .await
         {
-            Ok(Ok(before)) => return Ok(before),
+            Ok(Ok(before)) if attempt == 1 => return Ok(before),
+            Ok(Ok(_)) => {
+                return Err(format!(
+                    "an earlier request got no answer ({last_error}) and may have recorded them"
+                ))
+            }
             Ok(Err(e)) => last_error = crate::error::Chain(&e).to_string(),
             Err(_) => last_error = format!("no answer within {} ms", ASK_TIMEOUT.as_millis()),
         }

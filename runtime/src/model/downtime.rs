@@ -39,32 +39,33 @@ impl JobModel {
     ) {
         let since = self.extra.as_deref_mut().and_then(|e| e.catching_up.take());
         let (Some(since), Some(point)) = (since, point) else {
+            // The fires taken meanwhile were held back for the walk.
+            self.try_start(now, out);
             self.tidy();
             return;
         };
         if self.stopping || !self.spec.enabled {
+            self.try_start(now, out);
             self.tidy();
             return;
         }
         let walk = self.walk_from(point, since, now);
-        let Some(m) = walk.missed else {
-            self.come_due(walk.caught, now, out);
-            self.tidy();
-            return;
-        };
-        self.observe_older(m.last, now);
-        // The fires caught up are claimed only once the missed ones are recorded: a claim of a
-        // later fire moves the fate point past them, and another process's report, finding it
-        // there, would take them for reported (README, "Downtime").
-        let extra = self.extra_mut();
-        extra.pending_reports += 1;
-        extra.caught_up = walk.caught;
-        out.push(Action::ReportMissed(MissedFires {
-            first: m.first,
-            last: m.last,
-            count: m.count,
-            walked_all: m.walked_all,
-        }));
+        if let Some(m) = walk.missed {
+            // No fire is claimed until these are recorded (see `walking`).
+            self.observe_older(m.last, now);
+            let extra = self.extra_mut();
+            extra.pending_reports += 1;
+            extra.reporting_missed += 1;
+            out.push(Action::ReportMissed(MissedFires {
+                first: m.first,
+                last: m.last,
+                count: m.count,
+                walked_all: m.walked_all,
+            }));
+        }
+        self.come_due(walk.caught, now, out);
+        self.try_start(now, out);
+        self.tidy();
     }
 
     /// Fires caught up after downtime come due, before the ones taken since the start (which are
@@ -82,7 +83,6 @@ impl JobModel {
             self.due_mut().push_back(fire);
         }
         self.coalesce(now, out);
-        self.try_start(now, out);
     }
 
     /// The fires after `point` up to `since`: missed while older than their grace, caught up from
@@ -147,6 +147,7 @@ impl JobModel {
     ) {
         if let Some(e) = self.extra.as_deref_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
+            e.reporting_missed = e.reporting_missed.saturating_sub(1);
         }
         let MissedFires {
             first,
@@ -192,17 +193,19 @@ impl JobModel {
             first,
         };
         self.emit_drop(last, kind, first_report, now, out);
-        let caught = self
-            .extra
-            .as_deref_mut()
-            .map(|e| std::mem::take(&mut e.caught_up))
-            .unwrap_or_default();
-        if !self.stopping {
-            // Stopping, they are left to the processes that go on, or to the next start's walk:
-            // no claim of them was sent, so the fate point is still before them.
-            self.come_due(caught, now, out);
-        }
+        // The fires held back for the report may be claimed now.
+        self.try_start(now, out);
         self.tidy();
+    }
+
+    /// Whether the walk from the fate point is not done: the point is awaited, or the fires it
+    /// found missed are being recorded. The fate point is the newest fire with a fate in the
+    /// store, so a later fire claimed meanwhile would move it past the missed ones, and every
+    /// process would take them as reported by another.
+    pub(super) fn walking(&self) -> bool {
+        self.extra
+            .as_deref()
+            .is_some_and(|e| e.catching_up.is_some() || e.reporting_missed > 0)
     }
 
     /// The first fire after `point` and how many there are up to `last`.

@@ -367,8 +367,9 @@ struct Extra {
     /// Where the schedule was started from, while the store's fate point is awaited: the fires
     /// up to it were not seen here (README, "Downtime").
     catching_up: Option<DateTime<Utc>>,
-    /// Fires caught up after downtime, waiting until the missed ones before them are recorded.
-    caught_up: Vec<Fire>,
+    /// Reports of missed fires waiting for the guard's answer (counted in `pending_reports`
+    /// too).
+    reporting_missed: u32,
     trouble: Trouble,
     controls: Controls,
 }
@@ -388,7 +389,7 @@ impl Extra {
             && self.held.is_none()
             && self.pending_reports == 0
             && self.catching_up.is_none()
-            && self.caught_up.is_empty()
+            && self.reporting_missed == 0
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
     }
@@ -1080,6 +1081,11 @@ impl JobModel {
             if self.try_start_manual(now, out) {
                 continue;
             }
+            if self.walking() {
+                // No scheduled fire is claimed until the fires missed before the start have their
+                // fate in the store: a claim would move the fate point past them unreported.
+                return;
+            }
             let Some(fire) = self.due().front() else {
                 return;
             };
@@ -1694,10 +1700,13 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        if self.shared() {
+        if self.shared() && !self.walking() {
             self.extra_mut().pending_reports += 1;
             out.push(Action::AskReport { fire, kind });
         } else {
+            // While the walk after downtime is not done, a report recorded in the guard would
+            // move the fate point past the fires it walks (see `walking`): this process reports
+            // the fire on its own word.
             self.emit_drop(fire, kind, true, now, out);
         }
     }

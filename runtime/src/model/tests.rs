@@ -1086,3 +1086,32 @@ fn a_held_fire_whose_lease_or_grace_ran_out_is_given_back_not_started() {
     );
     assert_eq!(m.running(), 0);
 }
+
+/// After a downtime, no later fire is claimed before the fires missed before the start have
+/// their fate in the store: the fate point is the newest fire with a fate, so a claim granted
+/// first would move it past the missed fires, and every process reporting them would be told
+/// that another one had (README, "Downtime").
+#[test]
+fn no_fire_is_claimed_before_the_missed_ones_are_recorded() {
+    let mut m = JobModel::new(spec(Lock::Redis, Overlap::Skip));
+    m.schedule_from(t(100));
+    assert!(m.await_fate_point(t(100)));
+    let mut out = Vec::new();
+    // The store answers late: the timer takes fire 110 while the fate point is awaited.
+    m.on_timer(now(110), &mut out);
+    assert!(
+        said(&mut out).is_empty(),
+        "held until the fate point is known"
+    );
+    m.on_fate_point(Some(t(50)), now(111), &mut out);
+    assert_eq!(said(&mut out), ["report missed 60..100 (5)"]);
+    assert!(m.busy());
+    let missed = MissedFires {
+        first: t(60),
+        last: t(100),
+        count: 5,
+        walked_all: true,
+    };
+    m.on_missed_reported(missed, Ok(Some(t(50))), now(111), &mut out);
+    assert_eq!(said(&mut out), ["misfired 100", "claim 110"]);
+}

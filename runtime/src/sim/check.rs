@@ -6,16 +6,26 @@
 //!    later run starts (outside a data-loss window);
 //! 3. every fire has at most one fate in each process, and every fire of the checked window either
 //!    started somewhere or was reported at warn level (a first report of a skip or a misfire) or
-//!    coalesced into a later fire by some process — unless a claim or report of it by a process
-//!    that then crashed was never answered (the server may apply it after the crash), or a
-//!    process that claimed it ahead crashed before its instant (README, "Claiming ahead"), or the
-//!    server lost its data while the fire was open and before any later fire was claimed;
+//!    coalesced into a later fire by some process — also the fires whose instant came while every
+//!    replica was down, which the replicas that start again walk from the store's fate point
+//!    (README, "Downtime") — unless a claim or report of it by a process that then crashed (or
+//!    exited) was never answered (the server may apply it after the crash), or the guard recorded
+//!    it as missed for a process that went down before it heard the answer (decided, and told
+//!    nowhere), or a process that claimed it ahead crashed before its instant (README, "Claiming
+//!    ahead"), or the server lost its data while the fire was open and before any later fire was
+//!    claimed, or every replica was down at its instant before the store held any record of the
+//!    job (no claim or report yet, or none since a data loss: the store cannot tell such fires
+//!    from those before a new job was deployed, which must not be reported);
 //! 4. fencing tokens rise in start order (outside a data-loss window: a claim answered before the
 //!    loss may start after a claim answered after it);
 //! 5. health never says "on time" while the newest fire whose grace has passed, and every later
 //!    one, never started (a run counts from the moment its claim was sent; a claim whose reply
 //!    was lost may count for up to [`HEALTH_LAG`] after it was sent — after its claimant woke up,
-//!    if it was frozen — or after an outage of the server, until its claimant gave it up);
+//!    if it was frozen — or after an outage of the server, until its claimant gave it up): the
+//!    newest such fire the model knows of, and, once the model has the store's fate point, the
+//!    newest fire whose instant came while every replica was down (before the point is known a
+//!    process knows of no fire before its start: a new job is not overdue at its start; a data
+//!    loss since the fire makes the store forget it);
 //! 6. a fire that started is never reported as "ran elsewhere or did not run at all" by a process
 //!    whose claim of it got no answer, while the guard still knew who claimed it (fewer than eight
 //!    later fires were claimed; outside a data-loss window);
@@ -28,7 +38,19 @@
 //!    between the claim and the start;
 //! 9. the guard never finds a fire busy before the fire's instant on its own clock: a claim sent
 //!    ahead (or from a clock that is ahead) only takes a free fire, and leaves the busy decision
-//!    to the claim at the instant.
+//!    to the claim at the instant;
+//! 10. a fire the guard recorded as missed after a downtime (a process reported it at warn level
+//!     as the fate point it was answered allowed) never starts anywhere, before or after the
+//!     report (outside a data-loss window). A report the guard did not record (every try failed,
+//!     or it was refused: the fires lie ahead of the server's clock) is the process's own word,
+//!     as its text says, and is not checked;
+//! 11. where the guard decided who reports a dropped fire — a busy skip, a drop report it
+//!     answered, missed fires it recorded — one process reports it at warn level (outside a
+//!     data-loss window). Reports on a process's own word may repeat one of these, as their text
+//!     says: a drop report or a report of missed fires the guard did not answer (twice beats
+//!     never), a fire a stopping process had waiting (the stop does not ask the guard, and the
+//!     processes starting after it walk the fire again), a misfire of a process whose clock is
+//!     wrong or whose own claim of the fire may have taken effect unseen.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -89,6 +111,13 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         }
     }
 
+    // Whether the fire's instant came while every replica was down.
+    let in_gap = |fire: Ms| {
+        rec.all_down
+            .iter()
+            .any(|(from, until)| *from <= fire && fire < *until)
+    };
+
     // 3. One fate per fire in each process; every fire run or reported somewhere.
     let mut fates: BTreeMap<(usize, u32, Ms), Vec<&'static str>> = BTreeMap::new();
     let mut covered: BTreeSet<Ms> = BTreeSet::new();
@@ -139,11 +168,38 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             *loss <= fire + sc.grace + MARGIN && first_after.is_none_or(|f| fire < f)
         })
     };
+    // Fires the guard recorded as missed for a process that went down before it heard the
+    // answer: decided, and told nowhere.
+    let unheard: BTreeSet<Ms> = rec
+        .missed_applied
+        .iter()
+        .filter(|(_, r, inc, _, _, _)| {
+            !rec.missed_heard
+                .iter()
+                .any(|h| h.replica == *r && h.incarnation == *inc)
+        })
+        .flat_map(|(_, _, _, before, first, last)| {
+            fires_through((*before).max(Some(first - 1)), *last, sc.period)
+        })
+        .collect();
+    // A fire of a downtime gap that came before the store held any record of the job (no claim
+    // or report yet, or none since a data loss): the store cannot tell such fires from those
+    // before a new job was deployed, which must not be reported.
+    let unrecorded = |fire: Ms| {
+        let recorded = rec.first_records.iter().filter(|t| **t <= fire).max();
+        let lost = rec.data_losses.iter().filter(|t| **t <= fire).max();
+        in_gap(fire) && recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
+    };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;
     let mut fire = first;
     while fire <= last {
-        if !covered.contains(&fire) && !rec.crash_lost.contains(&fire) && !forgotten(fire) {
+        if !covered.contains(&fire)
+            && !rec.crash_lost.contains(&fire)
+            && !unheard.contains(&fire)
+            && !forgotten(fire)
+            && !unrecorded(fire)
+        {
             broken.push(format!(
                 "3: fire {fire} neither started nor was reported at warn level by any replica"
             ));
@@ -161,46 +217,58 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         }
     }
 
-    // 5. Health is never "on time" for a fire that nobody started.
-    for (at, r, due, state) in &rec.health {
-        let (Some(due), HealthState::OnTime) = (due, state) else {
-            continue;
-        };
-        if *due < WARM_UP {
-            continue; // before every replica had started
-        }
-        // A claim whose reply was lost counts until the claimant gave it up: that takes up to a
-        // response timeout and the delivery of the abandon. While the server cannot be reached,
-        // nothing can be corrected.
-        // A frozen claimant gives its claim up only once it runs again.
+    // 5. Health is never "on time" for a fire that nobody started: the newest fire the model
+    // says should have started, or, once the model has the store's fate point, the newest fire
+    // whose grace passed on the replica's clock when its instant came while every replica was
+    // down (a fire of a downtime gap, which the model did not see itself).
+    // A claim whose reply was lost counts until the claimant gave it up: that takes up to a
+    // response timeout and the delivery of the abandon. While the server cannot be reached,
+    // nothing can be corrected. A frozen claimant gives its claim up only once it runs again.
+    let excused = |at: Ms, due: Ms| {
         let woke = |r: usize, sent: Ms| {
             rec.pauses
                 .iter()
-                .filter(|(p, from, until)| *p == r && *until > sent && *from <= *at)
+                .filter(|(p, from, until)| *p == r && *until > sent && *from <= at)
                 .map(|(_, _, until)| *until)
                 .max()
                 .unwrap_or(sent)
                 .max(sent)
         };
         let in_flight = rec.claims.iter().any(|(sent, fire, r)| {
-            fire >= due && *sent <= *at && *at < woke(*r, *sent) + HEALTH_LAG
+            *fire >= due && *sent <= at && at < woke(*r, *sent) + HEALTH_LAG
         });
         let outage = rec
             .outages
             .iter()
-            .any(|(from, until)| *from <= *at && *at < until + HEALTH_LAG);
-        if in_flight || outage {
-            continue;
-        }
-        let started = rec
-            .starts
-            .iter()
-            .any(|s| s.fire >= *due && s.claimed <= *at);
-        let lost_to_crash = rec.crash_lost.iter().any(|f| f >= due);
-        if !started && !lost_to_crash {
-            broken.push(format!(
-                "5: at {at} ms replica {r} reported on time, but fire {due} (past its grace) and every later fire never started"
-            ));
+            .any(|(from, until)| *from <= at && at < until + HEALTH_LAG);
+        let started = rec.starts.iter().any(|s| s.fire >= due && s.claimed <= at);
+        let lost_to_crash = rec.crash_lost.iter().any(|f| *f >= due);
+        in_flight || outage || started || lost_to_crash
+    };
+    for h in rec
+        .health
+        .iter()
+        .filter(|h| matches!(h.state, HealthState::OnTime))
+    {
+        let (at, r) = (h.at, h.replica);
+        // The newest fire whose grace passed on the replica's clock and in true time.
+        let newest = (h.local.min(at) - sc.grace).div_euclid(sc.period) * sc.period;
+        let gap_fire = (h.point_known && newest >= WARM_UP && in_gap(newest))
+            .then_some(newest)
+            // A store that lost its data since knows of no fire before its loss.
+            .filter(|d| !loss_between(*d, at));
+        // Fires before every replica had started are not checked.
+        let due = h.due.filter(|d| *d >= WARM_UP);
+        for (due, what) in [(due, "fire"), (gap_fire, "gap fire")] {
+            let Some(due) = due else {
+                continue;
+            };
+            if !excused(at, due) {
+                broken.push(format!(
+                    "5: at {at} ms replica {r} reported on time, but {what} {due} (past its grace) and every later fire never started"
+                ));
+                break;
+            }
         }
     }
 
@@ -278,11 +346,68 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         ));
     }
 
+    // 10. A fire the guard recorded as missed after a downtime, and that a process therefore
+    // reported at warn level, never starts anywhere, before or after the report.
+    let mut missed_by: BTreeMap<Ms, Vec<(Ms, usize, u32)>> = BTreeMap::new();
+    for h in &rec.missed_heard {
+        let Ok(before) = h.before else {
+            continue;
+        };
+        for fire in fires_through(before.max(Some(h.first - 1)), h.last, sc.period) {
+            missed_by
+                .entry(fire)
+                .or_default()
+                .push((h.at, h.replica, h.incarnation));
+            for s in rec.starts.iter().filter(|s| s.fire == fire) {
+                // The guard recorded them up to three tries (of 2 s each) before the answer.
+                let recorded = h.at - 7_000;
+                if !loss_between(s.claimed.min(recorded), s.at.max(h.at)) {
+                    broken.push(format!(
+                        "10: at {} ms replica {} reported fire {fire} missed, and {:?} started it at {} ms",
+                        h.at, h.replica, s.key, s.at
+                    ));
+                }
+            }
+        }
+    }
+
+    // 11. Where the guard decided who reports a dropped fire (a busy skip, a drop report it
+    // answered, missed fires it recorded), one process reports it at warn level (outside a
+    // data-loss window).
+    for (at, r, inc, fire) in &rec.guard_reports {
+        missed_by.entry(*fire).or_default().push((*at, *r, *inc));
+    }
+    for (fire, reports) in &missed_by {
+        for (i, a) in reports.iter().enumerate() {
+            for b in &reports[i + 1..] {
+                let other = (a.1, a.2) != (b.1, b.2);
+                // A report may be recorded as soon as the fire can be claimed, or earlier by a
+                // process whose clock is ahead, up to three tries before it was heard.
+                let recordable = (fire - super::server::AHEAD_TOLERANCE).min(a.0.min(b.0) - 7_000);
+                if other && !loss_between(recordable - 1, a.0.max(b.0)) {
+                    broken.push(format!(
+                        "11: fire {fire} was reported at warn level by replica {} (incarnation {}) at {} ms and by replica {} (incarnation {}) at {} ms, both as the guard decided",
+                        a.1, a.2, a.0, b.1, b.2, b.0
+                    ));
+                }
+            }
+        }
+    }
+
     if broken.is_empty() {
         return Ok(());
     }
     broken.truncate(8);
     Err(broken.join("\n"))
+}
+
+/// The fires after `after` (all when `None`) up to `last`.
+fn fires_through(after: Option<Ms>, last: Ms, period: Ms) -> impl Iterator<Item = Ms> {
+    let first = match after {
+        Some(a) => (a.div_euclid(period) + 1) * period,
+        None => 0,
+    };
+    (first..=last).step_by(period as usize)
 }
 
 /// With every replica up and no message lost, after the first fires (which every replica claims

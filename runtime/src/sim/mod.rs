@@ -7,10 +7,14 @@
 //! the faults: request delays, replies lost after the server applied the request, client
 //! timeouts, server stalls, server restarts with and without data loss, replicas paused past
 //! their lease, crashed and restarted, clocks skewed by seconds to hours and stepped forward and
-//! back. After every seed [`check`] verifies the invariants.
+//! back, and every replica down at once (crashed, or stopped as at a deploy) for less or more
+//! than the misfire grace, some of them back late or two at the same instant: each replica that
+//! starts reads the job's fate point and reports the fires missed since (README, "Downtime").
+//! After every seed [`check`] verifies the invariants.
 //!
 //! `cargo test -p cronguard sim` runs the default number of seeds; `CRONGUARD_SIM_SEEDS=N` runs
-//! `N`, `CRONGUARD_SIM_SEED=S` replays seed `S` alone and prints its trace.
+//! `N`, `CRONGUARD_SIM_SEED=S` replays seed `S` alone and prints its trace, and
+//! `CRONGUARD_SIM_DUMP=FILE` writes every failing seed with its broken invariants to `FILE`.
 
 mod check;
 mod server;
@@ -24,7 +28,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::events::{EventKind, Occurrence};
 use crate::health::{judge, HealthState};
-use crate::model::{Action, Answer, JobModel, Now, RunEnd, RunId, Settings, Spec, Verdict};
+use crate::model::{
+    Action, Answer, JobModel, MissedFires, Now, RunEnd, RunId, Settings, Spec, Verdict,
+};
 use crate::options::{Lock, Overlap};
 use cronguard_schedule::Schedule;
 use server::{JobState, Ms, Req, Resp};
@@ -35,10 +41,21 @@ const RESPONSE_TIMEOUT: Ms = 2_000;
 const REPORT_TIMEOUT: Ms = 1_000;
 /// How often a claim is given up before the executor stops asking (as the executor).
 const ABANDON_ATTEMPTS: u32 = crate::model::ABANDON_ATTEMPTS;
+/// How long one read of the fate point or one report of missed fires may take (as the executor).
+const ASK_TIMEOUT: Ms = 2_000;
+/// The first pause between two reads of the fate point while the store does not answer; it
+/// doubles up to [`MAX_POINT_PAUSE`] (as the executor).
+const FIRST_POINT_PAUSE: Ms = 100;
+const MAX_POINT_PAUSE: Ms = 5_000;
+/// How often a report of missed fires is sent before the process reports them on its own word,
+/// with 200 ms more between each two (as the executor).
+const MISSED_TRIES: u32 = 3;
 /// How long the simulated service runs before it is shut down.
 const RUN_FOR: Ms = 120_000;
 /// The shutdown timeout of each replica.
 const SHUTDOWN_TIMEOUT: Ms = 10_000;
+/// How long runs cancelled at the shutdown deadline get to stop before the process exits.
+const CANCEL_GRACE: Ms = 1_000;
 
 fn epoch() -> DateTime<Utc> {
     DateTime::<Utc>::from_timestamp(1_767_225_600, 0).unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
@@ -85,12 +102,38 @@ pub(super) struct Scenario {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Fault {
-    Pause { replica: usize, length: Ms },
-    Crash { replica: usize, down: Ms },
-    ClockStep { replica: usize, by: Ms },
-    ServerStall { length: Ms },
-    ServerRestart { down: Ms, lose_data: bool },
+    Pause {
+        replica: usize,
+        length: Ms,
+    },
+    Crash {
+        replica: usize,
+        down: Ms,
+    },
+    ClockStep {
+        replica: usize,
+        by: Ms,
+    },
+    ServerStall {
+        length: Ms,
+    },
+    ServerRestart {
+        down: Ms,
+        lose_data: bool,
+    },
+    /// Every replica goes down at once (README, "Downtime"): crashed, or stopped as at the end
+    /// of the run (`graceful`: the scheduler stops, runs go on until the shutdown deadline, and
+    /// the process exits once nothing is going on). Replica `r` starts again `down` plus
+    /// `restarts[r]` after it went down (or once it exited, if it drains longer).
+    AllDown {
+        down: Ms,
+        graceful: bool,
+        restarts: [Ms; MAX_REPLICAS],
+    },
 }
+
+/// The most replicas a seed draws.
+const MAX_REPLICAS: usize = 4;
 
 impl Scenario {
     pub(super) fn draw(seed: u64) -> Scenario {
@@ -99,7 +142,7 @@ impl Scenario {
         let grace = (period * rng.i64(1..=6) / 2).max(500);
         let lease = [1_000, 2_000, 5_000, 10_000][rng.usize(0..4)];
         let work = rng.i64(0..=period * 2);
-        let replicas = rng.usize(2..=4);
+        let replicas = rng.usize(2..=MAX_REPLICAS);
         let mut skew = vec![rng.i64(-50..=50)];
         for _ in 1..replicas {
             skew.push(match rng.u32(0..10) {
@@ -115,8 +158,7 @@ impl Scenario {
                 let length = rng.i64(100..=lease * 3 + period * 2);
                 faults.push((at(&mut rng), Fault::Pause { replica, length }));
             }
-            // Replica 0 stays honest (its clock is right and it never dies), so that every fire
-            // has a process that can run or report it.
+            // Replica 0's clock stays right; it may crash (drawn last, below).
             if replica > 0 && rng.bool() {
                 let down = rng.i64(500..=5_000);
                 faults.push((at(&mut rng), Fault::Crash { replica, down }));
@@ -138,7 +180,6 @@ impl Scenario {
             let lose_data = rng.bool();
             faults.push((at(&mut rng), Fault::ServerRestart { down, lose_data }));
         }
-        faults.sort_by_key(|(t, _)| *t);
         let standby = match rng.u32(0..3) {
             0 => 0,
             1 => rng.i64(1..=300),
@@ -151,24 +192,78 @@ impl Scenario {
             1 => rng.i64(1..=100),
             _ => rng.i64(100..=500),
         };
+        let steps = rng.u32(1..=5);
+        let overlap = [Overlap::Skip, Overlap::Queue, Overlap::Replace][rng.usize(0..3)];
+        let coalesce = rng.bool();
+        let delay_max = rng.i64(1..=300);
+        let spike_per_mille = rng.u32(0..=20);
+        let loss_per_mille = rng.u32(0..=100);
+        // Drawn after everything else, so that the seeds drawn before keep their other settings:
+        // replica 0 may crash too, and every replica may be down at once.
+        if rng.bool() {
+            let down = rng.i64(500..=5_000);
+            faults.push((at(&mut rng), Fault::Crash { replica: 0, down }));
+        }
+        for _ in 0..rng.usize(0..=2) {
+            if let Some(fault) = Scenario::draw_all_down(&mut rng, period, grace, replicas) {
+                faults.push(fault);
+            }
+        }
+        faults.sort_by_key(|(t, _)| *t);
         Scenario {
             period,
             grace,
             lease,
             work,
-            steps: rng.u32(1..=5),
-            overlap: [Overlap::Skip, Overlap::Queue, Overlap::Replace][rng.usize(0..3)],
-            coalesce: rng.bool(),
+            steps,
+            overlap,
+            coalesce,
             replicas,
             skew,
-            delay_max: rng.i64(1..=300),
-            spike_per_mille: rng.u32(0..=20),
-            loss_per_mille: rng.u32(0..=100),
+            delay_max,
+            spike_per_mille,
+            loss_per_mille,
             faults,
             standby,
             named,
             claim_ahead,
         }
+    }
+
+    /// A downtime of every replica: shorter or longer than the grace, crashed or stopped, each
+    /// replica back within 300 ms of the others — or one of them late, or two at the same
+    /// instant. It ends early enough that the fires of the gap are checked (see [`check`]).
+    fn draw_all_down(
+        rng: &mut fastrand::Rng,
+        period: Ms,
+        grace: Ms,
+        replicas: usize,
+    ) -> Option<(Ms, Fault)> {
+        let down = match rng.bool() {
+            true => rng.i64(100..grace),
+            false => rng.i64(grace..=grace + 4 * period),
+        };
+        let graceful = rng.bool();
+        let mut restarts = [0; MAX_REPLICAS];
+        for r in &mut restarts {
+            *r = rng.i64(0..=300);
+        }
+        if rng.u32(0..3) == 0 {
+            restarts[rng.usize(0..replicas)] += rng.i64(grace / 2..=grace + 2 * period);
+        }
+        if rng.u32(0..3) == 0 {
+            let (a, b) = (rng.usize(0..replicas), rng.usize(0..replicas));
+            restarts[b] = restarts[a];
+        }
+        let back = down + restarts.iter().max().copied().unwrap_or(0);
+        let latest = RUN_FOR - back - 2 * grace - 20_000;
+        let at = rng.i64(3_000..=latest.max(3_000));
+        let fault = Fault::AllDown {
+            down,
+            graceful,
+            restarts,
+        };
+        (latest > 3_000).then_some((at, fault))
     }
 
     fn spec(&self) -> Spec {
@@ -204,8 +299,8 @@ pub(super) struct Record {
     pub(super) steps: Vec<(Ms, RunKey)>,
     /// Every event a replica emitted: (true time, replica, incarnation, event).
     pub(super) events: Vec<(Ms, usize, u32, Occurrence)>,
-    /// Health verdicts: (true time, replica, due fire, state).
-    pub(super) health: Vec<(Ms, usize, Option<Ms>, HealthState)>,
+    /// Health verdicts.
+    pub(super) health: Vec<HealthRecord>,
     /// Instants at which the server lost its data.
     pub(super) data_losses: Vec<Ms>,
     /// When the server stalled or was down: (from, until).
@@ -221,8 +316,50 @@ pub(super) struct Record {
     pub(super) pauses: Vec<(usize, Ms, Ms)>,
     /// Fires whose claim or report was in flight when their replica crashed.
     pub(super) crash_lost: Vec<Ms>,
+    /// Every report of missed fires the server recorded: (true time, replica, incarnation, fate
+    /// point before, first and last missed fire).
+    pub(super) missed_applied: Vec<(Ms, usize, u32, Option<Ms>, Ms, Ms)>,
+    /// Every first report of a dropped fire that the guard decided (a busy skip, an answered
+    /// report): (true time, replica, incarnation, fire).
+    pub(super) guard_reports: Vec<(Ms, usize, u32, Ms)>,
+    /// Drop reports the server answered first without recording them (replica, incarnation,
+    /// fire): the fire lay further ahead of its clock than a claim may.
+    pub(super) unrecorded: std::collections::BTreeSet<(usize, u32, Ms)>,
+    /// Every answer to a report of missed fires that reached the model (after its tries).
+    pub(super) missed_heard: Vec<MissedHeard>,
+    /// When the store got its first record of the job (at the start, or after a data loss).
+    pub(super) first_records: Vec<Ms>,
+    /// When every replica was down: (from, until); `until` is the first start after it.
+    pub(super) all_down: Vec<(Ms, Ms)>,
     pub(super) stop_at: Ms,
     pub(super) trace: Vec<String>,
+}
+
+/// A health verdict of a replica.
+#[derive(Debug, Clone)]
+pub(super) struct HealthRecord {
+    /// True time.
+    pub(super) at: Ms,
+    pub(super) replica: usize,
+    /// The replica's clock.
+    pub(super) local: Ms,
+    /// The fire the model says should have started by now.
+    pub(super) due: Option<Ms>,
+    pub(super) state: HealthState,
+    /// The model had the store's fate point (or reads none).
+    pub(super) point_known: bool,
+}
+
+/// The answer to a report of missed fires, as the model heard it.
+#[derive(Debug, Clone)]
+pub(super) struct MissedHeard {
+    pub(super) at: Ms,
+    pub(super) replica: usize,
+    pub(super) incarnation: u32,
+    pub(super) first: Ms,
+    pub(super) last: Ms,
+    /// The fate point the guard found before, or why it could not record them.
+    pub(super) before: Result<Option<Ms>, String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -282,6 +419,30 @@ enum Ev {
         inc: u32,
         run: RunId,
     },
+    /// Reads the fate point again after a pause.
+    AskFatePoint {
+        r: usize,
+        inc: u32,
+        pause: Ms,
+    },
+    /// Sends a report of missed fires again.
+    AskMissed {
+        r: usize,
+        inc: u32,
+        missed: MissedFires,
+        attempt: u32,
+    },
+    /// A replica that stopped for a downtime exits: now if it is idle, at once when `force`.
+    Exit {
+        r: usize,
+        inc: u32,
+        force: bool,
+    },
+    /// The shutdown deadline of a replica that stopped for a downtime.
+    CancelRuns {
+        r: usize,
+        inc: u32,
+    },
     Fault(Fault),
     Restart {
         r: usize,
@@ -301,7 +462,11 @@ impl Ev {
             | Ev::ToClient { r, .. }
             | Ev::Timeout { r, .. }
             | Ev::Step { r, .. }
-            | Ev::Renew { r, .. } => Some(*r),
+            | Ev::Renew { r, .. }
+            | Ev::AskFatePoint { r, .. }
+            | Ev::AskMissed { r, .. }
+            | Ev::Exit { r, .. }
+            | Ev::CancelRuns { r, .. } => Some(*r),
             _ => None,
         }
     }
@@ -314,6 +479,10 @@ impl Ev {
             | Ev::Timeout { inc, .. }
             | Ev::Step { inc, .. }
             | Ev::Renew { inc, .. }
+            | Ev::AskFatePoint { inc, .. }
+            | Ev::AskMissed { inc, .. }
+            | Ev::Exit { inc, .. }
+            | Ev::CancelRuns { inc, .. }
             | Ev::ToServer { inc, .. } => Some(*inc),
             _ => None,
         }
@@ -336,6 +505,14 @@ enum Pending {
     },
     Abandon {
         fire: Ms,
+        attempt: u32,
+    },
+    /// A read of the fate point; the next one waits `pause` if it gets no answer.
+    FatePoint {
+        pause: Ms,
+    },
+    Missed {
+        missed: MissedFires,
         attempt: u32,
     },
     Other,
@@ -379,6 +556,17 @@ struct Replica {
     to_server_fifo: Ms,
     to_client_fifo: Ms,
     stopping: bool,
+    /// The model has the store's fate point, or reads none (it knows of the fires before its
+    /// start).
+    point_known: bool,
+    /// Reports of missed fires sent and not yet answered to the model (also between two tries).
+    missed_out: Vec<MissedFires>,
+    /// Stopped for a downtime: the process exits once idle, or at its shutdown deadline.
+    draining: bool,
+    /// A restart came while the process was still draining: it starts again once it exited.
+    restart_after_exit: bool,
+    /// Down for a downtime until then: an earlier restart (after a crash) does not happen.
+    down_until: Ms,
 }
 
 pub(super) struct Sim {
@@ -400,6 +588,8 @@ pub(super) struct Sim {
     tracing: bool,
     /// The replica named first has started: the replicas know it ([`Scenario::named`]).
     named_known: bool,
+    /// Since when every replica is down, while they are.
+    all_down_since: Option<Ms>,
 }
 
 impl Sim {
@@ -426,6 +616,7 @@ impl Sim {
             record: Record::default(),
             tracing,
             named_known: false,
+            all_down_since: None,
             sc,
         };
         for r in 0..sim.sc.replicas {
@@ -448,6 +639,11 @@ impl Sim {
                 to_server_fifo: 0,
                 to_client_fifo: 0,
                 stopping: false,
+                point_known: false,
+                missed_out: Vec::new(),
+                draining: false,
+                restart_after_exit: false,
+                down_until: 0,
             });
         }
         for (at, fault) in sim.sc.faults.clone() {
@@ -520,6 +716,18 @@ impl Sim {
     }
 
     fn handle(&mut self, ev: Ev) {
+        let draining = ev.replica().filter(|r| self.replicas[*r].draining);
+        self.handle_one(ev);
+        // A process stopped for a downtime exits as soon as nothing of the job is going on.
+        if let Some(r) = draining {
+            let rep = &self.replicas[r];
+            if rep.alive && rep.draining && !rep.model.busy() {
+                self.exit(r);
+            }
+        }
+    }
+
+    fn handle_one(&mut self, ev: Ev) {
         match ev {
             Ev::Timer { r, .. } => {
                 self.replicas[r].timer_at = None;
@@ -559,6 +767,34 @@ impl Sim {
             }
             Ev::Step { r, run, .. } => self.step(r, run),
             Ev::Renew { r, run, .. } => self.renew(r, run),
+            Ev::AskFatePoint { r, pause, .. } => {
+                if !self.replicas[r].stopping {
+                    self.ask_fate_point(r, pause);
+                }
+            }
+            Ev::AskMissed {
+                r, missed, attempt, ..
+            } => self.ask_missed(r, missed, attempt),
+            Ev::Exit { r, force, .. } => {
+                if force || !self.replicas[r].model.busy() {
+                    self.exit(r);
+                }
+            }
+            Ev::CancelRuns { r, inc } => {
+                let now = self.local_now(r);
+                let mut out = std::mem::take(&mut self.actions);
+                self.replicas[r].model.cancel_runs(now, &mut out);
+                self.perform(r, &mut out);
+                self.actions = out;
+                self.push(
+                    self.now + CANCEL_GRACE,
+                    Ev::Exit {
+                        r,
+                        inc,
+                        force: true,
+                    },
+                );
+            }
             Ev::Fault(f) => self.fault(f),
             Ev::Restart { r } => self.restart(r),
             Ev::ServerUp => {}
@@ -667,7 +903,11 @@ impl Sim {
             );
             return;
         }
+        let had_record = self.server.has_record();
         let resp = self.server.apply(&req, self.now);
+        if !had_record && self.server.has_record() {
+            self.record.first_records.push(self.now);
+        }
         self.trace(|| format!("server applies {id} {req:?} -> {resp:?}"));
         match (&req, &resp) {
             (Req::Claim { fire, .. }, Resp::Acquired { .. }) => {
@@ -675,6 +915,18 @@ impl Sim {
             }
             (Req::Claim { fire, .. }, Resp::Busy { .. }) => {
                 self.record.decided.push((self.now, *fire));
+            }
+            (Req::Report { fire, .. }, Resp::Reported(true))
+                if *fire > self.now + server::AHEAD_TOLERANCE =>
+            {
+                // Answered without a record (a clock ahead): the reporter's own word.
+                self.record.unrecorded.insert((r, inc, *fire));
+            }
+            (Req::ReportMissed { first, last }, Resp::Point(before))
+                if before.is_none_or(|p| p < *last) =>
+            {
+                let missed = (self.now, r, inc, *before, *first, *last);
+                self.record.missed_applied.push(missed);
             }
             _ => {}
         }
@@ -718,7 +970,13 @@ impl Sim {
                     Some(Resp::ClaimedByAnother) => Answer::ClaimedByAnother,
                     Some(Resp::Superseded) => Answer::Superseded,
                     Some(Resp::DroppedByAnother) => Answer::DroppedByAnother,
-                    Some(Resp::Busy { first_report }) => Answer::Busy { first_report },
+                    Some(Resp::Busy { first_report }) => {
+                        if first_report && self.sc.overlap == Overlap::Skip {
+                            let inc = self.replicas[r].inc;
+                            self.record.guard_reports.push((self.now, r, inc, fire));
+                        }
+                        Answer::Busy { first_report }
+                    }
                     Some(Resp::Lapsed) => Answer::Lapsed,
                     Some(Resp::TooEarly { ahead }) => {
                         Answer::TooEarly(Duration::from_millis(ahead.max(0) as u64))
@@ -730,6 +988,13 @@ impl Sim {
             Pending::Renew { run, sent } => self.renewed(r, run, sent, resp, &mut out),
             Pending::Report { fire, kind } => {
                 let first = !matches!(resp, Some(Resp::Reported(false)));
+                let inc = self.replicas[r].inc;
+                let recorded = !self.record.unrecorded.contains(&(r, inc, ms_of(fire)));
+                if resp == Some(Resp::Reported(true)) && recorded {
+                    self.record
+                        .guard_reports
+                        .push((self.now, r, inc, ms_of(fire)));
+                }
                 self.replicas[r]
                     .model
                     .on_reported(fire, kind, first, now, &mut out);
@@ -739,11 +1004,93 @@ impl Sim {
                     self.abandon(r, fire, attempt + 1);
                 }
             }
+            Pending::FatePoint { pause } => match resp {
+                Some(Resp::Point(point)) => {
+                    self.replicas[r].point_known = true;
+                    self.replicas[r]
+                        .model
+                        .on_fate_point(point.map(wall), now, &mut out);
+                }
+                // Asked again until the store answers (as the executor), unless stopping.
+                _ if !self.replicas[r].stopping => {
+                    let inc = self.replicas[r].inc;
+                    let next = (pause * 2).min(MAX_POINT_PAUSE);
+                    self.push(
+                        self.now + pause,
+                        Ev::AskFatePoint {
+                            r,
+                            inc,
+                            pause: next,
+                        },
+                    );
+                }
+                _ => {}
+            },
+            Pending::Missed { missed, attempt } => {
+                let before = match resp {
+                    Some(Resp::Point(point)) if attempt == 1 => Some(Ok(point)),
+                    // As the executor: an earlier try may have recorded them.
+                    Some(Resp::Point(_)) => Some(Err(
+                        "an earlier request got no answer and may have recorded them".to_owned(),
+                    )),
+                    _ if attempt < MISSED_TRIES => {
+                        let inc = self.replicas[r].inc;
+                        let at = self.now + 200 * i64::from(attempt);
+                        let attempt = attempt + 1;
+                        self.push(
+                            at,
+                            Ev::AskMissed {
+                                r,
+                                inc,
+                                missed,
+                                attempt,
+                            },
+                        );
+                        None
+                    }
+                    Some(Resp::Refused) => Some(Err(
+                        "the missed fires lie ahead of the server's clock".to_owned(),
+                    )),
+                    _ => Some(Err(format!("no answer within {ASK_TIMEOUT} ms"))),
+                };
+                if let Some(before) = before {
+                    let rep = &mut self.replicas[r];
+                    if let Some(i) = rep.missed_out.iter().position(|m| *m == missed) {
+                        rep.missed_out.swap_remove(i);
+                    }
+                    self.record.missed_heard.push(MissedHeard {
+                        at: self.now,
+                        replica: r,
+                        incarnation: rep.inc,
+                        first: ms_of(missed.first),
+                        last: ms_of(missed.last),
+                        before: before.clone(),
+                    });
+                    let before = before.map(|p| p.map(wall));
+                    self.replicas[r]
+                        .model
+                        .on_missed_reported(missed, before, now, &mut out);
+                }
+            }
             Pending::Other => {}
         }
         self.perform(r, &mut out);
         self.actions = out;
         self.arm(r);
+    }
+
+    /// Reads the fate point of the job (README, "Downtime").
+    fn ask_fate_point(&mut self, r: usize, pause: Ms) {
+        self.send(r, Req::FatePoint, Pending::FatePoint { pause }, ASK_TIMEOUT);
+    }
+
+    /// Sends try `attempt` of a report of missed fires.
+    fn ask_missed(&mut self, r: usize, missed: MissedFires, attempt: u32) {
+        let req = Req::ReportMissed {
+            first: ms_of(missed.first),
+            last: ms_of(missed.last),
+        };
+        self.send(r, req, Pending::Missed { missed, attempt }, ASK_TIMEOUT);
     }
 
     /// Gives up a claim, asking again (as the executor does) when the guard does not answer.
@@ -840,8 +1187,10 @@ impl Sim {
                     self.push(self.now, Ev::Step { r, inc, run });
                 }
             }
-            // The simulated replicas do not read the fate point yet.
-            Action::ReportMissed(_) => {}
+            Action::ReportMissed(missed) => {
+                self.replicas[r].missed_out.push(missed);
+                self.ask_missed(r, missed, 1);
+            }
             Action::AskReport { fire, kind } => {
                 let req = Req::Report {
                     fire: ms_of(fire),
@@ -1001,27 +1350,49 @@ impl Sim {
                 self.record.pauses.push((replica, self.now, until));
             }
             Fault::Crash { replica, down } => {
-                let rep = &mut self.replicas[replica];
-                if !rep.alive {
+                if !self.replicas[replica].alive {
                     return;
                 }
-                rep.alive = false;
-                self.record
-                    .crash_lost
-                    .extend(rep.unanswered.iter().copied());
-                // A fire claimed ahead dies with its claimant before its instant (README,
-                // "Claiming ahead"): nobody else runs or reports it.
-                self.record
-                    .crash_lost
-                    .extend(rep.model.held_fire().map(ms_of));
-                for p in rep.pending.values() {
-                    match p {
-                        Pending::Claim { fire, .. } => self.record.crash_lost.push(*fire),
-                        Pending::Report { fire, .. } => self.record.crash_lost.push(ms_of(*fire)),
-                        _ => {}
-                    }
-                }
+                self.go_down(replica);
                 self.push(self.now + down, Ev::Restart { r: replica });
+            }
+            Fault::AllDown {
+                down,
+                graceful,
+                restarts,
+            } => {
+                for (r, back) in restarts.into_iter().enumerate().take(self.replicas.len()) {
+                    let restart_at = self.now + down + back;
+                    self.replicas[r].down_until = restart_at;
+                    self.push(restart_at, Ev::Restart { r });
+                    let rep = &self.replicas[r];
+                    if !rep.alive || rep.draining {
+                        continue;
+                    }
+                    if !graceful {
+                        self.go_down(r);
+                        continue;
+                    }
+                    // As at the end of the run: the scheduler stops, runs go on until the
+                    // shutdown deadline, and the process exits once nothing is going on.
+                    let inc = rep.inc;
+                    self.replicas[r].draining = true;
+                    self.replicas[r].stopping = true;
+                    let now = self.local_now(r);
+                    let mut out = std::mem::take(&mut self.actions);
+                    self.replicas[r].model.stop(now, &mut out);
+                    self.perform(r, &mut out);
+                    self.actions = out;
+                    self.push(self.now + SHUTDOWN_TIMEOUT, Ev::CancelRuns { r, inc });
+                    self.push(
+                        self.now,
+                        Ev::Exit {
+                            r,
+                            inc,
+                            force: false,
+                        },
+                    );
+                }
             }
             Fault::ClockStep { replica, by } => {
                 self.replicas[replica].skew += by;
@@ -1049,8 +1420,59 @@ impl Sim {
         }
     }
 
+    /// The replica's process is gone (it crashed, or exited after a stop): whatever it had in
+    /// flight is lost with it.
+    fn go_down(&mut self, r: usize) {
+        let rep = &mut self.replicas[r];
+        rep.alive = false;
+        rep.draining = false;
+        self.record
+            .crash_lost
+            .extend(rep.unanswered.iter().copied());
+        // A fire claimed ahead dies with its claimant before its instant (README, "Claiming
+        // ahead"): nobody else runs or reports it.
+        self.record
+            .crash_lost
+            .extend(rep.model.held_fire().map(ms_of));
+        for p in rep.pending.values() {
+            match p {
+                Pending::Claim { fire, .. } => self.record.crash_lost.push(*fire),
+                Pending::Report { fire, .. } => self.record.crash_lost.push(ms_of(*fire)),
+                _ => {}
+            }
+        }
+        self.trace(|| format!("r{r} goes down"));
+        if self.replicas.iter().all(|rep| !rep.alive) {
+            self.all_down_since = Some(self.now);
+        }
+    }
+
+    /// A replica stopped for a downtime exits.
+    fn exit(&mut self, r: usize) {
+        if !self.replicas[r].alive {
+            return;
+        }
+        self.go_down(r);
+        if std::mem::take(&mut self.replicas[r].restart_after_exit) {
+            self.restart(r);
+        }
+    }
+
     /// A replica process starts (at the beginning, or after a crash) with a fresh model.
     fn restart(&mut self, r: usize) {
+        let rep = &mut self.replicas[r];
+        if self.now < rep.down_until || self.now >= RUN_FOR {
+            // Down for a downtime that ends later, or the service was shut down.
+            return;
+        }
+        if rep.alive {
+            // Still draining after a stop: it starts again once it exited.
+            rep.restart_after_exit |= rep.draining;
+            return;
+        }
+        if let Some(from) = self.all_down_since.take() {
+            self.record.all_down.push((from, self.now));
+        }
         let spec = self.sc.spec();
         let seed = self.rng.u64(..);
         let nonce = self.rng.u64(..);
@@ -1068,8 +1490,16 @@ impl Sim {
         rep.wake_at = None;
         rep.paused_until = 0;
         rep.stopping = false;
+        rep.missed_out.clear();
+        rep.restart_after_exit = false;
         let wall_now = self.local_now(r).wall;
         self.replicas[r].model.schedule_from(wall_now);
+        // The executor reads the store's fate point to catch up on the fires before the start.
+        let catches_up = self.replicas[r].model.await_fate_point(wall_now);
+        self.replicas[r].point_known = !catches_up;
+        if catches_up {
+            self.ask_fate_point(r, FIRST_POINT_PAUSE);
+        }
         if let Some(named) = self.sc.named {
             // The named replica's start is heard by every replica (it attends the store).
             self.named_known |= named == r;
@@ -1101,9 +1531,15 @@ impl Sim {
             } else {
                 judge(due, last, grace, now)
             };
-            self.record
-                .health
-                .push((self.now, r, due.map(ms_of), known));
+            let record = HealthRecord {
+                at: self.now,
+                replica: r,
+                local: ms_of(now),
+                due: due.map(ms_of),
+                state: known,
+                point_known: rep.point_known,
+            };
+            self.record.health.push(record);
         }
     }
 }
@@ -1188,6 +1624,13 @@ mod tests {
                     .entry(line.split(':').next().unwrap_or("?").to_owned())
                     .or_insert(0) += 1;
             }
+        }
+        if let Ok(path) = std::env::var("CRONGUARD_SIM_DUMP") {
+            let text: Vec<String> = failures
+                .iter()
+                .map(|(seed, e)| format!("{seed}\t{}", e.replace('\n', " | ")))
+                .collect();
+            let _ = std::fs::write(path, text.join("\n"));
         }
         if let Some((seed, e)) = failures.first() {
             println!("broken invariants (lines per invariant): {kinds:?}");

@@ -2,8 +2,9 @@
 //! (README, "The Redis guard"): an atomic claim at the server's instant, the lease expiring on the
 //! server's clock, renewal and release by token, the per-fire `last`, the same claimant recognised
 //! on a retry, fires far ahead of the server's clock refused (and any ahead of it while the job is busy), per-fire drop reports that decide
-//! the fire for every other claimant, abandoned claims recorded as not started, and fencing
-//! tokens that never go below the server's clock.
+//! the fire for every other claimant, abandoned claims recorded as not started, fencing tokens
+//! that never go below the server's clock, and the job's fate point with the fires reported missed
+//! after a downtime (README, "Downtime"): recorded once, never claimed or reported again.
 
 use std::collections::BTreeMap;
 
@@ -41,23 +42,41 @@ pub(super) enum Req {
         fire: Ms,
         nonce: u64,
     },
+    /// Reads the job's fate point.
+    FatePoint,
+    /// Records the fires up to `last` as missed (`first` is for the trace: the Redis guard sends
+    /// only `last`).
+    ReportMissed {
+        first: Ms,
+        last: Ms,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Resp {
-    Acquired { fence: u64 },
+    Acquired {
+        fence: u64,
+    },
     AlreadyRan,
     ClaimedByAnother,
     Superseded,
     DroppedByAnother,
-    Busy { first_report: bool },
+    Busy {
+        first_report: bool,
+    },
     Lapsed,
-    TooEarly { ahead: Ms },
+    TooEarly {
+        ahead: Ms,
+    },
     Renewed,
     CancelRequested,
     Lost,
     Done,
     Reported(bool),
+    /// The fate point (before the report, for [`Req::ReportMissed`]).
+    Point(Option<Ms>),
+    /// The request failed at the server (a report of missed fires ahead of its clock).
+    Refused,
 }
 
 /// One job's keys.
@@ -75,6 +94,10 @@ pub(super) struct JobState {
     lock: Option<(String, Ms)>,
     cancel: Option<(String, Ms)>,
     reported: BTreeMap<Ms, u64>,
+    /// The newest fire with a report record (`rep`: a claim that clears its own report leaves it).
+    rep: Option<Ms>,
+    /// The fires up to here were reported missed (`gone`).
+    gone: Option<Ms>,
 }
 
 impl JobState {
@@ -125,6 +148,13 @@ impl JobState {
                         return Resp::Superseded;
                     }
                     return Resp::AlreadyRan;
+                }
+                // Reported missed while no process ran the job: decided, never started.
+                if self
+                    .gone
+                    .is_some_and(|g| g >= *fire && g <= now + AHEAD_TOLERANCE)
+                {
+                    return Resp::DroppedByAnother;
                 }
                 if self.reported.get(fire).is_some_and(|by| by != nonce) {
                     return Resp::DroppedByAnother;
@@ -191,8 +221,44 @@ impl JobState {
                 }
                 Resp::Done
             }
-            Req::Report { fire, nonce } => Resp::Reported(self.report(*fire, *nonce)),
+            Req::Report { fire, nonce } => {
+                if *fire > now + AHEAD_TOLERANCE {
+                    // From a clock that is ahead: reported on its own word, nothing recorded.
+                    return Resp::Reported(true);
+                }
+                if self.gone.is_some_and(|g| g >= *fire) {
+                    return Resp::Reported(false);
+                }
+                Resp::Reported(self.report(*fire, *nonce))
+            }
+            Req::FatePoint => Resp::Point(self.fate_point(now)),
+            Req::ReportMissed { last, .. } => {
+                if *last > now + AHEAD_TOLERANCE {
+                    // Written by a clock that is ahead: recorded, it would drop fires to come.
+                    return Resp::Refused;
+                }
+                let point = self.fate_point(now);
+                if point.is_none_or(|p| p < *last) {
+                    self.gone = Some(*last);
+                }
+                Resp::Point(point)
+            }
         }
+    }
+
+    /// Whether the store holds any record of the job.
+    pub(super) fn has_record(&self) -> bool {
+        self.last.is_some() || self.rep.is_some() || self.gone.is_some()
+    }
+
+    /// The newest fire claimed (also one given up), reported dropped or reported missed, left
+    /// out what lies further ahead of the server's clock than a claim may (as the Redis guard).
+    pub(super) fn fate_point(&self, now: Ms) -> Option<Ms> {
+        [self.last, self.rep, self.gone]
+            .into_iter()
+            .flatten()
+            .filter(|v| *v <= now + AHEAD_TOLERANCE)
+            .max()
     }
 
     fn report(&mut self, fire: Ms, nonce: u64) -> bool {
@@ -200,6 +266,7 @@ impl JobState {
             Some(by) => *by == nonce,
             None => {
                 self.reported.insert(fire, nonce);
+                self.rep = self.rep.max(Some(fire));
                 true
             }
         }

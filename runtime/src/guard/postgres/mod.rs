@@ -142,13 +142,7 @@ impl Statements {
                 "SELECT CASE WHEN lapsed IS DISTINCT FROM last_fire THEN last_fire END \
                  FROM {s}.jobs WHERE job = $1"
             ),
-            // As `report_missed_v1` reads it; the reports count too, as binaries that predate
-            // `reported_through` record drops only there.
-            fate_point: format!(
-                "SELECT greatest((SELECT greatest(last_fire, reported_through, missed_through) \
-                 FROM {s}.jobs WHERE job = $1), \
-                 (SELECT max(fire) FROM {s}.reports WHERE job = $1))"
-            ),
+            fate_point: format!("SELECT {s}.fate_point_v1($1, $2)"),
             report_missed: format!("SELECT {s}.report_missed_v1($1, $2, $3)"),
             run_ended: format!(
                 "UPDATE {s}.runs SET ended = clock_timestamp(), outcome = $4, error = $5 \
@@ -646,7 +640,13 @@ impl Guard for PostgresGuard {
         let job = Arc::clone(&self.job);
         Box::pin(async move {
             let rows = db
-                .query(&db.sql.fate_point, &[(&&*job, Type::TEXT)])
+                .query(
+                    &db.sql.fate_point,
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
+                    ],
+                )
                 .await?;
             first(&rows)?.try_get(0).map_err(|e| pg_err(&e))
         })

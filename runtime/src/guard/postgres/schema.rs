@@ -319,6 +319,11 @@ RETURNS boolean LANGUAGE plpgsql AS $first_report$
 DECLARE
   r {schema}.jobs%ROWTYPE;
 BEGIN
+  -- A fire further ahead of the database's clock than a claim may be comes from a host whose
+  -- clock is ahead: it reports the drop on its own word, and nothing is recorded.
+  IF p_fire > clock_timestamp() + interval '1 second' THEN
+    RETURN true;
+  END IF;
   SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
   IF NOT FOUND THEN
     INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
@@ -350,6 +355,22 @@ BEGIN
 END
 $first_report$;
 
+-- The job's fate point: the newest fire claimed, reported dropped or reported missed. The
+-- reports count too: binaries that predate reported_through record drops only there. A value
+-- further ahead of the database's clock than p_tolerance_ms was written by a host whose clock
+-- was ahead, or before the database's clock was set back: it proves nothing about the fires
+-- before it, and is left out.
+CREATE OR REPLACE FUNCTION {schema}.fate_point_v1(p_job text, p_tolerance_ms bigint)
+RETURNS timestamptz LANGUAGE sql STABLE AS $fate_point$
+  SELECT max(v) FROM (
+    SELECT last_fire FROM {schema}.jobs WHERE job = p_job
+    UNION ALL SELECT reported_through FROM {schema}.jobs WHERE job = p_job
+    UNION ALL SELECT missed_through FROM {schema}.jobs WHERE job = p_job
+    UNION ALL SELECT max(fire) FROM {schema}.reports WHERE job = p_job
+  ) AS p(v)
+  WHERE v <= clock_timestamp() + p_tolerance_ms * interval '1 millisecond'
+$fate_point$;
+
 -- Records the fires up to p_last as missed: when the job's fate point lies before p_last (or
 -- there is none), missed_through moves to p_last. Answers the fate point as it was, so that of
 -- the processes that found the same fires missed, each fire is reported by one.
@@ -370,9 +391,7 @@ BEGIN
     INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
     SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
   END IF;
-  -- The reports count too: binaries that predate reported_through record drops only there.
-  v_point := greatest(r.last_fire, r.reported_through, r.missed_through,
-                      (SELECT max(fire) FROM {schema}.reports WHERE job = p_job));
+  v_point := {schema}.fate_point_v1(p_job, p_tolerance_ms);
   IF v_point IS NULL OR v_point < p_last THEN
     UPDATE {schema}.jobs SET missed_through = p_last WHERE job = p_job;
   END IF;
@@ -552,6 +571,7 @@ const FUNCTIONS: &[&str] = &[
     "claim_v5",
     "first_report_v1",
     "report_missed_v1",
+    "fate_point_v1",
     "claim_manual_v1",
     "abandon_v1",
     "renew_v1",

@@ -63,6 +63,8 @@ pub(super) mod op {
 /// operation, never the batch. A node that takes no writes (`READONLY`, `NOREPLICAS`) fails the
 /// whole call with that error.
 pub(crate) const BATCH_LUA: &str = r#"
+-- How far ahead of the server's clock a fire may lie (`CLAIM_AHEAD_TOLERANCE`).
+local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -270,10 +272,14 @@ local function abandon(lock, state_key, cancel, fire_arg, token)
 end
 
 -- `1` when this guard value is the first to report the fire (also when it asks again); `0` for a
--- fire reported missed.
+-- fire reported missed. A fire further ahead of the server's clock than a claim may be comes from
+-- a host whose clock is ahead: it reports on its own word, and nothing is recorded.
 local function first_report(report, state_key, nonce, ttl, fire_arg)
-  local state = redis.call('HMGET', state_key, 'rep', 'gone')
   local fire = tonumber(fire_arg)
+  if fire > now + TOLERANCE_MS then
+    return {1}
+  end
+  local state = redis.call('HMGET', state_key, 'rep', 'gone')
   local gone = tonumber(state[2])
   if gone and gone >= fire then
     return {0}
@@ -281,13 +287,15 @@ local function first_report(report, state_key, nonce, ttl, fire_arg)
   return {report_once(report, state_key, state[1], fire, nonce, ttl)}
 end
 
--- The fate point: the newest fire claimed (also one given up), reported or reported missed.
+-- The fate point: the newest fire claimed (also one given up), reported or reported missed. A
+-- value further ahead of the server's clock than a claim may be was written by a host whose clock
+-- was ahead, or before the server's clock was set back: it proves nothing, and is left out.
 local function fate_point(state_key)
   local state = redis.call('HMGET', state_key, 'last', 'rep', 'gone')
   local point = nil
   for i = 1, 3 do
     local v = tonumber(state[i])
-    if v and (not point or v > point) then point = v end
+    if v and v <= now + TOLERANCE_MS and (not point or v > point) then point = v end
   end
   return point
 end
@@ -360,3 +368,15 @@ while a <= #ARGV do
 end
 return out
 "#;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_script_tolerates_what_the_guard_does() {
+        let line = format!(
+            "local TOLERANCE_MS = {}",
+            super::super::CLAIM_AHEAD_TOLERANCE.as_millis()
+        );
+        assert!(super::BATCH_LUA.contains(&line), "{line}");
+    }
+}
