@@ -50,9 +50,17 @@ impl JobModel {
             return;
         }
         let walk = self.walk_from(point, since, now);
+        // The point itself counts for the health check too: it may be a fire another process
+        // reported missed, which did not run.
+        let walked: Vec<DateTime<Utc>> = Some(point)
+            .filter(|p| *p <= since)
+            .into_iter()
+            .chain(walk.missed.iter().map(|m| m.last))
+            .chain(walk.caught.iter().map(|f| f.t))
+            .collect();
+        self.observe_walked(&walked, now);
         if let Some(m) = walk.missed {
             // No fire is claimed until these are recorded (see `walking`).
-            self.observe_older(m.last, now);
             let extra = self.extra_mut();
             extra.pending_reports += 1;
             extra.reporting_missed += 1;
@@ -76,7 +84,6 @@ impl JobModel {
         }
         let later = self.take_due();
         for fire in caught {
-            self.observe_older(fire.t, now);
             self.due_mut().push_back(fire);
         }
         for fire in later {
@@ -126,11 +133,18 @@ impl JobModel {
         walk
     }
 
-    /// Observes a fire for the health check unless a later one was observed already (the fate
-    /// point may come after fires taken since the start).
-    fn observe_older(&mut self, fire: DateTime<Utc>, now: Now) {
-        if self.window.newest().is_none_or(|newest| newest < fire) {
-            self.window.observe(fire, now.wall, self.spec.misfire_grace);
+    /// Observes the walked fires (ascending) for the health check: before the fires the timer
+    /// took since the start, when the fate point came after them.
+    fn observe_walked(&mut self, fires: &[DateTime<Utc>], now: Now) {
+        if self.window.newest().is_none() {
+            for fire in fires {
+                self.window
+                    .observe(*fire, now.wall, self.spec.misfire_grace);
+            }
+        } else {
+            for fire in fires.iter().rev() {
+                self.window.observe_before(*fire);
+            }
         }
     }
 

@@ -110,6 +110,38 @@ impl FireWindow {
         }
     }
 
+    /// Observes a fire older than every fire observed so far (found after them: the walk after
+    /// downtime runs once the timer took the fires after the start).
+    pub(crate) fn observe_before(&mut self, fire: DateTime<Utc>) {
+        let Some(head) = self.head.as_mut() else {
+            self.head = Some(FireRun {
+                first: fire,
+                step_us: 0,
+                count: 1,
+            });
+            return;
+        };
+        let gap = micros(head.first).saturating_sub(micros(fire));
+        if gap <= 0 {
+            return;
+        }
+        if head.count < u32::MAX && (head.count == 1 || gap == head.step_us) {
+            head.step_us = gap;
+            head.first = fire;
+            head.count += 1;
+            return;
+        }
+        let old = std::mem::replace(
+            head,
+            FireRun {
+                first: fire,
+                step_us: 0,
+                count: 1,
+            },
+        );
+        self.rest.get_or_insert_with(Box::default).push_front(old);
+    }
+
     /// The newest observed fire.
     pub(crate) fn newest(&self) -> Option<DateTime<Utc>> {
         let last_rest = self.rest.as_ref().and_then(|r| r.back());
@@ -179,6 +211,20 @@ mod tests {
             window.rest.as_ref().map_or(0, |r| r.len()) <= 2,
             "{window:?}"
         );
+    }
+
+    #[test]
+    fn fires_observed_late_count_like_the_others() {
+        let grace = Duration::from_millis(2_500);
+        let mut window = FireWindow::default();
+        window.observe(at(16_000), at(16_000), grace);
+        for f in [14_000, 12_000, 11_000] {
+            window.observe_before(at(f));
+        }
+        assert_eq!(window.due_by(at(16_300), grace), Some(at(12_000)));
+        assert_eq!(window.due_by(at(14_000), grace), Some(at(11_000)));
+        assert_eq!(window.due_by(at(18_600), grace), Some(at(16_000)));
+        assert_eq!(window.newest(), Some(at(16_000)));
     }
 
     #[test]

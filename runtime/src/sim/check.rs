@@ -185,10 +185,20 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // A fire of a downtime gap that came before the store held any record of the job (no claim
     // or report yet, or none since a data loss): the store cannot tell such fires from those
     // before a new job was deployed, which must not be reported.
+    // So is a fire of a gap during which the store lost its data: it forgot the fate point.
     let unrecorded = |fire: Ms| {
+        let Some(end) = rec
+            .all_down
+            .iter()
+            .find(|(from, until)| *from <= fire && fire < *until)
+            .map(|(_, until)| *until)
+        else {
+            return false;
+        };
         let recorded = rec.first_records.iter().filter(|t| **t <= fire).max();
         let lost = rec.data_losses.iter().filter(|t| **t <= fire).max();
-        in_gap(fire) && recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
+        let forgot = rec.data_losses.iter().any(|l| fire < *l && *l <= end);
+        forgot || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
     };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;
@@ -255,8 +265,9 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         let newest = (h.local.min(at) - sc.grace).div_euclid(sc.period) * sc.period;
         let gap_fire = (h.point_known && newest >= WARM_UP && in_gap(newest))
             .then_some(newest)
-            // A store that lost its data since knows of no fire before its loss.
-            .filter(|d| !loss_between(*d, at));
+            // A store that lost its data since knows of no fire before its loss, and one that
+            // held no record of the job then cannot tell the fire from one before a first deploy.
+            .filter(|d| !loss_between(*d, at) && !unrecorded(*d));
         // Fires before every replica had started are not checked.
         let due = h.due.filter(|d| *d >= WARM_UP);
         for (due, what) in [(due, "fire"), (gap_fire, "gap fire")] {

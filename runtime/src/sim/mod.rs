@@ -329,7 +329,8 @@ pub(super) struct Record {
     pub(super) missed_heard: Vec<MissedHeard>,
     /// When the store got its first record of the job (at the start, or after a data loss).
     pub(super) first_records: Vec<Ms>,
-    /// When every replica was down: (from, until); `until` is the first start after it.
+    /// When no replica ran the job — each was down or its clock far off (see `Sim::honest`):
+    /// (from, until); `until` is the first start of a replica with a sane clock after it.
     pub(super) all_down: Vec<(Ms, Ms)>,
     pub(super) stop_at: Ms,
     pub(super) trace: Vec<String>,
@@ -1442,7 +1443,7 @@ impl Sim {
             }
         }
         self.trace(|| format!("r{r} goes down"));
-        if self.replicas.iter().all(|rep| !rep.alive) {
+        if self.all_down_since.is_none() && !(0..self.replicas.len()).any(|i| self.honest(i)) {
             self.all_down_since = Some(self.now);
         }
     }
@@ -1458,6 +1459,14 @@ impl Sim {
         }
     }
 
+    /// Whether replica `r` runs the job as the store sees it: it is up, and its clock is neither
+    /// ahead of the server's by more than a claim may be nor behind by the grace (a replica
+    /// hours off claims no fire of now, and records nothing for it).
+    fn honest(&self, r: usize) -> bool {
+        let rep = &self.replicas[r];
+        rep.alive && rep.skew <= server::AHEAD_TOLERANCE && rep.skew > -self.sc.grace
+    }
+
     /// A replica process starts (at the beginning, or after a crash) with a fresh model.
     fn restart(&mut self, r: usize) {
         let rep = &mut self.replicas[r];
@@ -1469,9 +1478,6 @@ impl Sim {
             // Still draining after a stop: it starts again once it exited.
             rep.restart_after_exit |= rep.draining;
             return;
-        }
-        if let Some(from) = self.all_down_since.take() {
-            self.record.all_down.push((from, self.now));
         }
         let spec = self.sc.spec();
         let seed = self.rng.u64(..);
@@ -1492,6 +1498,11 @@ impl Sim {
         rep.stopping = false;
         rep.missed_out.clear();
         rep.restart_after_exit = false;
+        if self.honest(r) {
+            if let Some(from) = self.all_down_since.take() {
+                self.record.all_down.push((from, self.now));
+            }
+        }
         let wall_now = self.local_now(r).wall;
         self.replicas[r].model.schedule_from(wall_now);
         // The executor reads the store's fate point to catch up on the fires before the start.
