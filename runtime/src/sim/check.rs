@@ -187,10 +187,11 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // before a new job was deployed, which must not be reported.
     // So is a fire of a gap during which the store lost its data: it forgot the fate point.
     let unrecorded = |fire: Ms| {
+        // The fire was still open (inside its grace) when the gap began, or came during it.
         let Some(end) = rec
             .all_down
             .iter()
-            .find(|(from, until)| *from <= fire && fire < *until)
+            .find(|(from, until)| *from <= fire + sc.grace && fire < *until)
             .map(|(_, until)| *until)
         else {
             return false;

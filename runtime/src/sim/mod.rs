@@ -1384,6 +1384,7 @@ impl Sim {
                     self.replicas[r].model.stop(now, &mut out);
                     self.perform(r, &mut out);
                     self.actions = out;
+                    self.note_if_nobody_runs();
                     self.push(self.now + SHUTDOWN_TIMEOUT, Ev::CancelRuns { r, inc });
                     self.push(
                         self.now,
@@ -1443,9 +1444,7 @@ impl Sim {
             }
         }
         self.trace(|| format!("r{r} goes down"));
-        if self.all_down_since.is_none() && !(0..self.replicas.len()).any(|i| self.honest(i)) {
-            self.all_down_since = Some(self.now);
-        }
+        self.note_if_nobody_runs();
     }
 
     /// A replica stopped for a downtime exits.
@@ -1459,12 +1458,23 @@ impl Sim {
         }
     }
 
-    /// Whether replica `r` runs the job as the store sees it: it is up, and its clock is neither
+    /// Starts a gap when no replica runs the job any more.
+    fn note_if_nobody_runs(&mut self) {
+        if self.all_down_since.is_none() && !(0..self.replicas.len()).any(|i| self.honest(i)) {
+            self.all_down_since = Some(self.now);
+        }
+    }
+
+    /// Whether replica `r` runs the job as the store sees it: it is up and not stopping, and its
+    /// clock is neither
     /// ahead of the server's by more than a claim may be nor behind by the grace (a replica
     /// hours off claims no fire of now, and records nothing for it).
     fn honest(&self, r: usize) -> bool {
         let rep = &self.replicas[r];
-        rep.alive && rep.skew <= server::AHEAD_TOLERANCE && rep.skew > -self.sc.grace
+        rep.alive
+            && !rep.stopping
+            && rep.skew <= server::AHEAD_TOLERANCE
+            && rep.skew > -self.sc.grace
     }
 
     /// A replica process starts (at the beginning, or after a crash) with a fresh model.
