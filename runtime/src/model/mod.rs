@@ -1375,8 +1375,9 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        // A claim granted too late: other processes saw the fire as claimed, so the
-        // report goes through the guard (one of them may have reported it already).
+        // A claim granted too late: the fire is this process's, and the others saw it as
+        // claimed (debug level), so this process reports it, on its own word: the guard may no
+        // longer tell its claim from a fire reported missed long after (README, "Downtime").
         let late = if deadline.is_some_and(|d| now.mono >= d) {
             Some(
                 "the guard's answer came only after the lease had run out; the run was not started"
@@ -1392,7 +1393,7 @@ impl JobModel {
         };
         if let Some(reason) = late {
             out.push(Action::Abandon(fire));
-            self.report_drop_of(&fire, EventKind::misfired(reason, fire.t), now, out);
+            self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             return;
         }
         // A claim this process must not run: the fire is its alone, nobody else reports it.

@@ -127,7 +127,7 @@ fn a_claim_answered_after_its_lease_ran_out_does_not_start() {
         deadline: Some(Duration::from_secs(12)),
     };
     m.on_claimed(late, now(13), &mut out);
-    assert_eq!(said(&mut out), ["abandon 10", "ask report 10 misfired"]);
+    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
     assert_eq!(m.running(), 0);
 }
 
@@ -1073,7 +1073,7 @@ fn a_held_fire_whose_lease_or_grace_ran_out_is_given_back_not_started() {
     let mut out = Vec::new();
     let mut m = held(12);
     m.on_wake(now(13), &mut out);
-    assert_eq!(said(&mut out), ["abandon 10", "ask report 10 misfired"]);
+    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
     assert_eq!(m.running(), 0);
 
     let mut m = held(3_600);
@@ -1081,7 +1081,7 @@ fn a_held_fire_whose_lease_or_grace_ran_out_is_given_back_not_started() {
     m.on_timer(now(16), &mut out);
     let said = said(&mut out);
     assert!(
-        said.starts_with(&["abandon 10".to_owned(), "ask report 10 misfired".to_owned()]),
+        said.starts_with(&["abandon 10".to_owned(), "misfired 10".to_owned()]),
         "{said:?}"
     );
     assert_eq!(m.running(), 0);
