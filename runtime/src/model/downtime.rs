@@ -50,11 +50,13 @@ impl JobModel {
             return;
         }
         let walk = self.walk_from(point, since, now);
-        // The point itself counts for the health check too: it may be a fire another process
-        // reported missed, which did not run.
-        let walked: Vec<DateTime<Utc>> = Some(point)
-            .filter(|p| *p <= since)
+        // The point and the fire before it count for the health check too: another process
+        // may have reported them missed, and then they did not run.
+        let before_point = self.spec.schedule.previous_before(point);
+        let walked: Vec<DateTime<Utc>> = before_point
             .into_iter()
+            .chain(Some(point))
+            .filter(|p| *p <= since)
             .chain(walk.missed.iter().map(|m| m.last))
             .chain(walk.caught.iter().map(|f| f.t))
             .collect();
