@@ -185,7 +185,8 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // A fire of a downtime gap that came before the store held any record of the job (no claim
     // or report yet, or none since a data loss): the store cannot tell such fires from those
     // before a new job was deployed, which must not be reported.
-    // So is a fire of a gap during which the store lost its data: it forgot the fate point.
+    // So is a fire of a gap during which (or right after which, while the replicas read the
+    // point) the store lost its data: it forgot the fate point.
     let unrecorded = |fire: Ms| {
         // The fire was still open (inside its grace) when the gap began, or came during it.
         let Some(end) = rec
@@ -198,7 +199,11 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         };
         let recorded = rec.first_records.iter().filter(|t| **t <= fire).max();
         let lost = rec.data_losses.iter().filter(|t| **t <= fire).max();
-        let forgot = rec.data_losses.iter().any(|l| fire < *l && *l <= end);
+        // Up to a few seconds after the gap, while the replicas read the point and walk.
+        let forgot = rec
+            .data_losses
+            .iter()
+            .any(|l| fire < *l && *l <= end + HEALTH_LAG);
         forgot || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
     };
     let first = (WARM_UP / sc.period + 1) * sc.period;
