@@ -190,7 +190,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     let unrecorded = |fire: Ms| {
         // The fire was still open (inside its grace) when the gap began, or came during it.
         let Some(end) = rec
-            .all_down
+            .unattended
             .iter()
             .find(|(from, until)| *from <= fire + sc.grace && fire < *until)
             .map(|(_, until)| *until)
@@ -269,7 +269,10 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         let (at, r) = (h.at, h.replica);
         // The newest fire whose grace passed on the replica's clock and in true time.
         let newest = (h.local.min(at) - sc.grace).div_euclid(sc.period) * sc.period;
-        let gap_fire = (h.point_known && newest >= WARM_UP && in_gap(newest))
+        // A replica whose clock is far off judges on its own time (see `Sim::honest`).
+        let skew = h.local - at;
+        let sane = skew <= super::server::AHEAD_TOLERANCE && skew > -sc.grace;
+        let gap_fire = (sane && h.point_known && newest >= WARM_UP && in_gap(newest))
             .then_some(newest)
             // A store that lost its data since knows of no fire before its loss, and one that
             // held no record of the job then cannot tell the fire from one before a first deploy.

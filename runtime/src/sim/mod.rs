@@ -332,6 +332,9 @@ pub(super) struct Record {
     /// When no replica ran the job — each was down or its clock far off (see `Sim::honest`):
     /// (from, until); `until` is the first start of a replica with a sane clock after it.
     pub(super) all_down: Vec<(Ms, Ms)>,
+    /// When no replica ran the job awake: a gap, or every replica that runs it frozen (from,
+    /// until).
+    pub(super) unattended: Vec<(Ms, Ms)>,
     pub(super) stop_at: Ms,
     pub(super) trace: Vec<String>,
 }
@@ -449,6 +452,10 @@ enum Ev {
         r: usize,
     },
     ServerUp,
+    /// A replica's pause may have ended: a gap ends if it runs the job again.
+    PauseEnd {
+        r: usize,
+    },
     Health,
     Stop,
     CancelAll,
@@ -591,6 +598,7 @@ pub(super) struct Sim {
     named_known: bool,
     /// Since when every replica is down, while they are.
     all_down_since: Option<Ms>,
+    unattended_since: Option<Ms>,
 }
 
 impl Sim {
@@ -618,6 +626,7 @@ impl Sim {
             tracing,
             named_known: false,
             all_down_since: None,
+            unattended_since: None,
             sc,
         };
         for r in 0..sim.sc.replicas {
@@ -799,6 +808,7 @@ impl Sim {
             Ev::Fault(f) => self.fault(f),
             Ev::Restart { r } => self.restart(r),
             Ev::ServerUp => {}
+            Ev::PauseEnd { r } => self.note_if_someone_runs(r),
             Ev::Health => self.health(),
             Ev::Stop => {
                 for r in 0..self.replicas.len() {
@@ -1349,6 +1359,8 @@ impl Sim {
                 rep.paused_until = rep.paused_until.max(self.now + length);
                 let until = rep.paused_until;
                 self.record.pauses.push((replica, self.now, until));
+                self.note_if_nobody_runs();
+                self.push(until, Ev::PauseEnd { r: replica });
             }
             Fault::Crash { replica, down } => {
                 if !self.replicas[replica].alive {
@@ -1458,21 +1470,41 @@ impl Sim {
         }
     }
 
-    /// Starts a gap when no replica runs the job any more.
+    /// Starts a gap when no replica runs the job any more, and an unattended span when none
+    /// that is not frozen does.
     fn note_if_nobody_runs(&mut self) {
-        if self.all_down_since.is_none() && !(0..self.replicas.len()).any(|i| self.honest(i)) {
+        let n = self.replicas.len();
+        if self.all_down_since.is_none() && !(0..n).any(|i| self.honest(i, false)) {
             self.all_down_since = Some(self.now);
+        }
+        if self.unattended_since.is_none() && !(0..n).any(|i| self.honest(i, true)) {
+            self.unattended_since = Some(self.now);
         }
     }
 
-    /// Whether replica `r` runs the job as the store sees it: it is up and not stopping, and its
-    /// clock is neither
+    /// Ends a gap, or an unattended span, when replica `r` runs the job (again).
+    fn note_if_someone_runs(&mut self, r: usize) {
+        if self.honest(r, false) {
+            if let Some(from) = self.all_down_since.take() {
+                self.record.all_down.push((from, self.now));
+            }
+        }
+        if self.honest(r, true) {
+            if let Some(from) = self.unattended_since.take() {
+                self.record.unattended.push((from, self.now));
+            }
+        }
+    }
+
+    /// Whether replica `r` runs the job as the store sees it: it is up, not frozen and not
+    /// stopping, and its clock is neither
     /// ahead of the server's by more than a claim may be nor behind by the grace (a replica
     /// hours off claims no fire of now, and records nothing for it).
-    fn honest(&self, r: usize) -> bool {
+    fn honest(&self, r: usize, awake: bool) -> bool {
         let rep = &self.replicas[r];
         rep.alive
             && !rep.stopping
+            && (!awake || rep.paused_until <= self.now)
             && rep.skew <= server::AHEAD_TOLERANCE
             && rep.skew > -self.sc.grace
     }
@@ -1508,11 +1540,7 @@ impl Sim {
         rep.stopping = false;
         rep.missed_out.clear();
         rep.restart_after_exit = false;
-        if self.honest(r) {
-            if let Some(from) = self.all_down_since.take() {
-                self.record.all_down.push((from, self.now));
-            }
-        }
+        self.note_if_someone_runs(r);
         let wall_now = self.local_now(r).wall;
         self.replicas[r].model.schedule_from(wall_now);
         // The executor reads the store's fate point to catch up on the fires before the start.
