@@ -188,11 +188,14 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // So is a fire of a gap during which (or right after which, while the replicas read the
     // point) the store lost its data: it forgot the fate point.
     let unrecorded = |fire: Ms| {
-        // The fire was still open (inside its grace) when the gap began, or came during it.
+        // The fire was still open (inside its grace) when the gap began, or came before it
+        // ended on the clock of the replica that ended it (ahead by up to a claim's tolerance).
         let Some(end) = rec
             .unattended
             .iter()
-            .find(|(from, until)| *from <= fire + sc.grace && fire < *until)
+            .find(|(from, until)| {
+                *from <= fire + sc.grace && fire <= *until + super::server::AHEAD_TOLERANCE
+            })
             .map(|(_, until)| *until)
         else {
             return false;
