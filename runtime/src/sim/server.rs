@@ -149,10 +149,13 @@ impl JobState {
                     }
                     return Resp::AlreadyRan;
                 }
-                // Reported missed while no process ran the job: decided, never started.
-                if self
-                    .gone
-                    .is_some_and(|g| g >= *fire && g <= now + AHEAD_TOLERANCE)
+                // Reported missed while no process ran the job: decided, never started — unless
+                // this claimant reported the fire itself first (a busy answer it never got).
+                let own_report = self.reported.get(fire) == Some(nonce);
+                if !own_report
+                    && self
+                        .gone
+                        .is_some_and(|g| g >= *fire && g <= now + AHEAD_TOLERANCE)
                 {
                     return Resp::DroppedByAnother;
                 }

@@ -152,10 +152,16 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     end
     return {0, 0, ignored}
   end
-  -- Reported missed while no process ran the job (README, "Downtime"): decided, never started.
+  -- Reported missed while no process ran the job (README, "Downtime"): decided, never started —
+  -- unless this claimant reported the fire itself before (a busy answer it never got): then its
+  -- report came first, and it may take the fire, as below.
   local gone = tonumber(state[7])
   if gone and gone >= fire and gone <= now + tolerance then
-    return {8, 0, ignored}
+    local newest_report = tonumber(state[6])
+    local own = newest_report and newest_report >= fire and redis.call('GET', report) == nonce
+    if not own then
+      return {8, 0, ignored}
+    end
   end
   -- A fire ahead of the server's clock is only taken while the job is free; busy or paused, it is
   -- decided by the claim at its instant (README, "Claiming ahead").
