@@ -186,7 +186,8 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // or report yet, or none since a data loss): the store cannot tell such fires from those
     // before a new job was deployed, which must not be reported.
     // So is a fire of a gap during which (or right after which, while the replicas read the
-    // point) the store lost its data: it forgot the fate point.
+    // point) the store lost its data: it forgot the fate point; and one that a claim of a later
+    // fire passed over before any replica that knew of it ran again.
     let unrecorded = |fire: Ms| {
         // The fire was still open (inside its grace) when the gap began, or came before it
         // ended on the clock of the replica that ended it (ahead by up to a claim's tolerance).
@@ -207,7 +208,10 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             .data_losses
             .iter()
             .any(|l| fire < *l && *l <= end + HEALTH_LAG);
-        forgot || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
+        // Passed over: a later fire was taken before the span ended (by a replica whose clock
+        // is ahead), so the fate point lies past the fire and no walk sees it.
+        let passed_over = rec.taken.iter().any(|(at, f)| *f > fire && *at < end);
+        forgot || passed_over || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
     };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;
