@@ -16,24 +16,21 @@ const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
 const REPORT_TRIES: u32 = 3;
 
 /// Reads the job's fate point, asking again until the store answers: a process that starts while
-/// the store is down catches up once it is back. Says once when the store cannot be asked.
-pub(super) async fn read_fate_point(guard: &dyn Guard, job: &str) -> Option<DateTime<Utc>> {
+/// the store is down catches up once it is back. Each failed read is told to `failed` (what
+/// failed, and its kind for the metrics), as a failed claim would be.
+pub(super) async fn read_fate_point(
+    guard: &dyn Guard,
+    failed: impl Fn(String, &'static str),
+) -> Option<DateTime<Utc>> {
     let mut pause = Duration::from_millis(100);
-    let mut said = false;
     loop {
-        let error = match tokio::time::timeout(ASK_TIMEOUT, guard.fate_point()).await {
-            Ok(Ok(point)) => {
-                if said {
-                    tracing::info!(job = %job, "read the job's fate point: the fires missed while no process ran it are caught up or reported now");
-                }
-                return point;
-            }
-            Ok(Err(e)) => crate::error::Chain(&e).to_string(),
-            Err(_) => format!("no answer within {} ms", ASK_TIMEOUT.as_millis()),
-        };
-        if !said {
-            said = true;
-            tracing::debug!(job = %job, error = %error, "cannot read the job's fate point yet; the fires missed before this process started are caught up or reported once the guard answers");
+        match tokio::time::timeout(ASK_TIMEOUT, guard.fate_point()).await {
+            Ok(Ok(point)) => return point,
+            Ok(Err(e)) => failed(crate::error::Chain(&e).to_string(), e.kind()),
+            Err(_) => failed(
+                format!("no answer within {} ms", ASK_TIMEOUT.as_millis()),
+                "timeout",
+            ),
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(MAX_RETRY_PAUSE);

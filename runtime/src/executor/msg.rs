@@ -30,6 +30,8 @@ pub(crate) enum Report {
     },
     /// The shared guard's fate point of the job, read when it started following its schedule.
     FatePoint(Option<DateTime<Utc>>),
+    /// A read of the fate point failed (it is asked again): what failed, and its kind.
+    FatePointFailed { error: String, kind: &'static str },
     /// The shared guard recorded fires missed while no process ran the job: the fate point it
     /// found before (or why it could not record them).
     MissedReported {

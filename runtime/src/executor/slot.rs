@@ -320,12 +320,15 @@ impl JobSlot {
                 });
             } else if let Some(guard) = self.shared_guard() {
                 let (tx, job, stop) = (cx.tx.clone(), cx.idx, cx.shared.stop.clone());
-                let name = self.name().clone();
                 cx.shared.tasks.spawn(async move {
+                    let failed = |error, kind| {
+                        let report = Report::FatePointFailed { error, kind };
+                        let _ = tx.send(Msg { job, report });
+                    };
                     tokio::select! {
                         biased;
                         () = stop.cancelled() => {}
-                        point = downtime::read_fate_point(&*guard, &name) => {
+                        point = downtime::read_fate_point(&*guard, failed) => {
                             let _ = tx.send(Msg { job, report: Report::FatePoint(point) });
                         }
                     }
@@ -385,7 +388,14 @@ impl JobSlot {
                 kind,
                 first_report,
             } => self.model.on_reported(fire, kind, first_report, now, out),
-            Report::FatePoint(point) => self.model.on_fate_point(point, now, out),
+            Report::FatePoint(point) => {
+                self.guard_answered(cx.shared.instant(now.mono));
+                self.model.on_fate_point(point, now, out)
+            }
+            Report::FatePointFailed { error, kind } => {
+                self.guard_failed(cx.shared.instant(now.mono), &error, kind);
+                self.model.on_fate_point_failed(error);
+            }
             Report::MissedReported { missed, before } => {
                 self.model.on_missed_reported(missed, before, now, out)
             }
@@ -428,16 +438,10 @@ impl JobSlot {
 
     /// A guard's answer for the model; an acquired lease waits in the slot for the model's word.
     fn answer(&mut self, cx: &Cx<'_>, now: Instant, result: Result<Claim, GuardError>) -> Answer {
-        let job = &self.model.spec().name;
         if result.is_ok() {
-            if let Some((failures, lasted)) = self
-                .shared
-                .as_deref_mut()
-                .and_then(|s| outage::answered(&mut s.outage, now))
-            {
-                tracing::info!(job = %job, failed_requests = failures, outage_ms = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX), "guard available again");
-            }
+            self.guard_answered(now);
         }
+        let job = &self.model.spec().name;
         match result {
             Ok(Claim::Acquired(lease)) => {
                 let token = lease.fencing_token();
@@ -473,28 +477,47 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
-                JobMetrics::guard_error(self.name(), e.kind());
                 let error = crate::error::Chain(&e).to_string();
-                let said = match self.shared.as_deref_mut() {
-                    Some(shared) => outage::failed(&mut shared.outage, now),
-                    None => Say::First, // no claims without a shared guard
-                };
-                match said {
-                    Say::First => {
-                        tracing::warn!(job = %job, error = %error, "guard unavailable; retrying until the misfire grace runs out (said again once per {SUMMARY_EVERY:?} while it lasts)")
-                    }
-                    Say::StillFailing {
-                        failures,
-                        for_how_long,
-                    } => {
-                        tracing::warn!(job = %job, error = %error, failed_requests = failures, outage_s = for_how_long.as_secs(), "guard still unavailable; retrying")
-                    }
-                    Say::Nothing => {
-                        tracing::debug!(job = %job, error = %error, "guard unavailable; retrying")
-                    }
-                }
+                self.guard_failed(now, &error, e.kind());
                 Answer::Failed(error)
             }
+        }
+    }
+
+    /// Counts and logs a request the guard did not answer: the first of an outage at warn
+    /// level, then a summary now and then.
+    fn guard_failed(&mut self, now: Instant, error: &str, kind: &'static str) {
+        let job = &self.model.spec().name;
+        JobMetrics::guard_error(job, kind);
+        let said = match self.shared.as_deref_mut() {
+            Some(shared) => outage::failed(&mut shared.outage, now),
+            None => Say::First, // no claims without a shared guard
+        };
+        match said {
+            Say::First => {
+                tracing::warn!(job = %job, error = %error, "guard unavailable; retrying until the misfire grace runs out (said again once per {SUMMARY_EVERY:?} while it lasts)")
+            }
+            Say::StillFailing {
+                failures,
+                for_how_long,
+            } => {
+                tracing::warn!(job = %job, error = %error, failed_requests = failures, outage_s = for_how_long.as_secs(), "guard still unavailable; retrying")
+            }
+            Say::Nothing => {
+                tracing::debug!(job = %job, error = %error, "guard unavailable; retrying")
+            }
+        }
+    }
+
+    /// A request the guard answered: the end of an outage is logged.
+    fn guard_answered(&mut self, now: Instant) {
+        let job = &self.model.spec().name;
+        if let Some((failures, lasted)) = self
+            .shared
+            .as_deref_mut()
+            .and_then(|s| outage::answered(&mut s.outage, now))
+        {
+            tracing::info!(job = %job, failed_requests = failures, outage_ms = u64::try_from(lasted.as_millis()).unwrap_or(u64::MAX), "guard available again");
         }
     }
 

@@ -94,6 +94,14 @@ impl JobModel {
         self.coalesce(now, out);
     }
 
+    /// The fate point could not be read (it is asked again): the fires that wait for the walk
+    /// and pass their grace meanwhile are reported as not claimed because of this.
+    pub(crate) fn on_fate_point_failed(&mut self, error: String) {
+        if self.walking() {
+            self.trouble_mut().last_guard_error = Some(error.into());
+        }
+    }
+
     /// The fires after `point` up to `since`: missed while older than their grace, caught up from
     /// the first one still inside it on (a later fire is never reported missed before an earlier
     /// one that may still run).

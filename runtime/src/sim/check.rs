@@ -211,7 +211,9 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         // Passed over: a later fire was taken before the span ended (by a replica whose clock
         // is ahead), so the fate point lies past the fire and no walk sees it.
         let passed_over = rec.taken.iter().any(|(at, f)| *f > fire && *at < end);
-        forgot || passed_over || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
+        // Nobody walked before the end of the run: the next start would.
+        let unwalked = end >= rec.stop_at;
+        forgot || passed_over || unwalked || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
     };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;

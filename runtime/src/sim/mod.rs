@@ -332,8 +332,8 @@ pub(super) struct Record {
     /// When no replica ran the job — each was down or its clock far off (see `Sim::honest`):
     /// (from, until); `until` is the first start of a replica with a sane clock after it.
     pub(super) all_down: Vec<(Ms, Ms)>,
-    /// When no replica ran the job awake: a gap, or every replica that runs it frozen (from,
-    /// until).
+    /// When no replica ran the job awake with its walk done: a gap, every replica that runs it
+    /// frozen, or the one that started again not yet past its walk (from, until).
     pub(super) unattended: Vec<(Ms, Ms)>,
     pub(super) stop_at: Ms,
     pub(super) trace: Vec<String>,
@@ -811,6 +811,10 @@ impl Sim {
             Ev::PauseEnd { r } => self.note_if_someone_runs(r),
             Ev::Health => self.health(),
             Ev::Stop => {
+                // A span nobody attended until the end stays open: close it for the checker.
+                if let Some(from) = self.unattended_since.take() {
+                    self.record.unattended.push((from, Ms::MAX / 2));
+                }
                 for r in 0..self.replicas.len() {
                     if !self.replicas[r].alive {
                         continue;
@@ -1021,6 +1025,7 @@ impl Sim {
                     self.replicas[r]
                         .model
                         .on_fate_point(point.map(wall), now, &mut out);
+                    self.note_if_someone_runs(r);
                 }
                 // Asked again until the store answers (as the executor), unless stopping.
                 _ if !self.replicas[r].stopping => {
@@ -1477,7 +1482,8 @@ impl Sim {
         if self.all_down_since.is_none() && !(0..n).any(|i| self.honest(i, false)) {
             self.all_down_since = Some(self.now);
         }
-        if self.unattended_since.is_none() && !(0..n).any(|i| self.honest(i, true)) {
+        let attended = |i: usize| self.honest(i, true) && self.replicas[i].point_known;
+        if self.unattended_since.is_none() && !(0..n).any(attended) {
             self.unattended_since = Some(self.now);
         }
     }
@@ -1489,7 +1495,7 @@ impl Sim {
                 self.record.all_down.push((from, self.now));
             }
         }
-        if self.honest(r, true) {
+        if self.honest(r, true) && self.replicas[r].point_known {
             if let Some(from) = self.unattended_since.take() {
                 self.record.unattended.push((from, self.now));
             }
@@ -1540,12 +1546,12 @@ impl Sim {
         rep.stopping = false;
         rep.missed_out.clear();
         rep.restart_after_exit = false;
-        self.note_if_someone_runs(r);
         let wall_now = self.local_now(r).wall;
         self.replicas[r].model.schedule_from(wall_now);
         // The executor reads the store's fate point to catch up on the fires before the start.
         let catches_up = self.replicas[r].model.await_fate_point(wall_now);
         self.replicas[r].point_known = !catches_up;
+        self.note_if_someone_runs(r);
         if catches_up {
             self.ask_fate_point(r, FIRST_POINT_PAUSE);
         }
