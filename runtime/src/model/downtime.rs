@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Action, JobModel, Missed, Now, MISSED_WALK_LIMIT};
+use crate::clock::after;
 use crate::events::EventKind;
 use crate::fire::{fmt_time, human, Fire};
 
@@ -50,10 +51,10 @@ impl JobModel {
             return;
         }
         let walk = self.walk_from(point, since, now);
-        // The point and the fire before it count for the health check too: another process
-        // may have reported them missed, and then they did not run.
-        let before_point = self.spec.schedule.previous_before(point);
-        let walked: Vec<DateTime<Utc>> = before_point
+        // The point, and the newest fire up to it whose grace has passed, count for the health
+        // check too: another process may have reported them missed, and then they did not run.
+        let walked: Vec<DateTime<Utc>> = self
+            .due_up_to(point, now)
             .into_iter()
             .chain(Some(point))
             .filter(|p| *p <= since)
@@ -76,6 +77,22 @@ impl JobModel {
         self.come_due(walk.caught, now, out);
         self.try_start(now, out);
         self.tidy();
+    }
+
+    /// The newest fire up to `point` that should have started by `now` (its grace, and its
+    /// jitter, have passed), walking back a bounded number of fires.
+    fn due_up_to(&self, point: DateTime<Utc>, now: Now) -> Option<DateTime<Utc>> {
+        let grace = self.due_grace();
+        let mut fire = Some(point);
+        for _ in 0..MISSED_WALK_LIMIT {
+            match fire {
+                Some(t) if after(t, grace) > now.wall => {
+                    fire = self.spec.schedule.previous_before(t);
+                }
+                _ => break,
+            }
+        }
+        fire.filter(|t| after(*t, grace) <= now.wall)
     }
 
     /// Fires caught up after downtime come due, before the ones taken since the start (which are
