@@ -33,6 +33,24 @@ struct JobState {
     recent: VecDeque<(DateTime<Utc>, String)>,
     /// Who reported each dropped fire first.
     reports: HashMap<DateTime<Utc>, String>,
+    /// The fires up to here were reported missed while no process ran the job.
+    missed_through: Option<DateTime<Utc>>,
+}
+
+impl JobState {
+    /// The newest fire up to which every fire has a fate: claimed, reported, or reported missed.
+    fn fate_point(&self) -> Option<DateTime<Utc>> {
+        let newest_report = self.reports.keys().max().copied();
+        [self.last, newest_report, self.missed_through]
+            .into_iter()
+            .flatten()
+            .max()
+    }
+
+    /// Whether `fire` was reported missed and no claim took it.
+    fn missed(&self, fire: DateTime<Utc>) -> bool {
+        self.missed_through.is_some_and(|m| fire <= m) && self.last.is_none_or(|l| fire > l)
+    }
 }
 
 /// The store every guard value of a [`MemoryGuards`] shares.
@@ -134,8 +152,12 @@ impl Guard for MemoryGuard {
                     Claim::AlreadyRan
                 });
             }
-            // Another claimant's report of this fire decides it: it does not run here either.
-            if s.reports.get(&fire).is_some_and(|by| *by != nonce) {
+            // Another claimant's report of this fire decides it: it does not run here either; so
+            // does a report of it as missed, unless this claimant's own report came first.
+            let own_report = s.reports.get(&fire).is_some_and(|by| *by == nonce);
+            if s.reports.get(&fire).is_some_and(|by| *by != nonce)
+                || (s.missed(fire) && !own_report)
+            {
                 return Err(Claim::DroppedByAnother);
             }
             if let Some((holder, _)) = held {
@@ -175,7 +197,8 @@ impl Guard for MemoryGuard {
 
     fn first_report(&self, fire: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
         let first = self.store.with(&self.job, |s| {
-            s.reports.entry(fire).or_insert_with(|| self.nonce.clone()) == &self.nonce
+            !s.missed(fire)
+                && s.reports.entry(fire).or_insert_with(|| self.nonce.clone()) == &self.nonce
         });
         Box::pin(async move { Ok(first) })
     }
@@ -197,6 +220,26 @@ impl Guard for MemoryGuard {
             }
         });
         Box::pin(async { Ok(()) })
+    }
+
+    fn fate_point(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let point = self.store.with(&self.job, |s| s.fate_point());
+        Box::pin(async move { Ok(point) })
+    }
+
+    fn report_missed(
+        &self,
+        _first: DateTime<Utc>,
+        last: DateTime<Utc>,
+    ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+        let before = self.store.with(&self.job, |s| {
+            let before = s.fate_point();
+            if before.is_none_or(|p| p < last) {
+                s.missed_through = Some(last);
+            }
+            before
+        });
+        Box::pin(async move { Ok(before) })
     }
 
     fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
