@@ -144,6 +144,7 @@ mod metrics;
 mod model;
 mod operate;
 mod options;
+mod private_dir;
 mod registry;
 mod selection;
 #[cfg(test)]

@@ -16,8 +16,8 @@ use chrono::{DateTime, Utc};
 use fs2::FileExt;
 
 use crate::clock::epoch_millis;
-use crate::config::{check_private_dir, STATE_DIR};
 use crate::guard::file::file_stem;
+use crate::private_dir::{check_private_dir, STATE_DIR};
 
 /// The state dir of this process.
 #[derive(Debug)]
