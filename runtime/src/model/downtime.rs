@@ -123,7 +123,6 @@ impl JobModel {
     /// the first one still inside it on (a later fire is never reported missed before an earlier
     /// one that may still run).
     fn walk_from(&self, point: DateTime<Utc>, since: DateTime<Utc>, now: Now) -> Walk {
-        let grace = self.spec.misfire_grace;
         let mut walk = Walk {
             missed: None,
             caught: Vec::new(),
@@ -131,31 +130,12 @@ impl JobModel {
         let mut next = self.spec.schedule.next_after(point);
         while let Some(t) = next.filter(|t| *t <= since) {
             let fire = self.fire_at(t);
-            next = self.spec.schedule.next_after(t);
             if !walk.caught.is_empty() || now.wall < fire.deadline() {
                 walk.caught.push(fire);
+                next = self.spec.schedule.next_after(t);
                 continue;
             }
-            let m = walk.missed.get_or_insert(Missed {
-                first: t,
-                last: t,
-                count: 0,
-                walked_all: true,
-            });
-            m.last = t;
-            m.count += 1;
-            if m.count >= MISSED_WALK_LIMIT {
-                // Jump to the fires still inside their grace; the count is a lower bound.
-                m.walked_all = false;
-                let edge = now.wall - chrono::TimeDelta::from_std(grace).unwrap_or_default();
-                if let Some(n) = next.filter(|n| *n < edge && *n <= since) {
-                    let jumped = self.spec.schedule.next_after(edge.min(since));
-                    if jumped.is_some_and(|j| j > n) {
-                        m.last = edge.min(since).min(now.wall);
-                        next = jumped;
-                    }
-                }
-            }
+            next = self.count_missed(&mut walk.missed, t, since, now);
         }
         walk
     }

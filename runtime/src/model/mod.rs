@@ -856,30 +856,45 @@ impl JobModel {
                 next = self.spec.schedule.next_after(t);
                 continue;
             }
-            let m = missed.get_or_insert(Missed {
-                first: t,
-                last: t,
-                count: 0,
-                walked_all: true,
-            });
-            m.last = t;
-            m.count += 1;
-            next = self.spec.schedule.next_after(t);
-            if m.count >= MISSED_WALK_LIMIT {
-                // Jump to the first fire still inside its grace; the count is a lower bound.
-                m.walked_all = false;
-                let edge = now.wall - chrono::TimeDelta::from_std(grace).unwrap_or_default();
-                if let Some(n) = next.filter(|n| *n < edge) {
-                    let jumped = self.spec.schedule.next_after(edge);
-                    if jumped.is_some_and(|j| j > n) {
-                        m.last = edge.min(now.wall);
-                        next = jumped;
-                    }
-                }
-            }
+            next = self.count_missed(&mut missed, t, now.wall, now);
         }
         self.report_missed(missed, now, out);
         self.next_fire = next;
+    }
+
+    /// Counts fire `t` as missed and answers the next fire to look at: after
+    /// [`MISSED_WALK_LIMIT`] fires, the first one still inside its grace (no later than `until`),
+    /// and the count becomes a lower bound.
+    fn count_missed(
+        &self,
+        missed: &mut Option<Missed>,
+        t: DateTime<Utc>,
+        until: DateTime<Utc>,
+        now: Now,
+    ) -> Option<DateTime<Utc>> {
+        let m = missed.get_or_insert(Missed {
+            first: t,
+            last: t,
+            count: 0,
+            walked_all: true,
+        });
+        m.last = t;
+        m.count += 1;
+        let next = self.spec.schedule.next_after(t);
+        if m.count < MISSED_WALK_LIMIT {
+            return next;
+        }
+        m.walked_all = false;
+        let grace = chrono::TimeDelta::from_std(self.spec.misfire_grace).unwrap_or_default();
+        let edge = (now.wall - grace).min(until);
+        if let Some(n) = next.filter(|n| *n < edge) {
+            let jumped = self.spec.schedule.next_after(edge);
+            if jumped.is_some_and(|j| j > n) {
+                m.last = edge.min(now.wall);
+                return jumped;
+            }
+        }
+        next
     }
 
     fn report_missed(&mut self, missed: Option<Missed>, now: Now, out: &mut Vec<Action>) {
