@@ -6,7 +6,6 @@
 use chrono::{DateTime, Utc};
 
 use super::{Action, JobModel, Missed, Now, MISSED_WALK_LIMIT};
-use crate::clock::after;
 use crate::events::EventKind;
 use crate::fire::{fmt_time, human, Fire};
 
@@ -80,19 +79,16 @@ impl JobModel {
     }
 
     /// The newest fire up to `point` that should have started by `now` (its grace, and its
-    /// jitter, have passed), walking back a bounded number of fires.
+    /// jitter, have passed).
     fn due_up_to(&self, point: DateTime<Utc>, now: Now) -> Option<DateTime<Utc>> {
-        let grace = self.due_grace();
-        let mut fire = Some(point);
-        for _ in 0..MISSED_WALK_LIMIT {
-            match fire {
-                Some(t) if after(t, grace) > now.wall => {
-                    fire = self.spec.schedule.previous_before(t);
-                }
-                _ => break,
-            }
+        let grace = chrono::TimeDelta::from_std(self.due_grace()).ok()?;
+        let edge = now.wall.checked_sub_signed(grace)?;
+        if point <= edge {
+            return Some(point);
         }
-        fire.filter(|t| after(*t, grace) <= now.wall)
+        // `previous_before` is strictly before: a fire exactly at the edge is due.
+        let just_after = edge.checked_add_signed(chrono::TimeDelta::nanoseconds(1))?;
+        self.spec.schedule.previous_before(just_after)
     }
 
     /// Fires caught up after downtime come due, before the ones taken since the start (which are
