@@ -94,7 +94,7 @@ fn paused_skip(e: &Event) -> bool {
 
 /// The whole round against one store: `scheduler` runs job `tick` (every second) on it.
 async fn operate(store: Vec<String>, scheduler: Cronguard, keeps_history: bool) {
-    let mut events = scheduler.subscribe();
+    let mut events = scheduler.monitor().subscribe();
     // By its first run the replica has announced its jobs.
     event(&mut events, "started", started).await;
 
@@ -305,7 +305,7 @@ fn beat_row(table: &str) -> &str {
 async fn dead_man(shared: Shared) {
     let store = shared.flags();
     let replica = shared.replica().await;
-    let mut events = replica.subscribe();
+    let mut events = replica.monitor().subscribe();
     event(&mut events, "started", started).await;
     let fine = health_until(&store, 0, "a replica runs the job").await;
     assert!(fine.stdout.starts_with("JOB"), "{}", fine.stdout);

@@ -90,7 +90,7 @@ impl std::fmt::Debug for Dashboard {
 impl Dashboard {
     /// The dashboard of `handle`'s scheduler. Its strips show the fires from now on.
     pub fn new(handle: &Cronguard) -> Self {
-        Dashboard::with_events(handle.monitor(), handle.subscribe())
+        Dashboard::with_events(handle.monitor(), handle.monitor().subscribe())
     }
 
     /// The dashboard of the scheduler behind `monitor`, its strips fed from `events`

@@ -162,11 +162,15 @@ async fn chromium_renders_the_page_shows_the_misfire_and_pauses_a_job() {
     eventually(
         "chromium to pause tick",
         Duration::from_secs(60),
-        || async { handle.job(TICK).and_then(|j| j.paused).is_some() },
+        || async { handle.monitor().job(TICK).and_then(|j| j.paused).is_some() },
     )
     .await;
     let _ = pressing.kill().await;
-    let paused = handle.job(TICK).and_then(|j| j.paused).expect("paused");
+    let paused = handle
+        .monitor()
+        .job(TICK)
+        .and_then(|j| j.paused)
+        .expect("paused");
     assert_eq!(paused.by, "chromium");
     let dom = dump_dom(&profile, &format!("http://{addr}/ops")).await;
     let tick = row(&dom, TICK);

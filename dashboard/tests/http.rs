@@ -109,7 +109,7 @@ async fn the_page_lists_jobs_escapes_names_and_draws_the_misfire_the_test_caused
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buttons_are_refused_without_a_check_and_pause_resume_and_run_with_one() {
     let handle = scheduler().await;
-    let mut events = handle.subscribe();
+    let mut events = handle.monitor().subscribe();
     let open = Router::new().nest("/ops", Dashboard::new(&handle).router());
     let open = serve(open).await;
     let form = format!("job={}", enc(TICK));
@@ -122,7 +122,7 @@ async fn buttons_are_refused_without_a_check_and_pause_resume_and_run_with_one()
         "{}",
         reply.body
     );
-    assert!(handle.job(TICK).expect("tick").paused.is_none());
+    assert!(handle.monitor().job(TICK).expect("tick").paused.is_none());
 
     let guarded = Dashboard::new(&handle)
         .authorize(|request| {
@@ -163,13 +163,18 @@ async fn buttons_are_refused_without_a_check_and_pause_resume_and_run_with_one()
         403,
         "a browser's cross-site POST is refused"
     );
-    assert!(handle.job(TICK).expect("tick").paused.is_none());
+    assert!(handle.monitor().job(TICK).expect("tick").paused.is_none());
 
     // Pause: 303 back to the page, which shows the job paused with a resume button.
     let reply = request(addr, "POST", "/ops/pause", &token, Some(&form)).await;
     assert_eq!(reply.code, 303, "{}", reply.body);
     assert_eq!(reply.header("location"), Some("../ops"));
-    let paused = handle.job(TICK).expect("tick").paused.expect("paused");
+    let paused = handle
+        .monitor()
+        .job(TICK)
+        .expect("tick")
+        .paused
+        .expect("paused");
     assert_eq!(paused.by, "alice <ops>");
     let page = request(addr, "GET", "/ops", &[], None).await.body;
     let tick = row(&page, TICK);
@@ -187,7 +192,7 @@ async fn buttons_are_refused_without_a_check_and_pause_resume_and_run_with_one()
     .await;
     assert_eq!(reply.code, 303);
     assert_eq!(reply.header("location"), Some("../ops?after=a%20b&limit=5"));
-    assert!(handle.job(TICK).expect("tick").paused.is_none());
+    assert!(handle.monitor().job(TICK).expect("tick").paused.is_none());
 
     // Run now: a run with a manual key.
     let reply = request(addr, "POST", "/ops/run", &token, Some(&form)).await;

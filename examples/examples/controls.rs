@@ -45,17 +45,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     println!("pausing on a");
-    a.pause("settle", "example").await?;
+    a.monitor().pause("settle", "example").await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    println!("b sees: {:?}", b.job("settle").and_then(|j| j.paused));
+    println!(
+        "b sees: {:?}",
+        b.monitor().job("settle").and_then(|j| j.paused)
+    );
 
     println!("run now, asked on b (while paused)");
-    let key = b.trigger("settle")?;
+    let key = b.monitor().trigger("settle")?;
     println!("  asked for {key}");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     println!("resuming on b");
-    b.resume("settle", "example").await?;
+    b.monitor().resume("settle", "example").await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     a.shutdown().await;
     b.shutdown().await;

@@ -74,7 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let handle = builder.start().await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    for status in handle.jobs() {
+    for status in handle.monitor().jobs() {
         println!(
             "{}: {} ({} runs)",
             status.name, status.description, status.counts.succeeded

@@ -28,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .start()
         .await?;
     tokio::time::sleep(Duration::from_secs(12)).await;
-    for job in handle.jobs() {
+    for job in handle.monitor().jobs() {
         println!(
             "{}: {} runs succeeded, next fire {:?}",
             job.name, job.counts.succeeded, job.next_fire

@@ -43,7 +43,7 @@ async fn main() -> Result<(), cronguard::Error> {
         )
         .init();
     let handle = cronguard::start().await?;
-    for job in handle.jobs() {
+    for job in handle.monitor().jobs() {
         tracing::info!(job = %job.name, schedule = %job.schedule, next_fire = ?job.next_fire, "scheduled");
     }
     handle.run_until_shutdown_signal().await

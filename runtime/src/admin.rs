@@ -28,7 +28,7 @@
 //! reads about once a second; a run asked for with [`Store::trigger`] is published there and
 //! claimed by the replicas that run the job, exactly one of which runs it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,7 +38,6 @@ use cronguard_schedule::{Schedule, ScheduleError};
 use crate::clock::after;
 use crate::control::{ManualRun, Pause};
 use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry};
-use crate::guard::file::{FileFeed, FileGuard};
 use crate::guard::{Guard, GuardError};
 use crate::health::CLAIM_AHEAD_TOLERANCE;
 use crate::history::HistoryEntry;
@@ -214,15 +213,11 @@ pub enum AdminError {
 
 /// Where the store lives.
 enum Backend {
-    LockDir(PathBuf),
+    LockDir(crate::guard::file::FileStore),
     #[cfg(feature = "redis")]
-    Redis {
-        conn: crate::guard::redis::RedisConn,
-        batcher: Arc<crate::guard::redis::Batcher>,
-        prefix: String,
-    },
+    Redis(crate::guard::redis::RedisStore),
     #[cfg(feature = "postgres")]
-    Postgres(Arc<crate::guard::postgres::Database>),
+    Postgres(crate::guard::postgres::PostgresStore),
 }
 
 /// A shared guard's store: a lock dir (`lock = "file"`), Redis (`lock = "redis"`) or PostgreSQL
@@ -249,36 +244,17 @@ impl Store {
     ///
     /// [`AdminError::Open`] when the folder is missing, not a folder or another user's.
     pub fn lock_dir(dir: impl AsRef<Path>) -> Result<Store, AdminError> {
-        let dir = dir.as_ref().to_owned();
+        let dir = dir.as_ref();
         let shown = format!("the lock dir `{}`", dir.display());
-        let open = |problem: String| AdminError::Open {
-            store: shown.clone(),
-            problem,
-        };
-        let meta = std::fs::metadata(&dir).map_err(|e| {
-            open(format!(
-                "{e}; give the `CRONGUARD_LOCK_DIR` of the replicas (a replica creates it when it starts)"
-            ))
-        })?;
-        if !meta.is_dir() {
-            return Err(open(
-                "it is not a folder; give the `CRONGUARD_LOCK_DIR` of the replicas".to_owned(),
-            ));
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let uid = nix::unistd::Uid::effective().as_raw();
-            if meta.uid() != uid {
-                return Err(open(format!(
-                    "it belongs to uid {}, not to uid {uid} that this runs as; run this as the replicas' user (`sudo -u`), so that the files it writes stay theirs",
-                    meta.uid()
-                )));
+        let store = crate::guard::file::FileStore::open_for_admin(dir).map_err(|problem| {
+            AdminError::Open {
+                store: shown.clone(),
+                problem,
             }
-        }
+        })?;
         Ok(Store {
-            feed: Arc::new(FileFeed::new(&dir)),
-            backend: Backend::LockDir(dir),
+            feed: store.feed(),
+            backend: Backend::LockDir(store),
             shown,
         })
     }
@@ -293,39 +269,17 @@ impl Store {
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub async fn redis(url: &str, prefix: &str) -> Result<Store, AdminError> {
-        use crate::guard::redis::{open_with, Open, TlsFiles};
-        let shown = format!("Redis at `{}`", crate::config::redact(url));
-        let open = |problem: String| AdminError::Open {
-            store: shown.clone(),
-            problem,
-        };
-        let conn =
-            match tokio::time::timeout(STORE_WAIT, open_with(url, &TlsFiles::default())).await {
-                Ok(Open::Ready(conn)) => conn,
-                Ok(Open::Unreachable(_, why)) => {
-                    return Err(open(format!(
-                        "it cannot be reached ({why}); check the URL and that the server is up"
-                    )))
-                }
-                Ok(Open::Misconfigured(why)) => {
-                    return Err(open(format!(
-                        "{why}; check the URL, the user and the password"
-                    )))
-                }
-                Err(_) => {
-                    return Err(open(
-                        "it did not answer within 5 s; check the URL and that the server is up"
-                            .to_owned(),
-                    ))
-                }
-            };
+        use crate::guard::redis::{redact, RedisStore};
+        let shown = format!("Redis at `{}`", redact(url));
+        let store = RedisStore::open_for_admin(url, prefix, STORE_WAIT)
+            .await
+            .map_err(|problem| AdminError::Open {
+                store: shown.clone(),
+                problem,
+            })?;
         Ok(Store {
-            feed: Arc::new(crate::guard::redis::RedisFeed::new(conn.clone(), prefix)),
-            backend: Backend::Redis {
-                batcher: crate::guard::redis::Batcher::new(conn.clone()),
-                conn,
-                prefix: prefix.to_owned(),
-            },
+            feed: store.feed(),
+            backend: Backend::Redis(store),
             shown,
         })
     }
@@ -340,30 +294,17 @@ impl Store {
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     pub async fn postgres(url: &str, schema: &str) -> Result<Store, AdminError> {
-        use crate::guard::postgres::{redact, Database};
+        use crate::guard::postgres::{redact, PostgresStore};
         let shown = format!("PostgreSQL at `{}`", redact(url));
-        let db = match tokio::time::timeout(STORE_WAIT * 2, Database::connect(url, schema)).await {
-            Ok(Ok(db)) => Arc::new(db),
-            Ok(Err(problem)) => {
-                return Err(AdminError::Open {
-                    store: shown,
-                    problem: format!(
-                        "{problem}; check the URL, the user, the password and the schema"
-                    ),
-                })
-            }
-            Err(_) => {
-                return Err(AdminError::Open {
-                    store: shown,
-                    problem:
-                        "it did not answer within 10 s; check the URL and that the server is up"
-                            .to_owned(),
-                })
-            }
-        };
+        let store = PostgresStore::open_for_admin(url, schema, STORE_WAIT * 2)
+            .await
+            .map_err(|problem| AdminError::Open {
+                store: shown.clone(),
+                problem,
+            })?;
         Ok(Store {
-            feed: Arc::new(crate::guard::postgres::PostgresFeed::new(Arc::clone(&db))),
-            backend: Backend::Postgres(db),
+            feed: store.feed(),
+            backend: Backend::Postgres(store),
             shown,
         })
     }
@@ -372,29 +313,17 @@ impl Store {
     /// matter to what the tool asks).
     fn guard(&self, job: &str) -> Arc<dyn Guard> {
         match &self.backend {
-            Backend::LockDir(dir) => Arc::new(FileGuard::new(dir, job)),
+            Backend::LockDir(store) => store.guard(job, crate::Overlap::Skip),
             #[cfg(feature = "redis")]
-            Backend::Redis {
-                conn,
-                batcher,
-                prefix,
-            } => Arc::new(crate::guard::redis::RedisGuard::new(
-                conn.clone(),
-                Arc::clone(batcher),
-                prefix,
-                job,
-                crate::DEFAULT_LEASE,
-                crate::Overlap::Skip,
-            )),
+            Backend::Redis(store) => store.guard(job, crate::DEFAULT_LEASE, crate::Overlap::Skip),
             #[cfg(feature = "postgres")]
-            Backend::Postgres(db) => Arc::new(crate::guard::postgres::PostgresGuard::new(
-                Arc::clone(db),
+            Backend::Postgres(store) => store.guard(
                 job,
-                Arc::from(ADMIN_INSTANCE),
+                &Arc::from(ADMIN_INSTANCE),
                 crate::DEFAULT_LEASE,
                 crate::Overlap::Skip,
                 true,
-            )),
+            ),
         }
     }
 
@@ -411,7 +340,10 @@ impl Store {
             }),
             Err(_) => Err(AdminError::Store {
                 store: self.shown.clone(),
-                source: GuardError::Invalid("no answer within 5 s".to_owned()),
+                source: GuardError::new(
+                    crate::guard::GuardErrorKind::Timeout,
+                    "no answer within 5 s",
+                ),
             }),
         }
     }
@@ -571,10 +503,11 @@ impl Store {
         self.announced(job).await?;
         let guard = self.guard(job);
         match self.ask(guard.set_pause(pause)).await {
-            Err(AdminError::Store {
-                source: GuardError::Unsupported(_),
-                ..
-            }) => return Err(AdminError::Unsupported(job.to_owned())),
+            Err(AdminError::Store { source, .. })
+                if source.kind() == crate::guard::GuardErrorKind::Unsupported =>
+            {
+                return Err(AdminError::Unsupported(job.to_owned()))
+            }
             other => other?,
         }
         self.publish(job, action).await
@@ -590,7 +523,7 @@ impl Store {
     /// request could not be published (then nothing runs).
     pub async fn trigger(&self, job: &str) -> Result<String, AdminError> {
         self.announced(job).await?;
-        if !self.guard(job).supports_controls() {
+        if self.guard(job).controls().is_none() {
             return Err(AdminError::Unsupported(job.to_owned()));
         }
         let run = ManualRun {
@@ -631,18 +564,16 @@ impl Store {
         job: &str,
         since: DateTime<Utc>,
     ) -> Result<Vec<HistoryEntry>, AdminError> {
-        let entries = self.ask(self.guard(job).history(since)).await?;
-        match entries {
-            None => {
-                self.announced(job).await?;
-                Err(AdminError::NoHistory(job.to_owned()))
-            }
-            Some(entries) if entries.is_empty() => {
-                self.announced(job).await?;
-                Ok(entries)
-            }
-            Some(entries) => Ok(entries),
+        let guard = self.guard(job);
+        let Some(history) = guard.history() else {
+            self.announced(job).await?;
+            return Err(AdminError::NoHistory(job.to_owned()));
+        };
+        let entries = self.ask(history.read(since)).await?;
+        if entries.is_empty() {
+            self.announced(job).await?;
         }
+        Ok(entries)
     }
 }
 

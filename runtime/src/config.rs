@@ -1,7 +1,7 @@
 //! Settings: from the environment, overridable in code, checked against the jobs at start.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -11,16 +11,11 @@ use crate::clock::Clock;
 use crate::error::{Error, Problem, ProblemKind};
 use crate::events::{Event, EventSink, Hook};
 use crate::executor::{self, Shared};
-use crate::guard::feed::ControlFeed;
 use crate::guard::{Guard, GuardSpec};
-use crate::guards::{
-    GuardSettings, Stores, DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA,
-};
+use crate::guards::{GuardSettings, Stores};
 use crate::handle::Cronguard;
 use crate::job::{registered, Job, JobDefaults};
-use crate::operate::{Feeds, GuardMaker};
 use crate::options::Lock;
-use crate::private_dir::{check_private_dir, LOCK_DIR};
 use crate::selection::Selection;
 use crate::state::States;
 
@@ -74,21 +69,12 @@ pub fn builder() -> Builder {
 /// ```
 #[must_use]
 pub struct Builder {
-    lock_dir: Option<PathBuf>,
+    /// The settings of every kind of guard; each backend reads its own.
+    guards: GuardSettings,
     state_dir: Option<PathBuf>,
-    redis_url: Option<String>,
-    redis_prefix: String,
-    redis_tls_ca: Option<PathBuf>,
-    redis_tls_client_cert: Option<PathBuf>,
-    redis_tls_client_key: Option<PathBuf>,
-    redis_wait: Option<(u32, Duration)>,
-    postgres_url: Option<String>,
-    postgres_schema: String,
     history: bool,
-    history_retention_days: u32,
     standby: Option<Duration>,
     claim_ahead: Duration,
-    custom_guards: BTreeMap<String, crate::guard::GuardFactory>,
     instance: Option<String>,
     clock: Clock,
     jobs: Vec<Job>,
@@ -98,10 +84,10 @@ pub struct Builder {
     /// `CRONGUARD_JOBS`, or [`Builder::select_jobs`].
     selection: Option<String>,
     states: States,
-    require_guards_at_start: bool,
 }
 
-fn env(name: &str) -> Option<String> {
+/// The variable `name`, unless it is unset or blank.
+pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
@@ -109,22 +95,11 @@ impl Builder {
     /// Settings from the environment only.
     pub fn from_env() -> Self {
         Builder {
-            lock_dir: env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
+            guards: GuardSettings::from_env(),
             state_dir: env("CRONGUARD_STATE_DIR").map(PathBuf::from),
-            redis_url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
-            redis_prefix: "cronguard".to_owned(),
-            redis_tls_ca: env("CRONGUARD_REDIS_CA_FILE").map(PathBuf::from),
-            redis_tls_client_cert: env("CRONGUARD_REDIS_CLIENT_CERT_FILE").map(PathBuf::from),
-            redis_tls_client_key: env("CRONGUARD_REDIS_CLIENT_KEY_FILE").map(PathBuf::from),
-            redis_wait: None,
-            postgres_url: env("CRONGUARD_POSTGRES_URL").or_else(|| env("DATABASE_URL")),
-            postgres_schema: env("CRONGUARD_POSTGRES_SCHEMA")
-                .unwrap_or_else(|| DEFAULT_POSTGRES_SCHEMA.to_owned()),
             history: false,
-            history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
             standby: None,
             claim_ahead: Duration::ZERO,
-            custom_guards: BTreeMap::new(),
             instance: env("CRONGUARD_INSTANCE"),
             clock: Clock::system(),
             jobs: Vec::new(),
@@ -132,7 +107,6 @@ impl Builder {
             hooks: Vec::new(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             states: States::default(),
-            require_guards_at_start: false,
             selection: env("CRONGUARD_JOBS"),
         }
     }
@@ -150,7 +124,7 @@ impl Builder {
     /// The folder of the `file` guards' lock files: created (mode 0700) if missing; it must
     /// belong to this process's user and be writable by nobody else, and must not be a link.
     pub fn lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.lock_dir = Some(dir.into());
+        self.guards.lock_dir = Some(dir.into());
         self
     }
 
@@ -177,7 +151,7 @@ impl Builder {
     /// `true`, an unreachable server is a start error too ([`ProblemKind::Unreachable`]). See
     /// "Starting while a guard's server is down" in the README.
     pub fn require_guards_at_start(mut self, required: bool) -> Self {
-        self.require_guards_at_start = required;
+        self.guards.required_at_start = required;
         self
     }
 
@@ -188,8 +162,10 @@ impl Builder {
     /// own goes in the parameter `?sentinel_password=`), or
     /// `redis+cluster://[user:password@]host1:port1,host2:port2,...` for a Redis Cluster (any
     /// one reachable node is enough as a seed; a cluster has no database number).
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis_url(mut self, url: impl Into<String>) -> Self {
-        self.redis_url = Some(url.into());
+        self.guards.redis.url = Some(url.into());
         self
     }
 
@@ -197,29 +173,35 @@ impl Builder {
     /// signed the server's certificate, trusted instead of the operating system's store (for a
     /// server with a certificate of a private CA). Also `CRONGUARD_REDIS_CA_FILE`. Set with a URL
     /// that does not use TLS, it is a start error.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis_tls_ca(mut self, ca_file: impl Into<PathBuf>) -> Self {
-        self.redis_tls_ca = Some(ca_file.into());
+        self.guards.redis.tls.ca = Some(ca_file.into());
         self
     }
 
     /// For a `rediss://` URL (feature `redis-tls`) to a server with `tls-auth-clients yes`: PEM
     /// files of the client certificate (chain) and of its private key. Also
     /// `CRONGUARD_REDIS_CLIENT_CERT_FILE` and `CRONGUARD_REDIS_CLIENT_KEY_FILE`.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis_tls_client_cert(
         mut self,
         cert_file: impl Into<PathBuf>,
         key_file: impl Into<PathBuf>,
     ) -> Self {
-        self.redis_tls_client_cert = Some(cert_file.into());
-        self.redis_tls_client_key = Some(key_file.into());
+        self.guards.redis.tls.client_cert = Some(cert_file.into());
+        self.guards.redis.tls.client_key = Some(key_file.into());
         self
     }
 
     /// The first part of every Redis key (default `cronguard`): keys are
     /// `<prefix>:{<job>}:lock`, `<prefix>:{<job>}:state`, `<prefix>:{<job>}:cancel` and
     /// `<prefix>:{<job>}:reported:<fire ms>`.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.redis_prefix = prefix.into();
+        self.guards.redis.prefix = prefix.into();
         self
     }
 
@@ -236,22 +218,28 @@ impl Builder {
     /// the same fire to a second replica. With it, a claim whose run started is on `replicas`
     /// replicas, which narrows that window but is no consensus: a failover can still promote a
     /// replica that had not received it. See "Durability: waiting for replicas" in the README.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis_wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
-        self.redis_wait = Some((replicas, timeout));
+        self.guards.redis.wait = Some((replicas, timeout));
         self
     }
 
     /// The PostgreSQL URL of the `postgres` guards (`postgres://user:password@host:5432/db`, or
     /// the `key=value` form).
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     pub fn postgres_url(mut self, url: impl Into<String>) -> Self {
-        self.postgres_url = Some(url.into());
+        self.guards.postgres.url = Some(url.into());
         self
     }
 
     /// The schema of the `postgres` guard's tables (default `cronguard`): created at start when
     /// missing, with the tables and functions in the README ("The PostgreSQL guard").
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     pub fn postgres_schema(mut self, schema: impl Into<String>) -> Self {
-        self.postgres_schema = schema.into();
+        self.guards.postgres.schema = schema.into();
         self
     }
 
@@ -286,7 +274,7 @@ impl Builder {
     /// How many days of run history the `postgres` guard keeps (default 30): older rows are
     /// deleted at start and every hour, 1,000 rows at a time.
     pub fn history_retention_days(mut self, days: u32) -> Self {
-        self.history_retention_days = days;
+        self.guards.history_retention_days = days;
         self
     }
 
@@ -299,7 +287,7 @@ impl Builder {
         name: impl Into<String>,
         factory: impl Fn(&GuardSpec) -> Arc<dyn Guard> + Send + Sync + 'static,
     ) -> Self {
-        self.custom_guards.insert(name.into(), Arc::new(factory));
+        self.guards.custom.insert(name.into(), Arc::new(factory));
         self
     }
 
@@ -472,12 +460,6 @@ impl Builder {
             ));
         }
 
-        let lock_dir = self.lock_dir.unwrap_or_else(default_lock_dir);
-        if jobs.iter().any(|j| j.lock == Lock::File) {
-            if let Err(p) = check_lock_dir(&lock_dir) {
-                problems.push(Problem::new(ProblemKind::LockDir, None, p));
-            }
-        }
         let has_local = jobs.iter().any(|j| j.lock == Lock::Local && j.enabled);
         let state_dir = match (&self.state_dir, has_local) {
             (Some(dir), true) => match crate::state_dir::StateDir::open(dir) {
@@ -493,41 +475,13 @@ impl Builder {
             }
             (_, false) => None,
         };
-        let redis_jobs: Vec<&Job> = jobs.iter().filter(|j| j.lock == Lock::Redis).collect();
-        let redis = if redis_jobs.is_empty() {
-            None
-        } else {
-            connect_redis(
-                self.redis_url.as_deref(),
-                RedisTlsSettings {
-                    ca: self.redis_tls_ca,
-                    client_cert: self.redis_tls_client_cert,
-                    client_key: self.redis_tls_client_key,
-                },
-                self.redis_wait,
-                self.require_guards_at_start,
-                &redis_jobs,
-                &mut problems,
-            )
-            .await
-        };
-        let stores = Stores::connect(
-            GuardSettings {
-                postgres_url: self.postgres_url,
-                postgres_schema: self.postgres_schema,
-                history_retention_days: self.history_retention_days,
-                custom: self.custom_guards,
-                required_at_start: self.require_guards_at_start,
-            },
-            &jobs,
-            &mut problems,
-        )
-        .await;
+        let instance: Arc<str> = Arc::from(self.instance.unwrap_or_else(default_instance));
+        let states = Arc::new(self.states);
+        let stores = Stores::open(self.guards, &jobs, &instance, &states, &mut problems).await;
         if !problems.is_empty() {
             return Err(Error::Config { problems });
         }
 
-        let instance: Arc<str> = Arc::from(self.instance.unwrap_or_else(default_instance));
         let shared = Shared {
             clock: self.clock,
             events: EventSink::new(self.hooks),
@@ -536,25 +490,17 @@ impl Builder {
             deadline: Arc::new(OnceLock::new()),
             tasks: tokio_util::task::TaskTracker::new(),
             origin: tokio::time::Instant::now(),
-            states: Arc::new(self.states),
+            states,
             presence: Arc::new(crate::executor::Presence::new(&instance)),
             state_dir,
         };
         let needs_retention = jobs.iter().any(|j| j.history && j.lock == Lock::Postgres);
-        let guards = JobGuards {
-            redis,
-            redis_prefix: self.redis_prefix,
-            stores,
-            lock_dir,
-            instance: Arc::clone(&shared.instance),
-            states: Arc::clone(&shared.states),
-        };
         // In reverse, as the executor takes them from the back (in their first order), giving
         // back the room of those taken as it goes: a million jobs are not held twice.
         jobs.retain(|job| job.body.is_some()); // reported above: a job without a body does not start
         jobs.reverse();
         let job_guards: Vec<Option<Arc<dyn Guard>>> =
-            jobs.iter().map(|job| guards.build(job)).collect();
+            jobs.iter().map(|job| stores.build(job)).collect();
         crate::guards::spawn_skew_monitors(
             jobs.iter().zip(job_guards.iter().map(Option::as_ref)),
             &shared.clock,
@@ -562,9 +508,9 @@ impl Builder {
         )
         .await;
         if needs_retention {
-            guards.stores.spawn_retention(&shared.stop);
+            stores.spawn_retention(&shared.stop);
         }
-        let feeds = guards.feeds(jobs.iter().map(|job| &job.lock));
+        let feeds = stores.feeds(jobs.iter().map(|job| &job.lock));
         let count = jobs.len();
         crate::metrics::describe();
         let shards = executor::start(
@@ -580,7 +526,7 @@ impl Builder {
             shared,
             self.shutdown_timeout,
             feeds,
-            Box::new(guards),
+            Box::new(stores),
             defaults,
         ))
     }
@@ -625,177 +571,12 @@ fn duplicate_names(jobs: &[Job]) -> Vec<Problem> {
         .collect()
 }
 
-fn quoted(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn default_instance() -> String {
     format!(
         "{}:{}",
         gethostname::gethostname().to_string_lossy(),
         std::process::id()
     )
-}
-
-/// The default lock dir, private to this process's user: `$XDG_RUNTIME_DIR/cronguard` when that
-/// is set (and the user's), else `/run/cronguard` for root when `/run` exists, else
-/// `<temp dir>/cronguard-<uid>`.
-#[cfg(unix)]
-fn default_lock_dir() -> PathBuf {
-    let uid = nix::unistd::Uid::effective().as_raw();
-    default_lock_dir_for(
-        runtime_dir(std::env::var_os("XDG_RUNTIME_DIR"), uid).as_deref(),
-        uid,
-        Path::new("/run").is_dir(),
-        &std::env::temp_dir(),
-    )
-}
-
-#[cfg(not(unix))]
-fn default_lock_dir() -> PathBuf {
-    std::env::temp_dir().join("cronguard")
-}
-
-/// `$XDG_RUNTIME_DIR` when it is an absolute path to a folder of user `uid` (a variable kept by
-/// `sudo -E` names another user's folder, and that user could replace what is made in it).
-#[cfg(unix)]
-fn runtime_dir(value: Option<std::ffi::OsString>, uid: u32) -> Option<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let dir = PathBuf::from(value?);
-    let meta = std::fs::metadata(&dir).ok()?;
-    (dir.is_absolute() && meta.is_dir() && meta.uid() == uid).then_some(dir)
-}
-
-#[cfg(unix)]
-fn default_lock_dir_for(
-    runtime_dir: Option<&Path>,
-    uid: u32,
-    run_exists: bool,
-    temp_dir: &Path,
-) -> PathBuf {
-    match runtime_dir {
-        Some(dir) => dir.join("cronguard"),
-        None if uid == 0 && run_exists => PathBuf::from("/run/cronguard"),
-        None => temp_dir.join(format!("cronguard-{uid}")),
-    }
-}
-
-fn check_lock_dir(dir: &Path) -> Result<(), String> {
-    check_private_dir(dir, LOCK_DIR)
-}
-
-/// The connection every `redis` job shares.
-#[cfg(feature = "redis")]
-struct RedisLink {
-    conn: crate::guard::redis::RedisConn,
-    batcher: Arc<crate::guard::redis::Batcher>,
-    wait: Option<crate::guard::redis::ReplicaWait>,
-    /// The connection of the claims that wait for replicas (the same as `conn` without waiting).
-    wait_conn: crate::guard::redis::RedisConn,
-}
-
-#[cfg(not(feature = "redis"))]
-struct RedisLink;
-
-/// The stores connected at start, which build the guard of every job — also of a job added
-/// while the scheduler runs.
-struct JobGuards {
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    redis: Option<RedisLink>,
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    redis_prefix: String,
-    stores: Stores,
-    lock_dir: PathBuf,
-    instance: Arc<str>,
-    states: Arc<crate::state::States>,
-}
-
-impl JobGuards {
-    /// The guard of `job`; `None` for `local`, or when its store is not connected.
-    fn build(&self, job: &Job) -> Option<Arc<dyn Guard>> {
-        match (&job.lock, &self.redis) {
-            #[cfg(feature = "redis")]
-            (Lock::Redis, Some(redis)) => Some(Arc::new(
-                crate::guard::redis::RedisGuard::new(
-                    redis.conn.clone(),
-                    Arc::clone(&redis.batcher),
-                    &self.redis_prefix,
-                    &job.name,
-                    job.lease_or_default(),
-                    job.overlap,
-                )
-                .waiting_for_replicas(redis.wait, redis.wait_conn.clone()),
-            )),
-            _ => self.stores.guard(job, &self.lock_dir, &self.instance),
-        }
-    }
-
-    /// The control feed of each kind of shared guard among `locks`.
-    fn feeds<'a>(&self, locks: impl Iterator<Item = &'a Lock>) -> Feeds {
-        let mut feeds = Feeds::new();
-        for lock in locks {
-            if feeds.contains_key(lock.as_str()) {
-                continue;
-            }
-            let feed: Option<Arc<dyn ControlFeed>> = match lock {
-                Lock::File => Some(Arc::new(crate::guard::file::FileFeed::new(&self.lock_dir))),
-                #[cfg(feature = "redis")]
-                Lock::Redis => self.redis.as_ref().map(|redis| {
-                    Arc::new(crate::guard::redis::RedisFeed::new(
-                        redis.conn.clone(),
-                        &self.redis_prefix,
-                    )) as Arc<dyn ControlFeed>
-                }),
-                Lock::Postgres => self.stores.postgres_feed(),
-                _ => None,
-            };
-            if let Some(feed) = feed {
-                feeds.insert(lock.as_str(), feed);
-            }
-        }
-        feeds
-    }
-}
-
-impl GuardMaker for JobGuards {
-    fn guard(&self, job: &Job) -> Result<Option<Arc<dyn Guard>>, String> {
-        let guard = self.build(job);
-        if guard.is_none() && job.lock != Lock::Local {
-            return Err(format!(
-                "no store for `lock = \"{}\"` was connected at start; start with a job of that guard or set its URL on the builder",
-                job.lock
-            ));
-        }
-        Ok(guard)
-    }
-
-    fn problems(&self, job: &Job) -> Vec<String> {
-        let mut problems: Vec<String> = job.problems().into_iter().map(|p| p.to_string()).collect();
-        for key in job.states.iter().filter(|key| !self.states.contains(key)) {
-            problems.push(format!(
-                "it needs state of type `{}`, which was never given to `Builder::state`",
-                key.name()
-            ));
-        }
-        if job.lock == Lock::File {
-            if let Err(p) = check_lock_dir(&self.lock_dir) {
-                problems.push(p);
-            }
-        }
-        problems
-    }
-}
-
-/// The job a problem concerns when it concerns exactly one.
-fn one_job<'a>(jobs: &[&'a Job]) -> Option<&'a str> {
-    match jobs {
-        [job] => Some(job.name()),
-        _ => None,
-    }
 }
 
 /// Says once per process, on stderr, where cronguard's events go when no `tracing` subscriber
@@ -824,237 +605,6 @@ fn subscriber_notice(has_subscriber: bool) -> Option<&'static str> {
     )
 }
 
-fn job_list(jobs: &[&Job]) -> String {
-    quoted(&jobs.iter().map(|j| j.name()).collect::<Vec<_>>())
-}
-
-/// The TLS files of the `redis` guards' connection, as given.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-struct RedisTlsSettings {
-    ca: Option<PathBuf>,
-    client_cert: Option<PathBuf>,
-    client_key: Option<PathBuf>,
-}
-
-#[cfg(feature = "redis")]
-impl RedisTlsSettings {
-    fn files(self) -> Result<crate::guard::redis::TlsFiles, String> {
-        let client = match (self.client_cert, self.client_key) {
-            (Some(cert), Some(key)) => Some((cert, key)),
-            (None, None) => None,
-            (Some(_), None) => return Err("`CRONGUARD_REDIS_CLIENT_CERT_FILE` is set but `CRONGUARD_REDIS_CLIENT_KEY_FILE` is not; set both (the client certificate and its key), or neither".to_owned()),
-            (None, Some(_)) => return Err("`CRONGUARD_REDIS_CLIENT_KEY_FILE` is set but `CRONGUARD_REDIS_CLIENT_CERT_FILE` is not; set both (the client certificate and its key), or neither".to_owned()),
-        };
-        Ok(crate::guard::redis::TlsFiles {
-            ca: self.ca,
-            client,
-        })
-    }
-}
-
-#[cfg(feature = "redis")]
-async fn connect_redis(
-    url: Option<&str>,
-    tls: RedisTlsSettings,
-    wait: Option<(u32, Duration)>,
-    required: bool,
-    jobs: &[&Job],
-    problems: &mut Vec<Problem>,
-) -> Option<RedisLink> {
-    use crate::guard::redis::Open;
-    let wait = match wait
-        .map(|(replicas, timeout)| crate::guard::redis::ReplicaWait::check(replicas, timeout))
-    {
-        None => None,
-        Some(Ok(wait)) => Some(wait),
-        Some(Err(why)) => {
-            problems.push(Problem::new(ProblemKind::Other, None, why));
-            return None;
-        }
-    };
-    let Some(url) = url else {
-        problems.push(Problem::new(ProblemKind::MissingUrl, one_job(jobs), format!(
-            "{} {} {} `lock = \"redis\"` but no Redis URL is set; set `CRONGUARD_REDIS_URL` (or `REDIS_URL`), or call `Builder::redis_url`",
-            if jobs.len() == 1 { "job" } else { "jobs" },
-            job_list(jobs),
-            if jobs.len() == 1 { "uses" } else { "use" },
-        )));
-        return None;
-    };
-    let tls = match tls.files() {
-        Ok(files) => files,
-        Err(why) => {
-            problems.push(Problem::new(ProblemKind::GuardRefused, None, why));
-            return None;
-        }
-    };
-    let conn = match crate::guard::redis::open_with(url, &tls).await {
-        Open::Ready(conn) => conn,
-        Open::Unreachable(_, why) if required => {
-            problems.push(Problem::new(ProblemKind::Unreachable, None, format!(
-                "Redis at `{}` cannot be reached ({why}); check `CRONGUARD_REDIS_URL` and that the server is up, or let the scheduler start without it (`Builder::require_guards_at_start(false)`, the default)",
-                redact(url)
-            )));
-            return None;
-        }
-        Open::Unreachable(conn, why) => {
-            tracing::warn!(
-                redis = %redact(url),
-                error = %why,
-                jobs = jobs.len(),
-                "Redis cannot be reached at start; the jobs that use it report their fires as misfires until it answers, and resume then without a restart"
-            );
-            conn
-        }
-        Open::Misconfigured(why) => {
-            problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
-                "Redis at `{}` cannot be used: {why}; check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
-                redact(url)
-            )));
-            return None;
-        }
-    };
-    let wait_conn = match wait {
-        None => conn.clone(),
-        Some(_) => match crate::guard::redis::open_with(url, &tls).await {
-            Open::Ready(conn) | Open::Unreachable(conn, _) => conn,
-            Open::Misconfigured(why) => {
-                problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
-                    "Redis at `{}` refused the connection of the claims that wait for replicas ({why}); check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
-                    redact(url)
-                )));
-                return None;
-            }
-        },
-    };
-    Some(RedisLink {
-        batcher: crate::guard::redis::Batcher::new(conn.clone()),
-        conn,
-        wait,
-        wait_conn,
-    })
-}
-
-#[cfg(not(feature = "redis"))]
-async fn connect_redis(
-    _url: Option<&str>,
-    _tls: RedisTlsSettings,
-    _wait: Option<(u32, Duration)>,
-    _required: bool,
-    jobs: &[&Job],
-    problems: &mut Vec<Problem>,
-) -> Option<RedisLink> {
-    problems.push(Problem::new(ProblemKind::MissingFeature, one_job(jobs), format!(
-        "{} use `lock = \"redis\"`, but this build of cronguard has no `redis` feature; enable it in Cargo.toml",
-        job_list(jobs)
-    )));
-    None
-}
-
-/// A Redis URL without its passwords, for messages: the password of `user:password@host` (also
-/// one with `@`, `/` or `?` in it that was not percent-encoded) and the values of the `pass`,
-/// `password` and `sentinel_password` query parameters (`redis+unix:///run/redis.sock?pass=...`,
-/// `redis+sentinel://...?sentinel_password=...`) become `***`.
-#[cfg(feature = "redis")]
-pub(crate) fn redact(url: &str) -> String {
-    // Query parameters first, so that an `@` in a masked value is gone before the userinfo is
-    // looked for.
-    let url = match url.split_once('?') {
-        Some((base, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|param| match param.split_once('=') {
-                    Some((key, _))
-                        if key.eq_ignore_ascii_case("pass")
-                            || key.eq_ignore_ascii_case("password")
-                            || key.eq_ignore_ascii_case("sentinel_password") =>
-                    {
-                        format!("{key}=***")
-                    }
-                    _ => param.to_owned(),
-                })
-                .collect();
-            format!("{base}?{}", params.join("&"))
-        }
-        None => url.to_owned(),
-    };
-    // The userinfo ends at the last `@`: a password may hold `@`, `/` or `?` unencoded.
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme + 3 => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url,
-            }
-        }
-        _ => url,
-    }
-}
-
-#[cfg(all(test, feature = "redis"))]
-mod tests {
-    use super::redact;
-
-    #[test]
-    fn redact_hides_every_form_of_password() {
-        let cases = [
-            (
-                "redis://app:s3cret@127.0.0.1:6379/0",
-                "redis://app:***@127.0.0.1:6379/0",
-            ),
-            (
-                "rediss://:s3cret@cache.example:6380",
-                "rediss://:***@cache.example:6380",
-            ),
-            ("redis://app@127.0.0.1/", "redis://app@127.0.0.1/"),
-            ("redis://127.0.0.1:6379/", "redis://127.0.0.1:6379/"),
-            // `@`, `/` and `?` in a password that was not percent-encoded.
-            (
-                "redis://app:s3@c/r?et@127.0.0.1/",
-                "redis://app:***@127.0.0.1/",
-            ),
-            (
-                "redis+unix:///run/redis.sock?pass=s3cret",
-                "redis+unix:///run/redis.sock?pass=***",
-            ),
-            (
-                "unix:///run/redis.sock?db=2&pass=s3cret",
-                "unix:///run/redis.sock?db=2&pass=***",
-            ),
-            (
-                "redis+unix:///run/redis.sock?password=s3cret&db=1",
-                "redis+unix:///run/redis.sock?password=***&db=1",
-            ),
-            (
-                "redis+unix:///run/redis.sock?user=app&PASS=s3@cret",
-                "redis+unix:///run/redis.sock?user=app&PASS=***",
-            ),
-            (
-                "redis://app:s3cret@127.0.0.1/0?protocol=resp3&password=s3cret",
-                "redis://app:***@127.0.0.1/0?protocol=resp3&password=***",
-            ),
-            (
-                "redis+sentinel://app:s3cret@10.0.0.1:26379,10.0.0.2:26379/mymaster/0?sentinel_password=s3cret",
-                "redis+sentinel://app:***@10.0.0.1:26379,10.0.0.2:26379/mymaster/0?sentinel_password=***",
-            ),
-            (
-                "redis+sentinel://127.0.0.1:26379/mymaster?sentinel_password=s3@c",
-                "redis+sentinel://127.0.0.1:26379/mymaster?sentinel_password=***",
-            ),
-            // Only whole parameter names: `bypass=` is not a password.
-            (
-                "redis+unix:///x.sock?bypass=1",
-                "redis+unix:///x.sock?bypass=1",
-            ),
-        ];
-        for (url, expected) in cases {
-            let shown = redact(url);
-            assert_eq!(shown, expected, "{url}");
-            assert!(!shown.contains("s3"), "{url} -> {shown}");
-        }
-    }
-}
-
 #[cfg(test)]
 mod subscriber_tests {
     use super::*;
@@ -1068,60 +618,5 @@ mod subscriber_tests {
         assert_eq!(subscriber_notice(true), None);
         let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
         tracing::dispatcher::with_default(&dispatch, || assert!(!has_subscriber()));
-    }
-}
-
-#[cfg(all(test, unix))]
-mod lock_dir_tests {
-    use super::*;
-
-    #[test]
-    fn the_default_lock_dir_is_private_to_the_user() {
-        let tmp = Path::new("/tmp");
-        let xdg = Path::new("/run/user/1000");
-        assert_eq!(
-            default_lock_dir_for(Some(xdg), 1000, true, tmp),
-            Path::new("/run/user/1000/cronguard")
-        );
-        assert_eq!(
-            default_lock_dir_for(Some(xdg), 0, true, tmp),
-            Path::new("/run/user/1000/cronguard"),
-            "the runtime dir comes first, for root too"
-        );
-        assert_eq!(
-            default_lock_dir_for(None, 0, true, tmp),
-            Path::new("/run/cronguard")
-        );
-        assert_eq!(
-            default_lock_dir_for(None, 0, false, tmp),
-            Path::new("/tmp/cronguard-0")
-        );
-        assert_eq!(
-            default_lock_dir_for(None, 1000, true, tmp),
-            Path::new("/tmp/cronguard-1000"),
-            "/run is for root only"
-        );
-    }
-
-    #[test]
-    fn only_the_users_own_runtime_dir_is_used() {
-        use std::os::unix::fs::MetadataExt;
-        let dir = std::env::temp_dir().join(format!("cronguard-xdg-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
-        let uid = std::fs::metadata(&dir).expect("meta").uid();
-        assert_eq!(
-            runtime_dir(Some(dir.clone().into()), uid),
-            Some(dir.clone())
-        );
-        assert_eq!(
-            runtime_dir(Some(dir.clone().into()), uid + 1),
-            None,
-            "another user's"
-        );
-        assert_eq!(runtime_dir(Some("relative/dir".into()), uid), None);
-        assert_eq!(runtime_dir(Some(dir.join("missing").into()), uid), None);
-        assert_eq!(runtime_dir(None, uid), None);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

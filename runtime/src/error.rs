@@ -188,10 +188,11 @@ mod tests {
 
     #[test]
     fn a_chain_names_every_cause_once() {
-        let e = crate::guard::GuardError::File {
-            path: "/run/cronguard/job.lock".into(),
-            source: std::io::Error::other("permission denied"),
-        };
+        let e = crate::guard::GuardError::new(
+            crate::guard::GuardErrorKind::Other,
+            "cannot use the lock file `/run/cronguard/job.lock`",
+        )
+        .with_source(std::io::Error::other("permission denied"));
         assert_eq!(
             e.to_string(),
             "cannot use the lock file `/run/cronguard/job.lock`"

@@ -1,9 +1,10 @@
-//! The shared guards of a job set: connects the stores the jobs need (PostgreSQL, custom guards
-//! registered by the application), builds each job's guard, and starts the checks that watch
-//! them (clock skew, history retention).
+//! The guards of a job set: opens the stores its jobs need — each through its backend's own
+//! module (`guard/file`, `guard/redis`, `guard/postgres`) or a factory the application
+//! registered — builds each job's guard, also of a job added while the scheduler runs, and
+//! starts the checks that watch them (clock skew, history retention).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,136 +12,139 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::error::{Problem, ProblemKind};
-use crate::guard::file::FileGuard;
+use crate::guard::feed::ControlFeed;
+use crate::guard::file::{check_lock_dir, FileStore};
+#[cfg(feature = "postgres")]
+use crate::guard::postgres::{PostgresSettings, PostgresStore};
+#[cfg(feature = "redis")]
+use crate::guard::redis::{RedisSettings, RedisStore};
 use crate::guard::{Guard, GuardFactory, GuardSpec};
 use crate::job::Job;
+use crate::operate::{Feeds, GuardMaker};
 use crate::options::Lock;
-
-/// The default schema of the `postgres` guard's tables.
-pub const DEFAULT_POSTGRES_SCHEMA: &str = "cronguard";
 
 /// How long the run history is kept by default: 30 days.
 pub const DEFAULT_HISTORY_RETENTION_DAYS: u32 = 30;
 
-/// Settings of the guards that need a store, from the builder.
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+/// The settings of every kind of guard, from the environment and the builder.
 pub(crate) struct GuardSettings {
-    pub(crate) postgres_url: Option<String>,
-    pub(crate) postgres_schema: String,
+    /// `CRONGUARD_LOCK_DIR`, or `Builder::lock_dir`; `None`: the default.
+    pub(crate) lock_dir: Option<PathBuf>,
+    #[cfg(feature = "redis")]
+    pub(crate) redis: RedisSettings,
+    #[cfg(feature = "postgres")]
+    pub(crate) postgres: PostgresSettings,
     pub(crate) history_retention_days: u32,
     pub(crate) custom: BTreeMap<String, GuardFactory>,
     /// An unreachable server is a start error.
     pub(crate) required_at_start: bool,
 }
 
-/// The stores connected for a job set.
-pub(crate) struct Stores {
-    #[cfg(feature = "postgres")]
-    postgres: Option<Arc<crate::guard::postgres::Database>>,
-    custom: BTreeMap<String, GuardFactory>,
-    history_retention_days: u32,
+impl GuardSettings {
+    /// The settings the environment gives.
+    pub(crate) fn from_env() -> Self {
+        GuardSettings {
+            lock_dir: crate::config::env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
+            #[cfg(feature = "redis")]
+            redis: RedisSettings::from_env(),
+            #[cfg(feature = "postgres")]
+            postgres: PostgresSettings::from_env(),
+            history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
+            custom: BTreeMap::new(),
+            required_at_start: false,
+        }
+    }
 }
 
-fn job_list(jobs: &[&Job]) -> String {
-    jobs.iter()
-        .map(|j| format!("`{}`", j.name()))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// The stores opened for a job set, which build the guard of every job.
+pub(crate) struct Stores {
+    file: FileStore,
+    #[cfg(feature = "redis")]
+    redis: Option<RedisStore>,
+    #[cfg(feature = "postgres")]
+    postgres: Option<PostgresStore>,
+    custom: BTreeMap<String, GuardFactory>,
+    history_retention_days: u32,
+    instance: Arc<str>,
+    states: Arc<crate::state::States>,
 }
 
 impl Stores {
-    /// Connects what `jobs` need; every problem goes to `problems`.
-    pub(crate) async fn connect(
+    /// Opens what `jobs` need; every problem goes to `problems`.
+    pub(crate) async fn open(
         settings: GuardSettings,
         jobs: &[Job],
+        instance: &Arc<str>,
+        states: &Arc<crate::state::States>,
         problems: &mut Vec<Problem>,
     ) -> Stores {
+        let required = settings.required_at_start;
+        let of = |lock: Lock| -> Vec<&Job> { jobs.iter().filter(|j| j.lock == lock).collect() };
+        let file = FileStore::new(settings.lock_dir);
+        if jobs.iter().any(|j| j.lock == Lock::File) {
+            if let Err(p) = check_lock_dir(file.dir()) {
+                problems.push(Problem::new(ProblemKind::LockDir, None, p));
+            }
+        }
         for job in jobs {
             if let Lock::Custom(name) = &job.lock {
                 if !settings.custom.contains_key(&**name) {
-                    let known = if settings.custom.is_empty() {
-                        "none is registered".to_owned()
-                    } else {
-                        format!(
-                            "registered: {}",
-                            settings
-                                .custom
-                                .keys()
-                                .map(|k| format!("`{k}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    };
-                    problems.push(Problem::new(
-                        ProblemKind::UnknownGuard,
-                        Some(job.name()),
-                        format!(
-                            "job `{}` uses `lock = \"custom:{name}\"`, but no guard is registered under `{name}` ({known}); call `Builder::custom_guard(\"{name}\", ...)`",
-                            job.name()
-                        ),
-                    ));
+                    problems.push(unknown_custom(job, name, &settings.custom));
                 }
             }
         }
-        let postgres_jobs: Vec<&Job> = jobs.iter().filter(|j| j.lock == Lock::Postgres).collect();
+        let redis_jobs = of(Lock::Redis);
+        #[cfg(feature = "redis")]
+        let redis = if redis_jobs.is_empty() {
+            None
+        } else {
+            RedisStore::open(settings.redis, required, &redis_jobs, problems).await
+        };
+        #[cfg(not(feature = "redis"))]
+        missing_feature("redis", &redis_jobs, problems);
+        let postgres_jobs = of(Lock::Postgres);
         #[cfg(feature = "postgres")]
         let postgres = if postgres_jobs.is_empty() {
             None
         } else {
-            connect_postgres(&settings, &postgres_jobs, problems).await
+            PostgresStore::open(settings.postgres, required, &postgres_jobs, problems).await
         };
         #[cfg(not(feature = "postgres"))]
-        if !postgres_jobs.is_empty() {
-            problems.push(Problem::new(
-                ProblemKind::MissingFeature,
-                None,
-                format!(
-                    "{} use `lock = \"postgres\"`, but this build of cronguard has no `postgres` feature; enable it in Cargo.toml: `cronguard = {{ version = \"...\", features = [\"postgres\"] }}`",
-                    job_list(&postgres_jobs)
-                ),
-            ));
-        }
+        missing_feature("postgres", &postgres_jobs, problems);
+        let _ = required;
         Stores {
+            file,
+            #[cfg(feature = "redis")]
+            redis,
             #[cfg(feature = "postgres")]
             postgres,
             custom: settings.custom,
             history_retention_days: settings.history_retention_days,
+            instance: Arc::clone(instance),
+            states: Arc::clone(states),
         }
     }
 
-    /// The control feed of the PostgreSQL store, if one is connected.
-    pub(crate) fn postgres_feed(&self) -> Option<Arc<dyn crate::guard::feed::ControlFeed>> {
-        #[cfg(feature = "postgres")]
-        if let Some(db) = &self.postgres {
-            return Some(Arc::new(crate::guard::postgres::PostgresFeed::new(
-                Arc::clone(db),
-            )));
-        }
-        None
-    }
-
-    /// The guard of `job`: `None` for `local` (the job model's own exclusion) and for `redis`
-    /// (built by the caller, which holds the Redis connection).
-    pub(crate) fn guard(
-        &self,
-        job: &Job,
-        lock_dir: &Path,
-        instance: &Arc<str>,
-    ) -> Option<Arc<dyn Guard>> {
+    /// The guard of `job`; `None` for `local` (the job model's own exclusion), or when its store
+    /// is not open.
+    pub(crate) fn build(&self, job: &Job) -> Option<Arc<dyn Guard>> {
         match &job.lock {
-            Lock::File => Some(Arc::new(
-                FileGuard::new(lock_dir, &job.name).with_overlap(job.overlap),
-            )),
+            Lock::Local => None,
+            Lock::File => Some(self.file.guard(&job.name, job.overlap)),
+            #[cfg(feature = "redis")]
+            Lock::Redis => self
+                .redis
+                .as_ref()
+                .map(|redis| redis.guard(&job.name, job.lease_or_default(), job.overlap)),
             #[cfg(feature = "postgres")]
-            Lock::Postgres => self.postgres.as_ref().map(|db| {
-                Arc::new(crate::guard::postgres::PostgresGuard::new(
-                    Arc::clone(db),
+            Lock::Postgres => self.postgres.as_ref().map(|postgres| {
+                postgres.guard(
                     &job.name,
-                    Arc::clone(instance),
+                    &self.instance,
                     job.lease_or_default(),
                     job.overlap,
                     job.history,
-                )) as Arc<dyn Guard>
+                )
             }),
             Lock::Custom(name) => self.custom.get(&**name).map(|factory| {
                 factory(&GuardSpec {
@@ -148,86 +152,119 @@ impl Stores {
                     lease: job.lease_or_default(),
                     overlap: job.overlap,
                     history: job.history,
-                    instance: instance.to_string(),
+                    instance: self.instance.to_string(),
                 })
             }),
+            #[allow(unreachable_patterns)]
             _ => None,
         }
+    }
+
+    /// The control feed of each kind of shared guard among `locks`.
+    pub(crate) fn feeds<'a>(&self, locks: impl Iterator<Item = &'a Lock>) -> Feeds {
+        let mut feeds = Feeds::new();
+        for lock in locks {
+            if feeds.contains_key(lock.as_str()) {
+                continue;
+            }
+            let feed: Option<Arc<dyn ControlFeed>> = match lock {
+                Lock::File => Some(self.file.feed()),
+                #[cfg(feature = "redis")]
+                Lock::Redis => self.redis.as_ref().map(RedisStore::feed),
+                #[cfg(feature = "postgres")]
+                Lock::Postgres => self.postgres.as_ref().map(PostgresStore::feed),
+                _ => None,
+            };
+            if let Some(feed) = feed {
+                feeds.insert(lock.as_str(), feed);
+            }
+        }
+        feeds
     }
 
     /// Deletes old run history now and every hour, when some job keeps it in PostgreSQL.
     pub(crate) fn spawn_retention(&self, stop: &CancellationToken) {
         #[cfg(feature = "postgres")]
-        if let Some(db) = &self.postgres {
-            let (db, days, stop) = (Arc::clone(db), self.history_retention_days, stop.clone());
-            tokio::spawn(async move {
-                loop {
-                    match db.prune_history(days).await {
-                        Ok(0) => {}
-                        Ok(n) => tracing::debug!(deleted = n, days, "old run history deleted"),
-                        Err(e) => {
-                            tracing::warn!(error = %crate::error::Chain(&e), "could not delete old run history")
-                        }
-                    }
-                    tokio::select! {
-                        _ = stop.cancelled() => return,
-                        _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
-                    }
-                }
-            });
+        if let Some(postgres) = &self.postgres {
+            postgres.spawn_retention(self.history_retention_days, stop);
         }
         #[cfg(not(feature = "postgres"))]
         let _ = (stop, self.history_retention_days);
     }
 }
 
-#[cfg(feature = "postgres")]
-async fn connect_postgres(
-    settings: &GuardSettings,
-    jobs: &[&Job],
-    problems: &mut Vec<Problem>,
-) -> Option<Arc<crate::guard::postgres::Database>> {
-    let Some(url) = &settings.postgres_url else {
-        problems.push(Problem::new(
-            ProblemKind::MissingUrl,
-            None,
-            format!(
-                "{} {} `lock = \"postgres\"` but no PostgreSQL URL is set; set `CRONGUARD_POSTGRES_URL` (or `DATABASE_URL`), or call `Builder::postgres_url`",
-                job_list(jobs),
-                if jobs.len() == 1 { "uses" } else { "use" },
-            ),
-        ));
-        return None;
-    };
-    use crate::guard::postgres::{redact, Database, Open};
-    let (kind, message) = match Database::open(url, &settings.postgres_schema).await {
-        Open::Ready(db) => return Some(Arc::new(db)),
-        Open::Unreachable(db, why) if !settings.required_at_start => {
-            tracing::warn!(
-                postgres = %redact(url),
-                error = %why,
-                jobs = jobs.len(),
-                "PostgreSQL cannot be reached at start; the jobs that use it report their fires as misfires until it answers, and resume then without a restart (the schema is checked at the first statement that reaches it)"
-            );
-            return Some(Arc::new(db));
+impl GuardMaker for Stores {
+    fn guard(&self, job: &Job) -> Result<Option<Arc<dyn Guard>>, String> {
+        let guard = self.build(job);
+        if guard.is_none() && job.lock != Lock::Local {
+            return Err(format!(
+                "no store for `lock = \"{}\"` was connected at start; start with a job of that guard or set its URL on the builder",
+                job.lock
+            ));
         }
-        Open::Unreachable(_, why) => (
-            ProblemKind::Unreachable,
-            format!("cannot be reached ({why}); check `CRONGUARD_POSTGRES_URL` and that the server is up, or let the scheduler start without it (`Builder::require_guards_at_start(false)`, the default)"),
+        Ok(guard)
+    }
+
+    fn problems(&self, job: &Job) -> Vec<String> {
+        let mut problems: Vec<String> = job.problems().into_iter().map(|p| p.to_string()).collect();
+        for key in job.states.iter().filter(|key| !self.states.contains(key)) {
+            problems.push(format!(
+                "it needs state of type `{}`, which was never given to `Builder::state`",
+                key.name()
+            ));
+        }
+        if job.lock == Lock::File {
+            if let Err(p) = check_lock_dir(self.file.dir()) {
+                problems.push(p);
+            }
+        }
+        problems
+    }
+}
+
+/// The problem of a job whose `custom:<name>` guard was never registered.
+fn unknown_custom(job: &Job, name: &str, custom: &BTreeMap<String, GuardFactory>) -> Problem {
+    let known = if custom.is_empty() {
+        "none is registered".to_owned()
+    } else {
+        format!(
+            "registered: {}",
+            custom
+                .keys()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Problem::new(
+        ProblemKind::UnknownGuard,
+        Some(job.name()),
+        format!(
+            "job `{}` uses `lock = \"custom:{name}\"`, but no guard is registered under `{name}` ({known}); call `Builder::custom_guard(\"{name}\", ...)`",
+            job.name()
         ),
-        Open::Failed(e) if e.contains("exists but is not the one") => (ProblemKind::ForeignTable, e),
-        Open::Failed(e) if e.starts_with("PostgreSQL refused") || e.contains("URL is not valid") => (
-            ProblemKind::GuardRefused,
-            format!("{e}; check the URL, the user, the password and the database in `CRONGUARD_POSTGRES_URL`"),
-        ),
-        Open::Failed(e) => (ProblemKind::Other, e),
+    )
+}
+
+/// The problem of jobs whose guard this build leaves out.
+#[cfg(not(all(feature = "redis", feature = "postgres")))]
+fn missing_feature(feature: &str, jobs: &[&Job], problems: &mut Vec<Problem>) {
+    if jobs.is_empty() {
+        return;
+    }
+    let default = if feature == "redis" {
+        " (it is on by default)"
+    } else {
+        ""
     };
     problems.push(Problem::new(
-        kind,
-        None,
-        format!("PostgreSQL at `{}`: {message}", redact(url)),
+        ProblemKind::MissingFeature,
+        crate::job::one_of(jobs),
+        format!(
+            "{} use `lock = \"{feature}\"`, but this build of cronguard has no `{feature}` feature; enable it in Cargo.toml: `cronguard = {{ version = \"...\", features = [\"{feature}\"] }}`{default}",
+            crate::job::quoted_names(jobs)
+        ),
     ));
-    None
 }
 
 /// Starts one clock-skew monitor per kind of shared guard with a clock of its own, each

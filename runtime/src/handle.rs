@@ -1,4 +1,6 @@
-//! The running scheduler: its jobs' status, and graceful shutdown.
+//! The two faces of a started scheduler: [`Cronguard`] runs it and shuts it down; [`Monitor`]
+//! observes it (status, health, history, events) and operates it (pause, resume, run now, add,
+//! remove).
 
 use smol_str::SmolStr;
 use std::collections::BinaryHeap;
@@ -62,12 +64,12 @@ pub struct JobsPage {
     pub next: Option<String>,
 }
 
-/// A cloneable view of a running scheduler: the jobs' status and health, and the operator's
-/// controls (pause, resume, run now, add, remove).
+/// The face of a started scheduler that observes and operates it: the jobs' status, health,
+/// history and events, and the operator's controls (pause, resume, run now, add, remove).
 ///
-/// Get it with [`Cronguard::monitor`] and hand clones to HTTP handlers or probes; it stays valid
-/// after shutdown (then it reports the last state, and controls answer
-/// [`ControlError::Stopped`]).
+/// Get it with [`Cronguard::monitor`] and hand clones to HTTP handlers, probes or an admin
+/// endpoint; it stays valid after shutdown (then it reports the last state, and controls answer
+/// [`ControlError::Stopped`]). Running and stopping the scheduler is [`Cronguard`]'s.
 #[derive(Clone)]
 pub struct Monitor {
     shards: Arc<[ShardJobs]>,
@@ -77,9 +79,17 @@ pub struct Monitor {
     /// The shard tasks, to tell whether they still run.
     loops: Arc<[tokio::task::AbortHandle]>,
     stop: tokio_util::sync::CancellationToken,
+    events: crate::events::EventSink,
 }
 
 impl Monitor {
+    /// A stream of every event from now on. A receiver that falls more than
+    /// [`EVENT_STREAM_CAPACITY`](crate::EVENT_STREAM_CAPACITY) events behind misses the oldest and
+    /// is told how many (`RecvError::Lagged`); the scheduler never waits for it.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
     /// Pauses job `job` (README, "Controls: pause, resume, run now"): its fires are reported as
     /// `skipped` with reason `paused` instead of running, until [`resume`](Monitor::resume). For
     /// `file`, `redis` and `postgres` guards the pause is stored where the guard keeps its state
@@ -259,12 +269,15 @@ impl Monitor {
             job: job.to_owned(),
             source,
         };
-        match tokio::time::timeout(Duration::from_secs(5), guard.history(since)).await {
-            Ok(Ok(Some(entries))) => Ok(entries),
-            Ok(Ok(None)) => Err(HistoryError::NotKept(job.to_owned())),
+        let Some(history) = guard.history() else {
+            return Err(HistoryError::NotKept(job.to_owned()));
+        };
+        match tokio::time::timeout(Duration::from_secs(5), history.read(since)).await {
+            Ok(Ok(entries)) => Ok(entries),
             Ok(Err(e)) => Err(guard_err(e)),
-            Err(_) => Err(guard_err(GuardError::Invalid(
-                "the guard did not answer within 5 s".to_owned(),
+            Err(_) => Err(guard_err(GuardError::new(
+                crate::guard::GuardErrorKind::Timeout,
+                "the guard did not answer within 5 s",
             ))),
         }
     }
@@ -363,7 +376,9 @@ impl std::fmt::Debug for Monitor {
     }
 }
 
-/// The running scheduler, returned by [`start`](crate::start).
+/// The running scheduler, returned by [`start`](crate::start): it runs until
+/// [`shutdown`](Cronguard::shutdown) or a shutdown signal. Everything else — status, health,
+/// history, events and controls — is on its [`Monitor`].
 ///
 /// Dropping it does not stop the jobs; call [`shutdown`](Cronguard::shutdown) or
 /// [`run_until_shutdown_signal`](Cronguard::run_until_shutdown_signal).
@@ -409,112 +424,17 @@ impl Cronguard {
                 plane,
                 loops,
                 stop: shared.stop.clone(),
+                events: shared.events.clone(),
             },
             shared,
             shutdown_timeout,
         }
     }
 
-    /// Pauses a job; see [`Monitor::pause`].
-    ///
-    /// # Errors
-    ///
-    /// See [`Monitor::pause`].
-    pub async fn pause(&self, job: &str, by: &str) -> Result<(), ControlError> {
-        self.monitor.pause(job, by).await
-    }
-
-    /// Resumes a job; see [`Monitor::resume`].
-    ///
-    /// # Errors
-    ///
-    /// See [`Monitor::pause`].
-    pub async fn resume(&self, job: &str, by: &str) -> Result<(), ControlError> {
-        self.monitor.resume(job, by).await
-    }
-
-    /// Runs a job now; see [`Monitor::trigger`].
-    ///
-    /// # Errors
-    ///
-    /// See [`Monitor::trigger`].
-    pub fn trigger(&self, job: &str) -> Result<String, ControlError> {
-        self.monitor.trigger(job)
-    }
-
-    /// Adds a job; see [`Monitor::add`].
-    ///
-    /// # Errors
-    ///
-    /// See [`Monitor::add`].
-    pub fn add(&self, job: Job) -> Result<(), ControlError> {
-        self.monitor.add(job)
-    }
-
-    /// Removes a job; see [`Monitor::remove`].
-    ///
-    /// # Errors
-    ///
-    /// See [`Monitor::remove`].
-    pub fn remove(&self, job: &str) -> Result<(), ControlError> {
-        self.monitor.remove(job)
-    }
-
-    /// Whether the scheduler's loop is alive (not shut down, no shard task ended): the check for
-    /// a liveness probe; see [`Monitor::alive`].
-    pub fn is_running(&self) -> bool {
-        self.monitor.alive()
-    }
-
-    /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
-    /// With many jobs prefer [`jobs_page`](Cronguard::jobs_page) or [`job`](Cronguard::job).
-    pub fn jobs(&self) -> Vec<JobStatus> {
-        self.monitor.jobs()
-    }
-
-    /// A page of jobs sorted by name; see [`Monitor::jobs_page`].
-    pub fn jobs_page(&self, after: Option<&str>, limit: usize) -> JobsPage {
-        self.monitor.jobs_page(after, limit)
-    }
-
-    /// The status of one job; see [`Monitor::job`].
-    pub fn job(&self, name: &str) -> Option<JobStatus> {
-        self.monitor.job(name)
-    }
-
-    /// How many jobs run here.
-    pub fn job_count(&self) -> usize {
-        self.monitor.job_count()
-    }
-
-    /// Whether every job is on time; see [`Monitor::health`].
-    pub async fn health(&self) -> Health {
-        self.monitor.health().await
-    }
-
-    /// The run history of a job; see [`Monitor::history`].
-    ///
-    /// # Errors
-    ///
-    /// See [`Monitor::history`].
-    pub async fn history(
-        &self,
-        job: &str,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<HistoryEntry>, HistoryError> {
-        self.monitor.history(job, since).await
-    }
-
-    /// A cloneable, read-only view of the jobs' status and health, for HTTP handlers and probes.
+    /// The face that observes and operates this scheduler (status, health, history, events,
+    /// pause, resume, run now, add, remove): cloneable, for HTTP handlers, probes and tests.
     pub fn monitor(&self) -> Monitor {
         self.monitor.clone()
-    }
-
-    /// A stream of every event from now on. A receiver that falls more than
-    /// [`EVENT_STREAM_CAPACITY`](crate::EVENT_STREAM_CAPACITY) events behind misses the oldest and
-    /// is told how many (`RecvError::Lagged`); the scheduler never waits for it.
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
-        self.shared.events.subscribe()
     }
 
     /// Stops firing, lets running jobs finish within the shutdown timeout (30 s unless set with

@@ -565,6 +565,22 @@ pub(crate) fn registered() -> Vec<&'static StaticJob> {
     jobs
 }
 
+/// The names of `jobs` for a message: `` `a`, `b` ``.
+pub(crate) fn quoted_names(jobs: &[&Job]) -> String {
+    jobs.iter()
+        .map(|j| format!("`{}`", j.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The job a problem concerns when it concerns exactly one of `jobs`.
+pub(crate) fn one_of<'a>(jobs: &[&'a Job]) -> Option<&'a str> {
+    match jobs {
+        [job] => Some(job.name()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -161,7 +161,10 @@ pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
     CancelReason, Event, EventKind, FailureReason, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
-pub use crate::guards::{DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_POSTGRES_SCHEMA};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use crate::guard::postgres::DEFAULT_POSTGRES_SCHEMA;
+pub use crate::guards::DEFAULT_HISTORY_RETENTION_DAYS;
 pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, DEFAULT_STANDBY, MAX_CLAIM_AHEAD};

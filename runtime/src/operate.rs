@@ -15,7 +15,7 @@ use crate::executor::{lock, GuardView, Inbox, JobControl, JobSlot, Presence, Sha
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
 };
-use crate::guard::{Guard, GuardError};
+use crate::guard::{Guard, GuardError, GuardErrorKind};
 use crate::job::{Job, JobDefaults};
 use crate::model::SettingsPool;
 use crate::options::Lock;
@@ -149,13 +149,14 @@ impl ControlPlane {
             };
             match stored {
                 Ok(Ok(())) => {}
-                Ok(Err(GuardError::Unsupported(_))) => {
+                Ok(Err(e)) if e.kind() == GuardErrorKind::Unsupported => {
                     return Err(ControlError::Unsupported(name.to_owned()))
                 }
                 Ok(Err(e)) => return Err(failed(e)),
                 Err(_) => {
-                    return Err(failed(GuardError::Invalid(
-                        "the guard's store did not answer within 5 s".to_owned(),
+                    return Err(failed(GuardError::new(
+                        GuardErrorKind::Timeout,
+                        "the guard's store did not answer within 5 s",
                     )))
                 }
             }
@@ -176,7 +177,7 @@ impl ControlPlane {
     pub(crate) fn trigger(&self, name: &str) -> Result<String, ControlError> {
         let found = self.find(name)?;
         if let GuardView::Shared(guard) = &found.guard {
-            if !guard.supports_controls() {
+            if guard.controls().is_none() {
                 return Err(ControlError::Unsupported(name.to_owned()));
             }
         }
@@ -439,9 +440,9 @@ pub enum ControlError {
         problem: String,
     },
     /// The job's guard does not keep pauses or manual runs (a custom guard that does not
-    /// implement [`Guard::set_pause`](crate::guard::Guard::set_pause) and
-    /// [`Guard::claim_manual`](crate::guard::Guard::claim_manual)).
-    #[error("the guard of job `{0}` does not support this control; implement `Guard::set_pause` and `Guard::claim_manual` in it")]
+    /// implement [`GuardControls`](crate::guard::GuardControls) and answer it from
+    /// [`Guard::controls`](crate::guard::Guard::controls)).
+    #[error("the guard of job `{0}` does not support this control; implement `GuardControls` for it and return it from `Guard::controls`")]
     Unsupported(String),
     /// The guard's store could not be reached, refused the request or did not answer in time:
     /// the control may or may not have been stored.

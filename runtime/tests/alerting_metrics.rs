@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use cronguard::guard::{Claim, Guard, GuardError};
+use cronguard::guard::{Claim, Guard, GuardError, GuardErrorKind};
 use cronguard::{Clock, Job, Lock, Overlap, Schedule};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
@@ -168,7 +168,7 @@ async fn guard_errors_are_counted_by_kind_and_the_job_turns_overdue() {
         })
         .custom_guard("confused", |_| {
             Arc::new(Down(|| {
-                GuardError::Invalid("an answer of a newer version".into())
+                GuardError::new(GuardErrorKind::Invalid, "an answer of a newer version")
             }))
         })
         .job(job("broken_store", "broken"))
@@ -211,7 +211,7 @@ async fn the_loop_is_alive_while_running_and_not_after_shutdown() {
         .await
         .expect("starts");
     let monitor = handle.monitor();
-    assert!(handle.is_running());
+    assert!(handle.monitor().alive());
     assert!(monitor.alive());
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(monitor.alive(), "still alive after a few fires");

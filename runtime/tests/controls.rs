@@ -45,7 +45,7 @@ async fn scheduler(
         .expect("starts");
     // The event stream, read on the test's runtime: every event is in `events` before the
     // paused clock moves on.
-    let mut stream = handle.subscribe();
+    let mut stream = handle.monitor().subscribe();
     let sink = Arc::clone(events);
     tokio::spawn(async move {
         while let Ok(e) = stream.recv().await {
@@ -98,8 +98,12 @@ async fn a_paused_job_skips_its_fires_until_resumed_and_runs_when_asked() {
     let dir = lock_dir("local");
     let events: Events = Arc::default();
     let handle = scheduler("a", &dir, vec![job("report", Lock::Local)], &events).await;
-    handle.pause("report", "ops@example").await.expect("paused");
-    let status = handle.job("report").expect("listed");
+    handle
+        .monitor()
+        .pause("report", "ops@example")
+        .await
+        .expect("paused");
+    let status = handle.monitor().job("report").expect("listed");
     let pause = status.paused.expect("shown as paused");
     assert_eq!(pause.by, "ops@example");
     run_for(20).await;
@@ -110,11 +114,14 @@ async fn a_paused_job_skips_its_fires_until_resumed_and_runs_when_asked() {
             .collect::<Vec<_>>(),
         [(10, "paused"), (20, "paused")]
     );
-    let health = handle.health().await;
+    let health = handle.monitor().health().await;
     assert!(health.healthy, "a paused job is not overdue: {health:?}");
     assert!(matches!(&health.jobs[0].state, HealthState::Paused { by, .. } if by == "ops@example"));
 
-    let key = handle.trigger("report").expect("runs now although paused");
+    let key = handle
+        .monitor()
+        .trigger("report")
+        .expect("runs now although paused");
     assert!(key.starts_with("report@manual:"), "{key}");
     run_for(0).await;
     let manual: Vec<_> = events
@@ -131,10 +138,16 @@ async fn a_paused_job_skips_its_fires_until_resumed_and_runs_when_asked() {
     );
 
     handle
+        .monitor()
         .resume("report", "ops@example")
         .await
         .expect("resumed");
-    assert!(handle.job("report").expect("listed").paused.is_none());
+    assert!(handle
+        .monitor()
+        .job("report")
+        .expect("listed")
+        .paused
+        .is_none());
     run_for(10).await;
     let after: Vec<_> = seen(&events, "report").into_iter().skip(4).collect();
     assert_eq!(count(&after, "started"), 1, "{after:?}");
@@ -147,19 +160,19 @@ async fn controls_name_what_is_wrong() {
     let events: Events = Arc::default();
     let handle = scheduler("a", &dir, vec![job("report", Lock::Local)], &events).await;
     assert!(matches!(
-        handle.pause("nope", "me").await,
+        handle.monitor().pause("nope", "me").await,
         Err(ControlError::UnknownJob(name)) if name == "nope"
     ));
     assert!(matches!(
-        handle.trigger("nope"),
+        handle.monitor().trigger("nope"),
         Err(ControlError::UnknownJob(_))
     ));
-    let twice = handle.add(job("report", Lock::Local));
+    let twice = handle.monitor().add(job("report", Lock::Local));
     assert!(
         matches!(twice, Err(ControlError::DuplicateName(_))),
         "{twice:?}"
     );
-    let bodiless = handle.add(Job::new(
+    let bodiless = handle.monitor().add(Job::new(
         "empty",
         Schedule::every(Duration::from_secs(1)).expect("valid"),
     ));
@@ -180,16 +193,19 @@ async fn jobs_are_added_and_removed_while_the_scheduler_runs() {
     let dir = lock_dir("add");
     let events: Events = Arc::default();
     let handle = scheduler("a", &dir, vec![job("first", Lock::Local)], &events).await;
-    handle.add(job("second", Lock::Local)).expect("added");
-    assert_eq!(handle.job_count(), 2);
+    handle
+        .monitor()
+        .add(job("second", Lock::Local))
+        .expect("added");
+    assert_eq!(handle.monitor().job_count(), 2);
     run_for(10).await;
     assert_eq!(count(&seen(&events, "second"), "succeeded"), 1);
-    handle.remove("first").expect("removed");
+    handle.monitor().remove("first").expect("removed");
     assert!(
-        handle.job("first").is_none(),
+        handle.monitor().job("first").is_none(),
         "gone from the status at once"
     );
-    assert_eq!(handle.job_count(), 1);
+    assert_eq!(handle.monitor().job_count(), 1);
     run_for(10).await;
     assert_eq!(
         count(&seen(&events, "first"), "started"),
@@ -198,6 +214,7 @@ async fn jobs_are_added_and_removed_while_the_scheduler_runs() {
     );
     assert_eq!(count(&seen(&events, "second"), "succeeded"), 2);
     handle
+        .monitor()
         .add(job("first", Lock::Local))
         .expect("its name is free again");
     handle.shutdown().await;
@@ -209,7 +226,7 @@ async fn a_pause_on_one_scheduler_holds_for_every_scheduler_of_the_lock_dir() {
     let events: Events = Arc::default();
     let a = scheduler("a", &dir, vec![job("settle", Lock::File)], &events).await;
     let b = scheduler("b", &dir, vec![job("settle", Lock::File)], &events).await;
-    a.pause("settle", "ops").await.expect("paused");
+    a.monitor().pause("settle", "ops").await.expect("paused");
     run_for(20).await;
     let both = seen(&events, "settle");
     assert_eq!(count(&both, "started"), 0, "{both:?}");
@@ -219,11 +236,11 @@ async fn a_pause_on_one_scheduler_holds_for_every_scheduler_of_the_lock_dir() {
         "each fire reported once: {both:?}"
     );
     assert_eq!(count(&both, "paused (reported elsewhere)"), 2, "{both:?}");
-    let b_view = b.job("settle").expect("listed").paused;
+    let b_view = b.monitor().job("settle").expect("listed").paused;
     assert_eq!(b_view.map(|p| p.by), Some("ops".to_owned()), "b knows too");
 
     // Asked for on both: every scheduler that reads the request claims it; one run happens.
-    let key = b.trigger("settle").expect("asked");
+    let key = b.monitor().trigger("settle").expect("asked");
     run_for(2).await;
     let runs: Vec<_> = events
         .lock()
@@ -234,7 +251,7 @@ async fn a_pause_on_one_scheduler_holds_for_every_scheduler_of_the_lock_dir() {
         .collect();
     assert_eq!(runs.len(), 1, "{runs:?}");
 
-    b.resume("settle", "ops").await.expect("resumed");
+    b.monitor().resume("settle", "ops").await.expect("resumed");
     run_for(10).await;
     let after = seen(&events, "settle");
     let scheduled_runs = after
@@ -261,7 +278,7 @@ async fn a_replica_runs_only_the_jobs_its_selection_names_and_watches_the_rest()
         .start()
         .await
         .expect("starts");
-    let mut stream = handle.subscribe();
+    let mut stream = handle.monitor().subscribe();
     let sink = Arc::clone(&events);
     tokio::spawn(async move {
         while let Ok(e) = stream.recv().await {
@@ -275,7 +292,7 @@ async fn a_replica_runs_only_the_jobs_its_selection_names_and_watches_the_rest()
             seen(&events, watched).is_empty(),
             "{watched} never runs here"
         );
-        assert!(!handle.job(watched).expect("still listed").enabled);
+        assert!(!handle.monitor().job(watched).expect("still listed").enabled);
     }
     handle.shutdown().await;
 
@@ -296,7 +313,7 @@ async fn a_control_from_a_thread_of_the_application_reaches_the_job() {
     let dir = lock_dir("thread");
     let events: Events = Arc::default();
     let handle = scheduler("a", &dir, vec![job("report", Lock::File)], &events).await;
-    let mut stream = handle.subscribe();
+    let mut stream = handle.monitor().subscribe();
     let monitor = handle.monitor();
     let key = std::thread::spawn(move || monitor.trigger("report"))
         .join()

@@ -137,8 +137,8 @@ async fn a_retried_claim_reports_no_misfire(
         .await
         .expect("B starts");
     let seen = Seen::default();
-    seen.follow('A', a.subscribe());
-    seen.follow('B', b.subscribe());
+    seen.follow('A', a.monitor().subscribe());
+    seen.follow('B', b.monitor().subscribe());
     let settled = |side: char| {
         move |s: char, e: &Event| {
             s == side && matches!(e.kind, EventKind::Started | EventKind::ClaimedElsewhere)

@@ -116,7 +116,7 @@ async fn a_blocked_or_panicking_hook_never_delays_the_jobs() {
         .start()
         .await
         .expect("starts");
-    let mut stream = handle.subscribe();
+    let mut stream = handle.monitor().subscribe();
     sleep_s(5.5).await;
     assert_eq!(
         ran.lock().expect("lock").len(),
@@ -158,17 +158,17 @@ async fn health_turns_overdue_while_another_process_holds_the_lock_and_recovers_
         .run(|_| async {});
     let handle = start(vec![job], Some(&dir), &events).await;
     sleep_s(5.5).await;
-    assert!(handle.health().await.healthy, "fire 5 ran");
+    assert!(handle.monitor().health().await.healthy, "fire 5 ran");
     // Another process takes the run lock and never lets go.
     let held = std::fs::File::create(dir.join("held.lock")).expect("lock file");
     held.lock_exclusive().expect("flock");
     sleep_s(7.0).await; // 12.5 s: fire 10 was skipped, and its grace ran out at 13
     assert!(
-        handle.health().await.healthy,
+        handle.monitor().health().await.healthy,
         "fire 10's grace has not passed yet"
     );
     sleep_s(1.0).await; // 13.5 s
-    let health = handle.health().await;
+    let health = handle.monitor().health().await;
     assert!(!health.healthy);
     assert_eq!(
         health.jobs[0].state,
@@ -183,7 +183,7 @@ async fn health_turns_overdue_while_another_process_holds_the_lock_and_recovers_
     );
     FileExt::unlock(&held).expect("unlock");
     sleep_s(2.0).await; // 15.5 s: fire 15 ran
-    let health = handle.health().await;
+    let health = handle.monitor().health().await;
     assert!(health.healthy, "{health:?}");
     handle.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
@@ -199,9 +199,9 @@ async fn health_turns_overdue_when_every_fire_misfires() {
         .run(|_| std::future::pending::<()>());
     let handle = start(vec![job], None, &events).await;
     sleep_s(11.5).await;
-    assert!(handle.health().await.healthy);
+    assert!(handle.monitor().health().await.healthy);
     sleep_s(1.0).await; // 12.5 s: fire 10 misfired at 12
-    let health = handle.health().await;
+    let health = handle.monitor().health().await;
     assert!(
         matches!(health.jobs[0].state, HealthState::Overdue { missed, .. } if missed == t0() + TimeDelta::seconds(10))
     );
@@ -222,12 +222,12 @@ async fn a_disabled_job_runs_nothing_but_is_watched_by_health() {
         .run(|_| async {});
     let handle = start(vec![job], None, &events).await;
     sleep_s(6.5).await;
-    let health = handle.health().await;
+    let health = handle.monitor().health().await;
     assert!(
         matches!(health.jobs[0].state, HealthState::Overdue { .. }),
         "nothing here claimed fire 5: {health:?}"
     );
-    assert!(!handle.jobs()[0].enabled);
+    assert!(!handle.monitor().jobs()[0].enabled);
     handle.shutdown().await;
     assert!(
         events.lock().expect("lock").is_empty(),
@@ -242,12 +242,12 @@ async fn status_and_health_serialize_to_json() {
     let job = Job::new("json", every(5)).run(|_| async {});
     let handle = start(vec![job], None, &events).await;
     sleep_s(5.5).await;
-    let status = serde_json::to_value(handle.jobs()).expect("serializes");
+    let status = serde_json::to_value(handle.monitor().jobs()).expect("serializes");
     assert_eq!(status[0]["name"], "json");
     assert_eq!(status[0]["lock"], "local");
     assert_eq!(status[0]["counts"]["succeeded"], 1);
     assert_eq!(status[0]["last_run"]["outcome"]["kind"], "succeeded");
-    let health = serde_json::to_value(handle.health().await).expect("serializes");
+    let health = serde_json::to_value(handle.monitor().health().await).expect("serializes");
     assert_eq!(health["healthy"], true);
     assert_eq!(health["jobs"][0]["state"]["state"], "on_time");
     handle.shutdown().await;

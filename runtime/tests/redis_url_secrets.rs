@@ -1,5 +1,6 @@
 //! A start error names the Redis URL it could not reach, never its password, whatever form the
 //! URL gives it.
+#![cfg(feature = "redis")]
 
 use std::time::Duration;
 

@@ -634,7 +634,7 @@ async fn shutdown_lets_a_run_finish_within_the_timeout() {
         .await
         .expect("starts");
     tokio::time::sleep(Duration::from_secs(11)).await;
-    assert_eq!(handle.jobs()[0].running, 1);
+    assert_eq!(handle.monitor().jobs()[0].running, 1);
     handle.shutdown_within(Duration::from_secs(5)).await;
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(*events.lock().expect("lock"), vec!["started", "succeeded"]);
@@ -645,7 +645,7 @@ async fn status_lists_next_fire_last_run_and_counts() {
     let job = Job::new("status", every(5)).run(|_| async {});
     let handle = paused_builder().job(job).start().await.expect("starts");
     tokio::time::sleep(Duration::from_secs(11)).await;
-    let status = handle.jobs();
+    let status = handle.monitor().jobs();
     assert_eq!(status.len(), 1);
     let s = &status[0];
     assert_eq!(s.name, "status");
@@ -749,10 +749,10 @@ async fn a_huge_grace_or_interval_neither_overflows_nor_panics() {
     let handle = paused_builder().job(never).start().await.expect("starts");
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        handle.jobs()[0].next_fire,
+        handle.monitor().jobs()[0].next_fire,
         None,
         "an interval beyond the calendar never fires"
     );
-    assert!(handle.health().await.healthy);
+    assert!(handle.monitor().health().await.healthy);
     handle.shutdown().await;
 }

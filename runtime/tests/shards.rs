@@ -46,7 +46,7 @@ async fn thousands_of_jobs_in_several_shards_run_every_fire_once_in_order() {
     }
     let handle = builder.start().await.expect("starts");
     tokio::time::sleep(Duration::from_millis(SECONDS as u64 * 1000 + 500)).await;
-    let jobs = handle.jobs();
+    let jobs = handle.monitor().jobs();
     handle.shutdown().await;
 
     let runs = runs.lock().expect("lock");
@@ -96,7 +96,7 @@ async fn a_job_that_blocks_before_its_first_await_gets_a_task_of_its_own() {
         .start()
         .await
         .expect("starts");
-    let mut events = handle.subscribe();
+    let mut events = handle.monitor().subscribe();
     let mut blocker_runs = 0;
     let waited = tokio::time::timeout(Duration::from_secs(20), async {
         while blocker_runs < 4 {
@@ -159,7 +159,7 @@ async fn a_job_may_read_the_monitor_from_its_own_body() {
         .await
         .expect("starts");
     let _ = monitor.set(handle.monitor());
-    let mut events = handle.subscribe();
+    let mut events = handle.monitor().subscribe();
     let waited = tokio::time::timeout(Duration::from_secs(20), async {
         while seen.lock().expect("lock").len() < 3 {
             let _ = events.recv().await;

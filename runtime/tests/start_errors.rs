@@ -40,6 +40,7 @@ async fn a_redis_job_without_a_url_names_the_settings_to_set() {
     );
 }
 
+#[cfg(feature = "redis")]
 #[tokio::test]
 async fn an_unreachable_redis_is_a_start_error_without_its_password() {
     let port = cronguard_testkit::free_port();

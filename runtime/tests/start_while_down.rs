@@ -108,13 +108,13 @@ async fn starts_down_and_resumes(
         .await
         .expect("an unreachable server is not a start error");
     assert_eq!(logs.count(said), 1);
-    let mut events = handle.subscribe();
+    let mut events = handle.monitor().subscribe();
 
     every_job_has(&mut events, Duration::from_secs(10), "misfired", |k| {
         matches!(k, EventKind::Misfired { reason, .. } if reason.contains("could not be asked"))
     })
     .await;
-    let health = handle.health().await;
+    let health = handle.monitor().health().await;
     assert!(!health.healthy);
     for job in &health.jobs {
         assert!(
@@ -139,7 +139,7 @@ async fn starts_down_and_resumes(
     assert_eq!(logs.count("guard available again"), JOBS);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let health = handle.health().await;
+        let health = handle.monitor().health().await;
         if health.healthy {
             break;
         }

@@ -19,13 +19,13 @@ async fn pages_list_every_job_once_in_name_order() {
         .start()
         .await
         .expect("starts");
-    assert_eq!(handle.job_count(), JOBS);
+    assert_eq!(handle.monitor().job_count(), JOBS);
 
     let mut names = Vec::new();
     let mut after: Option<String> = None;
     let mut pages = 0;
     loop {
-        let page = handle.jobs_page(after.as_deref(), 100);
+        let page = handle.monitor().jobs_page(after.as_deref(), 100);
         pages += 1;
         assert!(page.jobs.len() <= 100);
         names.extend(page.jobs.iter().map(|j| j.name.clone()));
@@ -40,11 +40,15 @@ async fn pages_list_every_job_once_in_name_order() {
     assert_eq!(pages, 3);
     let expected: Vec<String> = (0..JOBS).map(|i| format!("job-{i:03}")).collect();
     assert_eq!(names, expected);
-    assert!(handle.jobs_page(Some("job-249"), 100).jobs.is_empty());
-    assert_eq!(handle.jobs_page(None, 0).jobs.len(), 0);
+    assert!(handle
+        .monitor()
+        .jobs_page(Some("job-249"), 100)
+        .jobs
+        .is_empty());
+    assert_eq!(handle.monitor().jobs_page(None, 0).jobs.len(), 0);
 
-    let one = handle.job("job-123").expect("found");
+    let one = handle.monitor().job("job-123").expect("found");
     assert_eq!(one.name, "job-123");
-    assert!(handle.job("job-999").is_none());
+    assert!(handle.monitor().job("job-999").is_none());
     handle.shutdown().await;
 }

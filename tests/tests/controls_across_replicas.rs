@@ -55,7 +55,11 @@ async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
     });
 
     let paused_at = now_ms();
-    control.pause("fault_job", "test").await.expect("paused");
+    control
+        .monitor()
+        .pause("fault_job", "test")
+        .await
+        .expect("paused");
     wait(
         &replicas,
         Duration::from_secs(10),
@@ -69,7 +73,7 @@ async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
     );
 
     let asked_at = now_ms();
-    let key = control.trigger("fault_job").expect("asked");
+    let key = control.monitor().trigger("fault_job").expect("asked");
     assert!(key.starts_with("fault_job@manual:"), "{key}");
     wait(
         &replicas,
@@ -79,7 +83,11 @@ async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
     );
 
     let resumed_at = now_ms();
-    control.resume("fault_job", "test").await.expect("resumed");
+    control
+        .monitor()
+        .resume("fault_job", "test")
+        .await
+        .expect("resumed");
     wait(
         &replicas,
         Duration::from_secs(10),

@@ -51,7 +51,7 @@ async fn watcher_sees_when_no_replica_runs_the_job(lock: Lock, store: impl Fn(Bu
     let until = Instant::now() + Duration::from_millis(3500);
     let mut checks = 0;
     while Instant::now() < until {
-        let health = b.health().await;
+        let health = b.monitor().health().await;
         assert!(
             health.healthy,
             "A runs the job, so B reports on time: {health:?}"
@@ -60,12 +60,15 @@ async fn watcher_sees_when_no_replica_runs_the_job(lock: Lock, store: impl Fn(Bu
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert!(checks > 5);
-    assert!(b.jobs()[0].counts.started == 0, "B itself runs nothing");
+    assert!(
+        b.monitor().jobs()[0].counts.started == 0,
+        "B itself runs nothing"
+    );
 
     a.shutdown().await;
     let stopped = Instant::now();
     let overdue_after = loop {
-        let health = b.health().await;
+        let health = b.monitor().health().await;
         if let HealthState::Overdue { .. } = health.jobs[0].state {
             break stopped.elapsed();
         }

@@ -245,13 +245,19 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
     // Before the status snapshot below, which allocates a copy of every job's status.
     let rss_kib = measure::peak_rss_kib();
     let reported = match &running {
-        Running::Cronguard(handle) => handle.jobs().iter().fold([0u64; 3], |[s, k, m], j| {
-            [
-                s + j.counts.started,
-                k + j.counts.skipped,
-                m + j.counts.misfired,
-            ]
-        }),
+        Running::Cronguard(handle) => {
+            handle
+                .monitor()
+                .jobs()
+                .iter()
+                .fold([0u64; 3], |[s, k, m], j| {
+                    [
+                        s + j.counts.started,
+                        k + j.counts.skipped,
+                        m + j.counts.misfired,
+                    ]
+                })
+        }
         Running::Baseline(_) => [0; 3],
     };
     rt.block_on(stop(running));

@@ -160,7 +160,7 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
     }
     let rss_kib = measure::peak_rss_kib();
     let end_rss_kib = measure::rss_kib();
-    let reported = handle.jobs().iter().fold([0u64; 2], |[k, m], j| {
+    let reported = handle.monitor().jobs().iter().fold([0u64; 2], |[k, m], j| {
         [k + j.counts.skipped, m + j.counts.misfired]
     });
     rt.block_on(handle.shutdown_within(Duration::from_secs(5)));

@@ -26,7 +26,7 @@ pub(super) async fn read_fate_point(
     loop {
         match tokio::time::timeout(ASK_TIMEOUT, guard.fate_point()).await {
             Ok(Ok(point)) => return point,
-            Ok(Err(e)) => failed(crate::error::Chain(&e).to_string(), e.kind()),
+            Ok(Err(e)) => failed(crate::error::Chain(&e).to_string(), e.kind().as_str()),
             Err(_) => failed(
                 format!("no answer within {} ms", ASK_TIMEOUT.as_millis()),
                 "timeout",

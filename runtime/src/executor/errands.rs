@@ -69,7 +69,13 @@ impl ClaimCall {
 }
 
 fn panicked(payload: &(dyn std::any::Any + Send)) -> GuardError {
-    GuardError::Task(format!("the guard panicked: {}", panic_message(payload)))
+    GuardError::new(
+        crate::guard::GuardErrorKind::Other,
+        format!(
+            "guard task failed: the guard panicked: {}",
+            panic_message(payload)
+        ),
+    )
 }
 
 impl Errands {

@@ -478,7 +478,7 @@ impl JobSlot {
             }
             Err(e) => {
                 let error = crate::error::Chain(&e).to_string();
-                self.guard_failed(now, &error, e.kind());
+                self.guard_failed(now, &error, e.kind().as_str());
                 Answer::Failed(error)
             }
         }
@@ -856,8 +856,12 @@ impl JobSlot {
         entry.fencing_token = event.fencing_token;
         entry.error = error;
         let job = self.name().clone();
+        let Some(history) = guard.history() else {
+            return;
+        };
+        let recorded = history.record(entry);
         cx.shared.tasks.spawn(async move {
-            if let Err(e) = guard.record(entry).await {
+            if let Err(e) = recorded.await {
                 tracing::warn!(job = %job, error = %crate::error::Chain(&e), "could not write the run history");
             }
         });

@@ -12,7 +12,7 @@
 //! never decided (for guards that [claim ahead](Guard::claims_ahead)), pauses (a paused fire reported once,
 //! a held lease untouched) and manual runs (their own identity, the shared fencing tokens, the
 //! record of scheduled fires untouched). Checks that need a feature the guard does not have (an
-//! expiring lease, a clock of its own, pauses or manual runs: [`GuardError::Unsupported`]) are
+//! expiring lease, a clock of its own, pauses or manual runs: [`Guard::controls`] answers `None`) are
 //! skipped and listed in the [`Report`].
 //!
 //! Every check uses job names of its own with a random suffix, so the suite can run against a
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{Claim, Guard, GuardError, GuardSpec, Lease, Renewal};
+use super::{Claim, Guard, GuardErrorKind, GuardSpec, Lease, Renewal};
 use crate::control::{ManualRun, Pause};
 use crate::options::Overlap;
 
@@ -351,14 +351,14 @@ where
         Supported::Yes => report.passed.push(PAUSES),
         Supported::No => report
             .skipped
-            .push((PAUSES, "it does not support pauses (`Guard::set_pause`)")),
+            .push((PAUSES, "it does not support pauses (`Guard::controls`)")),
     }
     const MANUAL: &str = "manual_runs_share_the_lease_and_fence_not_the_fires";
     match manual_runs_share_the_lease_and_fence_not_the_fires(&suite, base).await? {
         Supported::Yes => report.passed.push(MANUAL),
         Supported::No => report.skipped.push((
             MANUAL,
-            "it does not support manual runs (`Guard::claim_manual`)",
+            "it does not support manual runs (`Guard::controls`)",
         )),
     }
     const MISSED: &str = "missed_fires_are_decided_once";
@@ -384,7 +384,7 @@ async fn set_pause(
 ) -> Outcome<Supported> {
     match guard.set_pause(pause).await {
         Ok(()) => Ok(Supported::Yes),
-        Err(GuardError::Unsupported(_)) => Ok(Supported::No),
+        Err(e) if e.kind() == GuardErrorKind::Unsupported => Ok(Supported::No),
         Err(e) => Err(fail(check, format!("set_pause failed: {e}"))),
     }
 }
@@ -547,7 +547,7 @@ where
         requested_at: now(),
     };
     let manual = match a.claim_manual(run).await {
-        Err(GuardError::Unsupported(_)) => return Ok(Supported::No),
+        Err(e) if e.kind() == GuardErrorKind::Unsupported => return Ok(Supported::No),
         Err(e) => return Err(fail(C, format!("the claim of a manual run failed: {e}"))),
         Ok(Claim::Acquired(lease)) => lease,
         Ok(other) => {

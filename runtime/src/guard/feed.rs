@@ -4,7 +4,7 @@
 //! replicas run, which the tool lists (README, "Controls: pause, resume, run now"); and the
 //! processes present, over which the jobs spread (README, "Standby: one claim per fire").
 //!
-//! A pause itself is stored with the job's state by [`Guard::set_pause`](super::Guard::set_pause)
+//! A pause itself is stored with the job's state by [`GuardControls::set_pause`](super::GuardControls::set_pause)
 //! and honoured by every claim, whether or not a replica read the feed: the feed only tells
 //! replicas early (their status, their health) and carries run-now requests.
 

@@ -52,11 +52,14 @@ use crate::history::HistoryEntry;
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
+pub use error::{GuardError, GuardErrorKind};
+
 #[cfg(any(feature = "redis", feature = "postgres"))]
 mod batching;
 #[cfg(any(test, feature = "conformance"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
+mod error;
 pub(crate) mod feed;
 pub(crate) mod file;
 #[cfg(feature = "postgres")]
@@ -82,7 +85,7 @@ pub struct GuardSpec {
     /// [`Overlap::Skip`] (see [`Claim::Busy`]), and for [`Overlap::Replace`] asks the holder to
     /// stop through its next renewal ([`Renewal::CancelRequested`]).
     pub overlap: Overlap,
-    /// Whether to keep the job's run history ([`Guard::record`], [`Guard::history`]).
+    /// Whether to keep the job's run history ([`Guard::history`]).
     pub history: bool,
     /// This process's name (`CRONGUARD_INSTANCE`), for the history.
     pub instance: String,
@@ -131,7 +134,7 @@ pub enum Claim {
         /// How far the fire lies ahead of the guard's clock.
         ahead: Duration,
     },
-    /// The job is paused ([`Guard::set_pause`]): the fire does not run. The guard records the
+    /// The job is paused ([`GuardControls::set_pause`]): the fire does not run. The guard records the
     /// fire as reported like a busy one, so that it is reported at warn level once.
     Paused {
         /// Who paused it, and when.
@@ -242,59 +245,6 @@ pub trait Guard: Send + Sync + 'static {
         Box::pin(async { Ok(None) })
     }
 
-    /// Records `entry` in the run history, for a guard built with history on: the end of a run
-    /// this guard value claimed (the entry carries its fencing token), or a fire it reported as
-    /// dropped. Guards that keep no history keep the default, which records nothing.
-    fn record(&self, entry: HistoryEntry) -> BoxFuture<Result<(), GuardError>> {
-        let _ = entry;
-        Box::pin(async { Ok(()) })
-    }
-
-    /// The history of the job from fire `since` on, oldest first, at most
-    /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) entries; `None` when this guard keeps no
-    /// history.
-    fn history(
-        &self,
-        since: DateTime<Utc>,
-    ) -> BoxFuture<Result<Option<Vec<HistoryEntry>>, GuardError>> {
-        let _ = since;
-        Box::pin(async { Ok(None) })
-    }
-
-    /// Pauses the job (`Some`) or resumes it (`None`) for every process this guard reaches:
-    /// while paused, [`claim`](Guard::claim) answers [`Claim::Paused`] (a claim running at the
-    /// same time sees the pause or not, never half of it); a run already going on is not
-    /// stopped. Guards without a store for it keep the default, which answers
-    /// [`GuardError::Unsupported`].
-    fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
-        let _ = pause;
-        Box::pin(async { Err(GuardError::Unsupported("pause")) })
-    }
-
-    /// The job's pause, if it is paused.
-    fn pause(&self) -> BoxFuture<Result<Option<Pause>, GuardError>> {
-        Box::pin(async { Ok(None) })
-    }
-
-    /// Claims a run asked for outside the schedule. Like [`claim`](Guard::claim) it takes the
-    /// job's lease (answering [`Claim::Busy`] while another run holds it) with a fencing token
-    /// above every earlier one, and the same claimant asking again is recognised; unlike it, it
-    /// leaves the record of scheduled fires alone, ignores a pause, and answers
-    /// [`Claim::AlreadyRan`] once another claimant took this `run`. Guards that cannot keep
-    /// manual runs keep the default, which answers [`GuardError::Unsupported`].
-    fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
-        let _ = run;
-        Box::pin(async { Err(GuardError::Unsupported("run now")) })
-    }
-
-    /// Whether this guard implements [`set_pause`](Guard::set_pause),
-    /// [`pause`](Guard::pause) and [`claim_manual`](Guard::claim_manual); the default, `false`,
-    /// makes the controls of its jobs answer
-    /// [`ControlError::Unsupported`](crate::ControlError::Unsupported) at once.
-    fn supports_controls(&self) -> bool {
-        false
-    }
-
     /// Whether this guard keeps the rule for fires ahead of its clock (see the module
     /// documentation): a claim it cannot grant at once of a fire that lies ahead of its clock
     /// answers [`Claim::TooEarly`] and records nothing. Only then may the scheduler claim the
@@ -303,6 +253,76 @@ pub trait Guard: Send + Sync + 'static {
     fn claims_ahead(&self) -> bool {
         false
     }
+
+    /// The controls this guard offers (pause, resume, run now) for every process it reaches;
+    /// `None` (the default) makes the controls of its jobs answer
+    /// [`ControlError::Unsupported`](crate::ControlError::Unsupported) at once.
+    fn controls(&self) -> Option<&dyn GuardControls> {
+        None
+    }
+
+    /// The run history this guard keeps for its job, when it was built to keep one
+    /// ([`GuardSpec::history`]); `None` (the default): no history.
+    fn history(&self) -> Option<&dyn GuardHistory> {
+        None
+    }
+}
+
+impl dyn Guard {
+    /// [`GuardControls::set_pause`], or an error of kind [`GuardErrorKind::Unsupported`].
+    pub(crate) fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
+        match self.controls() {
+            Some(controls) => controls.set_pause(pause),
+            None => Box::pin(async { Err(GuardError::unsupported("pause")) }),
+        }
+    }
+
+    /// [`GuardControls::pause`], or no pause.
+    pub(crate) fn pause(&self) -> BoxFuture<Result<Option<Pause>, GuardError>> {
+        match self.controls() {
+            Some(controls) => controls.pause(),
+            None => Box::pin(async { Ok(None) }),
+        }
+    }
+
+    /// [`GuardControls::claim_manual`], or an error of kind [`GuardErrorKind::Unsupported`].
+    pub(crate) fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
+        match self.controls() {
+            Some(controls) => controls.claim_manual(run),
+            None => Box::pin(async { Err(GuardError::unsupported("run now")) }),
+        }
+    }
+}
+
+/// The controls of a guard that offers them ([`Guard::controls`]): a pause and runs asked for
+/// outside the schedule, kept in the guard's store so that every process it reaches obeys them.
+pub trait GuardControls: Send + Sync {
+    /// Pauses the job (`Some`) or resumes it (`None`) for every process this guard reaches:
+    /// while paused, [`Guard::claim`] answers [`Claim::Paused`] (a claim running at the
+    /// same time sees the pause or not, never half of it); a run already going on is not
+    /// stopped.
+    fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>>;
+
+    /// The job's pause, if it is paused.
+    fn pause(&self) -> BoxFuture<Result<Option<Pause>, GuardError>>;
+
+    /// Claims a run asked for outside the schedule. Like [`Guard::claim`] it takes the
+    /// job's lease (answering [`Claim::Busy`] while another run holds it) with a fencing token
+    /// above every earlier one, and the same claimant asking again is recognised; unlike it, it
+    /// leaves the record of scheduled fires alone, ignores a pause, and answers
+    /// [`Claim::AlreadyRan`] once another claimant took this `run`.
+    fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>>;
+}
+
+/// The run history a guard keeps ([`Guard::history`]).
+pub trait GuardHistory: Send + Sync {
+    /// Records `entry` in the run history: the end of a run this guard value claimed (the entry
+    /// carries its fencing token), or a fire it reported as dropped.
+    fn record(&self, entry: HistoryEntry) -> BoxFuture<Result<(), GuardError>>;
+
+    /// The history of the job from fire `since` on, oldest first, at most
+    /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) entries.
+    fn read(&self, since: DateTime<Utc>) -> BoxFuture<Result<Vec<HistoryEntry>, GuardError>>;
 }
 
 /// A claimed run's hold on its guard.
@@ -335,103 +355,4 @@ pub enum Renewal {
     CancelRequested,
     /// The lease is gone: it expired, or another holder has it.
     Lost,
-}
-
-/// A guard could not answer (its backing store failed). The scheduler retries until the fire's
-/// grace runs out and then reports a misfire with this reason.
-///
-/// Its `Display` says what failed; the cause, when there is one, is its
-/// [`source`](std::error::Error::source) only, so that a report of the whole chain (anyhow's
-/// `{:#}`, or cronguard's own logs) names every cause once.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum GuardError {
-    /// A lock file could not be opened, locked, read or written.
-    #[error("cannot use the lock file `{path}`")]
-    File {
-        /// The file.
-        path: std::path::PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Redis did not answer or answered with an error.
-    #[cfg(feature = "redis")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-    #[error("the Redis request failed")]
-    Redis(#[source] ::redis::RedisError),
-    /// A claim was acquired, but fewer replicas than
-    /// [`Builder::redis_wait_for_replicas`](crate::Builder::redis_wait_for_replicas) asks for
-    /// acknowledged it within the timeout, so its run does not start: a failover now could lose
-    /// the claim. The claim is retried (as the same claimant) until the fire's grace runs out.
-    #[cfg(feature = "redis")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-    #[error("the claim reached {acked} of the {wanted} Redis replicas it must reach before the run starts (`Builder::redis_wait_for_replicas`); check that the replicas are up and keep up with the primary (`INFO replication`), or wait for fewer")]
-    NotReplicated {
-        /// The replicas that acknowledged the claim.
-        acked: u64,
-        /// The replicas the claim must reach.
-        wanted: u32,
-    },
-    /// PostgreSQL did not answer or answered with an error (the server's message and code).
-    #[cfg(feature = "postgres")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-    #[error("the PostgreSQL request failed: {0}")]
-    Postgres(String),
-    /// The guard's store answered something this version cannot use, or a setting is out of
-    /// range; the message says what to do.
-    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
-    #[error("{0}")]
-    Invalid(String),
-    /// A blocking guard operation could not run (the runtime is shutting down).
-    #[error("a blocking guard operation could not run")]
-    Join(#[source] tokio::task::JoinError),
-    /// A guard operation panicked or could not be carried out.
-    #[error("guard task failed: {0}")]
-    Task(String),
-    /// The guard does not support this control (pause, run now); see
-    /// [`Guard::set_pause`] and [`Guard::claim_manual`].
-    #[error("this guard does not support {0}")]
-    Unsupported(&'static str),
-    /// A guard of the user's own failed.
-    #[error("the guard failed")]
-    Other(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl GuardError {
-    /// What kind of failure this is, as the `kind` label of `cronguard_guard_errors_total`:
-    /// `unreachable` (no connection), `timeout` (no answer in time), `refused` (the store answered
-    /// with an error), `not_replicated`, `invalid` (an answer or setting this version cannot use)
-    /// `unsupported` (a control the guard does not offer) or `other` (a lock file, a panicking or
-    /// custom guard).
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            #[cfg(feature = "redis")]
-            GuardError::Redis(e) => redis::failure::kind(e),
-            #[cfg(feature = "redis")]
-            GuardError::NotReplicated { .. } => "not_replicated",
-            // The PostgreSQL guard keeps only the text of its errors; its time limits say
-            // "within", and errors of the client (not of the server) name the connection.
-            #[cfg(feature = "postgres")]
-            GuardError::Postgres(text) if text.contains("within") => "timeout",
-            #[cfg(feature = "postgres")]
-            GuardError::Postgres(text) if text.contains("connect") || text.contains("closed") => {
-                "unreachable"
-            }
-            #[cfg(feature = "postgres")]
-            GuardError::Postgres(_) => "refused",
-            GuardError::Invalid(_) => "invalid",
-            GuardError::Unsupported(_) => "unsupported",
-            GuardError::File { .. }
-            | GuardError::Join(_)
-            | GuardError::Task(_)
-            | GuardError::Other(_) => "other",
-        }
-    }
-
-    /// A failure of a guard of the user's own, keeping its error as the source (a `String` or
-    /// `&str` is accepted too).
-    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        GuardError::Other(error.into())
-    }
 }

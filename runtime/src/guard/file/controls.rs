@@ -32,10 +32,7 @@ impl Side {
     }
 
     fn err(&self, source: std::io::Error) -> GuardError {
-        GuardError::File {
-            path: self.path.clone(),
-            source,
-        }
+        super::file_error(&self.path, source)
     }
 
     fn read(&self) -> Result<String, GuardError> {

@@ -67,10 +67,7 @@ impl FileFeed {
     }
 
     fn err(path: &Path, source: std::io::Error) -> GuardError {
-        GuardError::File {
-            path: path.to_owned(),
-            source,
-        }
+        super::file_error(path, source)
     }
 
     fn publish_blocking(&self, request: &ControlRequest) -> Result<(), GuardError> {
@@ -248,7 +245,7 @@ fn blocking<T: Send + 'static>(
     Box::pin(async move {
         tokio::task::spawn_blocking(move || op(&feed))
             .await
-            .map_err(GuardError::Join)?
+            .map_err(super::blocking_failed)?
     })
 }
 

@@ -53,10 +53,12 @@ use fs2::FileExt;
 
 mod controls;
 mod feed;
+mod store;
 
 pub(crate) use feed::FileFeed;
+pub(crate) use store::{check_lock_dir, FileStore};
 
-use super::{Claim, Guard, GuardError, Lease};
+use super::{Claim, Guard, GuardControls, GuardError, GuardErrorKind, Lease};
 use crate::clock::{epoch_millis, system_micros};
 use crate::control::{ManualRun, Pause};
 use crate::registry::BoxFuture;
@@ -312,17 +314,11 @@ impl FileGuard {
     }
 
     fn state_err(&self, source: std::io::Error) -> GuardError {
-        GuardError::File {
-            path: self.state_path.clone(),
-            source,
-        }
+        file_error(&self.state_path, source)
     }
 
     fn lock_err(&self, source: std::io::Error) -> GuardError {
-        GuardError::File {
-            path: self.lock_path.clone(),
-            source,
-        }
+        file_error(&self.lock_path, source)
     }
 }
 
@@ -343,7 +339,7 @@ impl FileGuard {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || op(&guard))
                 .await
-                .map_err(GuardError::Join)?
+                .map_err(blocking_failed)?
         })
     }
 }
@@ -393,6 +389,12 @@ impl Guard for FileGuard {
         })
     }
 
+    fn controls(&self) -> Option<&dyn GuardControls> {
+        Some(self)
+    }
+}
+
+impl GuardControls for FileGuard {
     fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
         self.blocking(move |g| g.set_pause_blocking(pause))
     }
@@ -403,10 +405,6 @@ impl Guard for FileGuard {
 
     fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
         self.blocking(move |g| g.claim_manual_blocking(run))
-    }
-
-    fn supports_controls(&self) -> bool {
-        true
     }
 }
 
@@ -484,7 +482,7 @@ impl Lease for FileLease {
                 clear_holder(&guard, holder, true).unwrap_or(Ok(()))
             })
             .await
-            .map_err(GuardError::Join)?
+            .map_err(blocking_failed)?
         })
     }
 }
@@ -672,14 +670,29 @@ fn signal_zero(_pid: i32) -> bool {
     false
 }
 
+/// A lock or state file that could not be opened, locked, read or written.
+pub(super) fn file_error(path: &Path, source: std::io::Error) -> GuardError {
+    GuardError::new(
+        GuardErrorKind::Other,
+        format!("cannot use the lock file `{}`", path.display()),
+    )
+    .with_source(source)
+}
+
+/// A blocking file operation that could not run (the runtime is shutting down).
+pub(super) fn blocking_failed(e: tokio::task::JoinError) -> GuardError {
+    GuardError::new(
+        GuardErrorKind::Other,
+        "a blocking guard operation could not run",
+    )
+    .with_source(e)
+}
+
 /// Opens (or creates) a lock or state file: never through a symbolic link, which another local
 /// user could have planted to make this process write or lock a file of its choice, and readable
 /// and writable by this user only.
 fn open(path: &Path) -> Result<File, GuardError> {
-    let err = |source| GuardError::File {
-        path: path.to_owned(),
-        source,
-    };
+    let err = |source| file_error(path, source);
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
@@ -1366,13 +1379,16 @@ mod planted_links {
                 .expect("symlink");
             let guard = FileGuard::new(&dir, "job");
             match guard.claim(t(1)).await {
-                Err(GuardError::File { path, source }) => {
-                    assert_eq!(path, dir.join(format!("job.{suffix}")));
-                    let text = crate::error::Chain(&GuardError::File { path, source }).to_string();
+                Err(e) => {
+                    let text = crate::error::Chain(&e).to_string();
+                    let path = dir.join(format!("job.{suffix}"));
+                    assert!(
+                        text.starts_with(&format!("cannot use the lock file `{}`", path.display())),
+                        "{text}"
+                    );
                     assert!(text.contains("symbolic link"), "{text}");
                 }
                 Ok(claim) => panic!("{suffix}: {claim:?}, expected an error"),
-                Err(e) => panic!("{suffix}: {e}"),
             }
             assert_eq!(std::fs::read(&victim).expect("read"), b"precious");
             let file = File::open(&victim).expect("open");

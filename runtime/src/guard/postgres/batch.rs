@@ -17,7 +17,7 @@ use tokio_postgres::Row;
 
 use super::{pg_err, Database, CLAIM_AHEAD_TOLERANCE_MS};
 use crate::guard::batching::Queue;
-use crate::guard::GuardError;
+use crate::guard::{GuardError, GuardErrorKind};
 
 /// The most operations in one statement.
 const MAX_BATCH: usize = 1000;
@@ -104,7 +104,10 @@ impl Database {
 }
 
 fn stopped() -> GuardError {
-    GuardError::Postgres("the batch task of the postgres guard has stopped".to_owned())
+    GuardError::new(
+        GuardErrorKind::Other,
+        "the batch task of the postgres guard has stopped",
+    )
 }
 
 async fn send_batches(db: Weak<Database>, mut rx: mpsc::UnboundedReceiver<Queued>) {
@@ -171,13 +174,16 @@ async fn run(db: &Database, mut batch: Vec<Queued>, kind: Kind) {
                 batch.len()
             );
             for queued in batch {
-                let _ = queued.reply.send(Err(GuardError::Postgres(text.clone())));
+                let _ = queued.reply.send(Err(GuardError::invalid(text.clone())));
             }
         }
         Err(e) => {
-            let text = e.to_string();
+            // Every operation of the batch failed with it: each gets its kind and its text.
+            let text = crate::error::Chain(&e).to_string();
             for queued in batch {
-                let _ = queued.reply.send(Err(GuardError::Postgres(text.clone())));
+                let _ = queued
+                    .reply
+                    .send(Err(GuardError::new(e.kind(), text.clone())));
             }
         }
     }

@@ -112,7 +112,7 @@ impl ControlFeed for PostgresFeed {
                 return Ok((Vec::new(), last.to_string()));
             };
             let after: i64 = cursor.parse().map_err(|_| {
-                GuardError::Invalid(format!(
+                GuardError::invalid(format!(
                     "the control feed's cursor `{cursor}` is not a row id of `controls`; read from the feed's end (no cursor) instead"
                 ))
             })?;

@@ -26,9 +26,12 @@ mod feed;
 pub(crate) mod schema;
 #[cfg(test)]
 mod server_tests;
+mod store;
 
 // Built by the scheduler's control wiring, which lands separately.
 pub(crate) use feed::PostgresFeed;
+pub use store::DEFAULT_POSTGRES_SCHEMA;
+pub(crate) use store::{PostgresSettings, PostgresStore};
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -41,7 +44,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{NoTls, Row};
 
-use super::{Claim, Guard, GuardError, Lease, Renewal};
+use super::{
+    Claim, Guard, GuardControls, GuardError, GuardErrorKind, GuardHistory, Lease, Renewal,
+};
 use crate::control::{ManualRun, Pause};
 use crate::history::{HistoryEntry, Outcome, HISTORY_LIMIT};
 use crate::options::Overlap;
@@ -81,8 +86,52 @@ pub(crate) enum Open {
     /// The server did not answer; the connections and the schema are made when it does. The text
     /// says why.
     Unreachable(Database, String),
-    /// The URL, the credentials or the schema are wrong: a start problem, ready to show.
-    Failed(String),
+    /// The URL, the credentials or the schema are wrong: a start problem.
+    Failed(OpenFailure),
+}
+
+/// Why a PostgreSQL store cannot be used, as a start problem of its kind.
+#[derive(Debug)]
+pub(crate) enum OpenFailure {
+    /// The URL or the schema name is not valid.
+    Settings(String),
+    /// The server refused the connection (the user, the password, the database).
+    Refused(String),
+    /// A table of the schema exists but is not cronguard's.
+    ForeignTable(String),
+    /// The schema could not be made ready.
+    Store(GuardError),
+}
+
+impl OpenFailure {
+    /// The kind of start problem this is.
+    pub(crate) fn problem_kind(&self) -> crate::error::ProblemKind {
+        use crate::error::ProblemKind;
+        match self {
+            OpenFailure::Settings(_) | OpenFailure::Refused(_) => ProblemKind::GuardRefused,
+            OpenFailure::ForeignTable(_) => ProblemKind::ForeignTable,
+            OpenFailure::Store(_) => ProblemKind::Other,
+        }
+    }
+}
+
+impl std::fmt::Display for OpenFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenFailure::Settings(text) | OpenFailure::ForeignTable(text) => f.write_str(text),
+            OpenFailure::Refused(text) => write!(f, "{text}; check the URL, the user, the password and the database in `CRONGUARD_POSTGRES_URL`"),
+            OpenFailure::Store(e) => write!(f, "{}", crate::error::Chain(e)),
+        }
+    }
+}
+
+impl From<schema::SchemaError> for OpenFailure {
+    fn from(e: schema::SchemaError) -> Self {
+        match e {
+            schema::SchemaError::Foreign(text) => OpenFailure::ForeignTable(text),
+            schema::SchemaError::Store(e) => OpenFailure::Store(e),
+        }
+    }
 }
 
 struct Statements {
@@ -187,8 +236,45 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
     }
 }
 
+/// A failed request as a guard's failure; `kind` is decided where the failure was met.
+pub(crate) fn failure(kind: GuardErrorKind, text: impl std::fmt::Display) -> GuardError {
+    GuardError::new(kind, format!("the PostgreSQL request failed: {text}"))
+}
+
+/// The kind of a failed call: the server's own verdict where it answered, otherwise a server
+/// that could not be reached.
+fn kind_of(e: &tokio_postgres::Error) -> GuardErrorKind {
+    match e.code() {
+        Some(c) if [SqlState::QUERY_CANCELED, SqlState::LOCK_NOT_AVAILABLE].contains(c) => {
+            GuardErrorKind::Timeout
+        }
+        Some(c)
+            if [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+                SqlState::TOO_MANY_CONNECTIONS,
+            ]
+            .contains(c) =>
+        {
+            GuardErrorKind::Unreachable
+        }
+        Some(_) => GuardErrorKind::Refused,
+        None if e.is_closed() => GuardErrorKind::Unreachable,
+        None => match std::error::Error::source(e) {
+            Some(source) if source.is::<std::io::Error>() => GuardErrorKind::Unreachable,
+            _ => GuardErrorKind::Refused,
+        },
+    }
+}
+
 fn pg_err(e: &tokio_postgres::Error) -> GuardError {
-    GuardError::Postgres(describe(e))
+    failure(kind_of(e), describe(e))
+}
+
+/// A deadline of `what` that passed.
+fn too_slow(what: impl std::fmt::Display) -> GuardError {
+    failure(GuardErrorKind::Timeout, what)
 }
 
 type Params<'a> = [(&'a (dyn ToSql + Sync), Type)];
@@ -199,24 +285,24 @@ impl Database {
     pub(crate) async fn open(url: &str, schema: &str) -> Open {
         let db = match Database::new(url, schema) {
             Ok(db) => db,
-            Err(e) => return Open::Failed(e),
+            Err(e) => return Open::Failed(OpenFailure::Settings(e)),
         };
         let mut client = match db.pool.get().await {
             Ok(client) => client,
             Err(e) if unreachable(&e) => {
-                let why = pool_error(&e);
+                let why = pool_text(&e);
                 return Open::Unreachable(db, why);
             }
             Err(e) => {
-                return Open::Failed(format!(
+                return Open::Failed(OpenFailure::Refused(format!(
                     "PostgreSQL refused the connection ({})",
-                    pool_error(&e)
-                ))
+                    pool_text(&e)
+                )))
             }
         };
         let client: &mut tokio_postgres::Client = &mut client;
         if let Err(e) = schema::ensure(client, schema).await {
-            return Open::Failed(e);
+            return Open::Failed(e.into());
         }
         db.schema_ready
             .store(true, std::sync::atomic::Ordering::Release);
@@ -229,7 +315,7 @@ impl Database {
         match Database::open(url, schema).await {
             Open::Ready(db) => Ok(db),
             Open::Unreachable(_, why) => Err(format!("PostgreSQL cannot be reached ({why})")),
-            Open::Failed(e) => Err(e),
+            Open::Failed(e) => Err(e.to_string()),
         }
     }
 
@@ -290,10 +376,8 @@ impl Database {
                 tracing::info!(schema = %self.schema, "connected to PostgreSQL; cronguard's tables are in place");
                 Ok(())
             }
-            Ok(Err(e)) => Err(GuardError::Postgres(e)),
-            Err(_) => Err(GuardError::Postgres(
-                "checking cronguard's tables took too long".to_owned(),
-            )),
+            Ok(Err(e)) => Err(e.into_guard_error()),
+            Err(_) => Err(too_slow("checking cronguard's tables took too long")),
         }
     }
 
@@ -303,8 +387,8 @@ impl Database {
     async fn query(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, GuardError> {
         let client = tokio::time::timeout(STATEMENT_TIMEOUT, self.pool.get())
             .await
-            .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
-            .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+            .map_err(|_| too_slow("no connection within 2 s"))?
+            .map_err(|e| pool_error(&e))?;
         let mut client = client;
         self.ensure_schema(&mut client).await?;
         self.statements
@@ -332,7 +416,7 @@ impl Database {
             }
             Err(_) => {
                 drop(Object::take(client));
-                Err(GuardError::Postgres(format!(
+                Err(too_slow(format_args!(
                     "no answer within {} s",
                     STATEMENT_TIMEOUT.as_secs()
                 )))
@@ -355,7 +439,7 @@ impl Database {
                 "cronguard's tables were missing from the database and were created again; fires claimed before are forgotten, so fencing tokens continue from the clock"
             ),
             Ok(Err(e)) => {
-                tracing::error!(schema = %self.schema, error = %e, "cronguard's tables are missing from the database and cannot be created again")
+                tracing::error!(schema = %self.schema, error = %crate::error::Chain(&e.into_guard_error()), "cronguard's tables are missing from the database and cannot be created again")
             }
             Err(_) => {
                 tracing::error!(schema = %self.schema, "cronguard's tables are missing from the database; creating them again took too long")
@@ -382,8 +466,8 @@ impl Database {
         loop {
             let client = tokio::time::timeout(STATEMENT_TIMEOUT, self.pool.get())
                 .await
-                .map_err(|_| GuardError::Postgres("no connection within 2 s".to_owned()))?
-                .map_err(|e| GuardError::Postgres(pool_error(&e)))?;
+                .map_err(|_| too_slow("no connection within 2 s"))?
+                .map_err(|e| pool_error(&e))?;
             let mut client = client;
             self.ensure_schema(&mut client).await?;
             let n = client
@@ -439,22 +523,30 @@ fn unreachable(e: &deadpool_postgres::PoolError) -> bool {
     }
 }
 
-fn pool_error(e: &deadpool_postgres::PoolError) -> String {
+fn pool_text(e: &deadpool_postgres::PoolError) -> String {
     match e {
         deadpool_postgres::PoolError::Backend(e) => describe(e),
         other => other.to_string(),
     }
 }
 
+fn pool_error(e: &deadpool_postgres::PoolError) -> GuardError {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => pg_err(e),
+        deadpool_postgres::PoolError::Timeout(_) => too_slow(e),
+        other => failure(GuardErrorKind::Unreachable, other),
+    }
+}
+
 fn first(rows: &[Row]) -> Result<&Row, GuardError> {
     rows.first()
-        .ok_or_else(|| GuardError::Postgres("the statement returned no row".to_owned()))
+        .ok_or_else(|| GuardError::invalid("the PostgreSQL statement returned no row"))
 }
 
 fn lease_ms(lease: Duration) -> Result<i64, GuardError> {
     cronguard_schedule::check_lease(lease)
         .and_then(|()| i64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
-        .map_err(|e| GuardError::Postgres(format!("the lease of {lease:?} {e}")))
+        .map_err(|e| GuardError::invalid(format!("the lease of {lease:?} {e}")))
 }
 
 /// The guard of one job.
@@ -532,7 +624,7 @@ impl Guard for PostgresGuard {
                 }))
                 .await?;
             let batch::Reply::Claim(answer, value, ignored, paused) = reply else {
-                return Err(GuardError::Postgres(
+                return Err(GuardError::invalid(
                     "the batch answered a claim with another kind of answer".to_owned(),
                 ));
             };
@@ -553,7 +645,7 @@ impl Guard for PostgresGuard {
                 },
                 6 => {
                     let (at, by) = paused.ok_or_else(|| {
-                        GuardError::Postgres(
+                        GuardError::invalid(
                             "the claim function answered paused without the pause".to_owned(),
                         )
                     })?;
@@ -576,7 +668,7 @@ impl Guard for PostgresGuard {
                     sent_at,
                 })),
                 other => {
-                    return Err(GuardError::Postgres(format!(
+                    return Err(GuardError::invalid(format!(
                         "the claim function answered {other}, which this version of cronguard does not know; run one version of cronguard against one schema, or set another with `Builder::postgres_schema`"
                     )))
                 }
@@ -679,76 +771,20 @@ impl Guard for PostgresGuard {
         Box::pin(async move { db.now().await.map(Some) })
     }
 
-    fn record(&self, entry: HistoryEntry) -> BoxFuture<Result<(), GuardError>> {
-        let db = Arc::clone(&self.db);
-        let enabled = self.history;
-        Box::pin(async move {
-            if !enabled {
-                return Ok(());
-            }
-            let outcome = entry.outcome.as_str();
-            match entry.fencing_token {
-                Some(token) => {
-                    let fence = i64::try_from(token).unwrap_or(i64::MAX);
-                    db.query(
-                        &db.sql.run_ended,
-                        &[
-                            (&entry.job, Type::TEXT),
-                            (&entry.fire_time, Type::TIMESTAMPTZ),
-                            (&fence, Type::INT8),
-                            (&outcome, Type::TEXT),
-                            (&entry.error, Type::TEXT),
-                        ],
-                    )
-                    .await?
-                }
-                None => {
-                    db.query(
-                        &db.sql.dropped,
-                        &[
-                            (&entry.job, Type::TEXT),
-                            (&entry.fire_time, Type::TIMESTAMPTZ),
-                            (&entry.instance, Type::TEXT),
-                            (&outcome, Type::TEXT),
-                            (&entry.error, Type::TEXT),
-                        ],
-                    )
-                    .await?
-                }
-            };
-            Ok(())
-        })
+    fn claims_ahead(&self) -> bool {
+        true
     }
 
-    fn history(
-        &self,
-        since: DateTime<Utc>,
-    ) -> BoxFuture<Result<Option<Vec<HistoryEntry>>, GuardError>> {
-        let db = Arc::clone(&self.db);
-        let job = Arc::clone(&self.job);
-        let enabled = self.history;
-        Box::pin(async move {
-            if !enabled {
-                return Ok(None);
-            }
-            let limit = HISTORY_LIMIT as i64;
-            let rows = db
-                .query(
-                    &db.sql.history,
-                    &[
-                        (&&*job, Type::TEXT),
-                        (&since, Type::TIMESTAMPTZ),
-                        (&limit, Type::INT8),
-                    ],
-                )
-                .await?;
-            rows.iter()
-                .map(|row| history_entry(&job, row))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some)
-        })
+    fn controls(&self) -> Option<&dyn GuardControls> {
+        Some(self)
     }
 
+    fn history(&self) -> Option<&dyn GuardHistory> {
+        self.history.then_some(self as &dyn GuardHistory)
+    }
+}
+
+impl GuardControls for PostgresGuard {
     fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
         let db = Arc::clone(&self.db);
         let job = Arc::clone(&self.job);
@@ -780,14 +816,6 @@ impl Guard for PostgresGuard {
             let by: Option<String> = row.try_get(1).map_err(|e| pg_err(&e))?;
             Ok(at.map(|at| Pause::new(by.unwrap_or_default(), at)))
         })
-    }
-
-    fn supports_controls(&self) -> bool {
-        true
-    }
-
-    fn claims_ahead(&self) -> bool {
-        true
     }
 
     fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
@@ -831,7 +859,7 @@ impl Guard for PostgresGuard {
                     sent_at,
                 })),
                 other => {
-                    return Err(GuardError::Postgres(format!(
+                    return Err(GuardError::invalid(format!(
                         "the manual claim function answered {other}, which this version of cronguard does not know; run one version of cronguard against one schema, or set another with `Builder::postgres_schema`"
                     )))
                 }
@@ -840,11 +868,71 @@ impl Guard for PostgresGuard {
     }
 }
 
+impl GuardHistory for PostgresGuard {
+    fn record(&self, entry: HistoryEntry) -> BoxFuture<Result<(), GuardError>> {
+        let db = Arc::clone(&self.db);
+        Box::pin(async move {
+            let outcome = entry.outcome.as_str();
+            match entry.fencing_token {
+                Some(token) => {
+                    let fence = i64::try_from(token).unwrap_or(i64::MAX);
+                    db.query(
+                        &db.sql.run_ended,
+                        &[
+                            (&entry.job, Type::TEXT),
+                            (&entry.fire_time, Type::TIMESTAMPTZ),
+                            (&fence, Type::INT8),
+                            (&outcome, Type::TEXT),
+                            (&entry.error, Type::TEXT),
+                        ],
+                    )
+                    .await?
+                }
+                None => {
+                    db.query(
+                        &db.sql.dropped,
+                        &[
+                            (&entry.job, Type::TEXT),
+                            (&entry.fire_time, Type::TIMESTAMPTZ),
+                            (&entry.instance, Type::TEXT),
+                            (&outcome, Type::TEXT),
+                            (&entry.error, Type::TEXT),
+                        ],
+                    )
+                    .await?
+                }
+            };
+            Ok(())
+        })
+    }
+
+    fn read(&self, since: DateTime<Utc>) -> BoxFuture<Result<Vec<HistoryEntry>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let job = Arc::clone(&self.job);
+        Box::pin(async move {
+            let limit = HISTORY_LIMIT as i64;
+            let rows = db
+                .query(
+                    &db.sql.history,
+                    &[
+                        (&&*job, Type::TEXT),
+                        (&since, Type::TIMESTAMPTZ),
+                        (&limit, Type::INT8),
+                    ],
+                )
+                .await?;
+            rows.iter()
+                .map(|row| history_entry(&job, row))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    }
+}
+
 fn history_entry(job: &str, row: &Row) -> Result<HistoryEntry, GuardError> {
     let get_err = |e: tokio_postgres::Error| pg_err(&e);
     let outcome: String = row.try_get(5).map_err(get_err)?;
     let outcome = Outcome::from_name(&outcome).ok_or_else(|| {
-        GuardError::Postgres(format!(
+        GuardError::invalid(format!(
             "the history holds an outcome `{outcome}` that this version of cronguard does not know"
         ))
     })?;
@@ -903,7 +991,7 @@ impl Lease for PostgresLease {
                 batch::Reply::Renew(2) => Renewal::CancelRequested,
                 batch::Reply::Renew(_) => Renewal::Renewed,
                 _ => {
-                    return Err(GuardError::Postgres(
+                    return Err(GuardError::invalid(
                         "the batch answered a renewal with another kind of answer".to_owned(),
                     ))
                 }

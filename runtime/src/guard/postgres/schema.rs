@@ -4,6 +4,8 @@
 
 use tokio_postgres::types::Type;
 
+use crate::guard::GuardError;
+
 /// The tables, indexes and functions in schema `{schema}`. Every statement is idempotent.
 ///
 /// - `jobs`: one row per job. `last_fire` is the last claimed fire, `fence` its fencing token,
@@ -604,7 +606,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
 
 /// What is wrong with the schema as found: `Ok(true)` when complete and recognised, `Ok(false)`
 /// when parts are missing, `Err` when a table exists but is not cronguard's.
-async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, String> {
+async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, SchemaError> {
     let rows = client
         .query_typed(
             "SELECT table_name::text, column_name::text, data_type::text \
@@ -612,7 +614,7 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
             &[(&schema, Type::TEXT)],
         )
         .await
-        .map_err(|e| super::describe(&e))?;
+        .map_err(|e| store(&e))?;
     let found: Vec<(String, String, String)> = rows
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
@@ -658,15 +660,37 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
             &[(&schema, Type::TEXT), (&FUNCTIONS, Type::TEXT_ARRAY)],
         )
         .await
-        .map_err(|e| super::describe(&e))?;
+        .map_err(|e| store(&e))?;
     let count: i64 = functions.first().map_or(0, |r| r.get(0));
     Ok(complete && count == FUNCTIONS.len() as i64)
 }
 
-fn unrecognised(schema: &str, table: &str, why: &str) -> String {
-    format!(
+/// Why the schema could not be made ready.
+pub(crate) enum SchemaError {
+    /// A table exists but is not the one this version uses: cronguard does not touch it.
+    Foreign(String),
+    /// The database failed or refused a statement.
+    Store(GuardError),
+}
+
+impl SchemaError {
+    /// The failure as a guard's, for a statement that found the schema wanting.
+    pub(crate) fn into_guard_error(self) -> GuardError {
+        match self {
+            SchemaError::Foreign(text) => GuardError::invalid(text),
+            SchemaError::Store(e) => e,
+        }
+    }
+}
+
+fn store(e: &tokio_postgres::Error) -> SchemaError {
+    SchemaError::Store(GuardError::new(super::kind_of(e), super::describe(e)))
+}
+
+fn unrecognised(schema: &str, table: &str, why: &str) -> SchemaError {
+    SchemaError::Foreign(format!(
         "the table `{schema}.{table}` exists but is not the one this version of cronguard uses ({why}); cronguard never alters a table it does not recognise: set another schema with `CRONGUARD_POSTGRES_SCHEMA` (or `Builder::postgres_schema`), or drop the table if it is an old cronguard table"
-    )
+    ))
 }
 
 /// Makes sure schema `schema` holds cronguard's tables and functions: nothing is written when
@@ -675,30 +699,27 @@ fn unrecognised(schema: &str, table: &str, why: &str) -> String {
 pub(crate) async fn ensure(
     client: &mut tokio_postgres::Client,
     schema: &str,
-) -> Result<(), String> {
+) -> Result<(), SchemaError> {
     if inspect(client, schema).await? {
         return Ok(());
     }
-    let tx = client
-        .transaction()
-        .await
-        .map_err(|e| super::describe(&e))?;
+    let tx = client.transaction().await.map_err(|e| store(&e))?;
     // Replicas starting together would race on `CREATE ... IF NOT EXISTS` (it is not atomic in
     // the catalog); a transaction-level lock, released at commit, orders them. It is taken only
     // here, never for claims.
     tx.batch_execute("SELECT pg_advisory_xact_lock(hashtext('cronguard schema'))")
         .await
-        .map_err(|e| super::describe(&e))?;
+        .map_err(|e| store(&e))?;
     tx.batch_execute(&create_sql(schema))
         .await
-        .map_err(|e| format!("cannot create cronguard's tables in schema `{schema}`: {}; give the role `CREATE` on the database, or create them with the SQL in the README (\"The PostgreSQL guard\")", super::describe(&e)))?;
-    tx.commit().await.map_err(|e| super::describe(&e))?;
+        .map_err(|e| SchemaError::Store(GuardError::new(super::kind_of(&e), format!("cannot create cronguard's tables in schema `{schema}`: {}; give the role `CREATE` on the database, or create them with the SQL in the README (\"The PostgreSQL guard\")", super::describe(&e)))))?;
+    tx.commit().await.map_err(|e| store(&e))?;
     if inspect(client, schema).await? {
         Ok(())
     } else {
-        Err(format!(
+        Err(SchemaError::Foreign(format!(
             "schema `{schema}` still lacks cronguard's tables or functions after creating them"
-        ))
+        )))
     }
 }
 

@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cronguard_testkit::{PgBouncer, PostgresServer};
 
 use super::{Database, PostgresGuard};
-use crate::guard::{Claim, Guard};
+use crate::guard::{Claim, Guard, GuardControls};
 use crate::history::Outcome;
 use crate::options::Overlap;
 
@@ -234,7 +234,12 @@ async fn the_history_records_runs_with_their_outcome_and_reported_drops() {
         other => panic!("{other:?}"),
     };
     let token = lease.fencing_token();
-    let running = g.history(fire).await.expect("answers").expect("kept");
+    let running = g
+        .history()
+        .expect("kept")
+        .read(fire)
+        .await
+        .expect("answers");
     assert_eq!(running.len(), 1);
     assert_eq!(running[0].outcome, Outcome::Running);
     assert_eq!(running[0].fencing_token, Some(token));
@@ -244,14 +249,27 @@ async fn the_history_records_runs_with_their_outcome_and_reported_drops() {
     let mut end = crate::history::HistoryEntry::new("history", fire, "test", Outcome::Failed);
     end.fencing_token = Some(token);
     end.error = Some("disk full: no space left".to_owned());
-    g.record(end).await.expect("records");
+    g.history()
+        .expect("kept")
+        .record(end)
+        .await
+        .expect("records");
     lease.release().await.expect("release");
     let dropped = fire + TimeDelta::seconds(1);
     let mut drop_entry =
         crate::history::HistoryEntry::new("history", dropped, "test", Outcome::Misfired);
     drop_entry.error = Some("started 70 s late".to_owned());
-    g.record(drop_entry).await.expect("records");
-    let entries = g.history(fire).await.expect("answers").expect("kept");
+    g.history()
+        .expect("kept")
+        .record(drop_entry)
+        .await
+        .expect("records");
+    let entries = g
+        .history()
+        .expect("kept")
+        .read(fire)
+        .await
+        .expect("answers");
     assert_eq!(entries.len(), 2, "{entries:?}");
     assert_eq!(entries[0].outcome, Outcome::Failed);
     assert_eq!(
@@ -286,10 +304,11 @@ async fn the_history_records_runs_with_their_outcome_and_reported_drops() {
         .await
         .expect("release");
     let entries = other
-        .history(crashed)
+        .history()
+        .expect("kept")
+        .read(crashed)
         .await
-        .expect("answers")
-        .expect("kept");
+        .expect("answers");
     assert_eq!(entries[0].outcome, Outcome::Lost, "{entries:?}");
     // Retention deletes old rows.
     let raw = client(&server).await;
@@ -301,11 +320,7 @@ async fn the_history_records_runs_with_their_outcome_and_reported_drops() {
     .expect("age the rows");
     assert_eq!(db.prune_history(30).await.expect("prunes"), 4);
     // Without history on, nothing is kept.
-    assert!(guard(&db, "history", 30_000, false)
-        .history(fire)
-        .await
-        .expect("answers")
-        .is_none());
+    assert!(guard(&db, "history", 30_000, false).history().is_none());
 }
 
 #[tokio::test]

@@ -48,7 +48,7 @@ impl RedisFeed {
 }
 
 fn invalid(what: String) -> GuardError {
-    GuardError::Invalid(format!(
+    GuardError::invalid(format!(
         "{what}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
     ))
 }

@@ -54,7 +54,7 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
 use tokio::time::Instant;
 
-use super::{Claim, Guard, GuardError, Lease, Renewal};
+use super::{Claim, Guard, GuardControls, GuardError, Lease, Renewal};
 use crate::clock::epoch_millis;
 use crate::control::{ManualRun, Pause};
 use crate::options::Overlap;
@@ -71,6 +71,7 @@ mod scripts;
 mod sentinel;
 #[cfg(test)]
 mod sentinel_tests;
+mod store;
 mod tls;
 #[cfg(all(test, not(feature = "redis-tls")))]
 mod tls_absent_tests;
@@ -86,6 +87,7 @@ use batch::Arg;
 pub(crate) use feed::RedisFeed;
 use scripts::op;
 pub(crate) use scripts::BATCH_LUA;
+pub(crate) use store::{redact, RedisSettings, RedisStore};
 pub(crate) use tls::TlsFiles;
 
 /// How far a fire may lie ahead of the Redis server's clock and still be claimed: 1 s.
@@ -196,7 +198,7 @@ impl RedisGuard {
 }
 
 fn redis_err(e: redis::RedisError) -> GuardError {
-    GuardError::Redis(e)
+    failure::guard_error(e)
 }
 
 /// Sends `evalsha` and `WAIT` in one pipeline to the primary of `key` and answers the script's
@@ -254,7 +256,7 @@ async fn claim_and_wait(
 fn lease_px(lease: Duration) -> Result<u64, GuardError> {
     cronguard_schedule::check_lease(lease)
         .and_then(|()| u64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
-        .map_err(|e| GuardError::Invalid(format!("the lease of {lease:?} {e}")))
+        .map_err(|e| GuardError::invalid(format!("the lease of {lease:?} {e}")))
 }
 
 /// [`lease_px`] as an argument of the batch script.
@@ -266,20 +268,20 @@ fn px_arg(lease: Duration) -> Result<Arg, GuardError> {
 /// The integers of one operation's answer (`{-1, message}` is the operation's error).
 fn answer(value: Value) -> Result<Vec<i64>, GuardError> {
     let Value::Array(items) = value else {
-        return Err(GuardError::Invalid(format!(
+        return Err(GuardError::invalid(format!(
             "the batch script answered {value:?} for an operation; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
         )));
     };
     if let [Value::Int(-1), message] = &items[..] {
         let text = <String as redis::FromRedisValue>::from_redis_value_ref(message)
             .unwrap_or_else(|_| format!("{message:?}"));
-        return Err(GuardError::Invalid(text));
+        return Err(GuardError::invalid(text));
     }
     items
         .iter()
         .map(|v| match v {
             Value::Int(n) => Ok(*n),
-            other => Err(GuardError::Invalid(format!(
+            other => Err(GuardError::invalid(format!(
                 "the batch script answered {other:?} where a number belongs"
             ))),
         })
@@ -292,7 +294,7 @@ async fn call_one(batcher: &Batcher, op: batch::Op) -> Result<i64, GuardError> {
     answer(value)?
         .first()
         .copied()
-        .ok_or_else(|| GuardError::Invalid("the batch script answered nothing".to_owned()))
+        .ok_or_else(|| GuardError::invalid("the batch script answered nothing".to_owned()))
 }
 
 /// A fate point as the script answers it: `{1, point}`, or `{0}` when the store holds no record.
@@ -301,8 +303,8 @@ fn point_answer(value: Value) -> Result<Option<DateTime<Utc>>, GuardError> {
         [0] => Ok(None),
         [1, ms] => DateTime::<Utc>::from_timestamp_millis(ms)
             .map(Some)
-            .ok_or_else(|| GuardError::Invalid(format!("the fate point {ms} is out of range"))),
-        ref other => Err(GuardError::Invalid(format!(
+            .ok_or_else(|| GuardError::invalid(format!("the fate point {ms} is out of range"))),
+        ref other => Err(GuardError::invalid(format!(
             "the fate point was answered as {other:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
         ))),
     }
@@ -312,7 +314,7 @@ fn point_answer(value: Value) -> Result<Option<DateTime<Utc>>, GuardError> {
 /// `6`.
 fn claim_answer(value: Value) -> Result<(i64, i64, i64, Option<String>), GuardError> {
     let mismatch = |what: &dyn std::fmt::Debug| {
-        GuardError::Invalid(format!(
+        GuardError::invalid(format!(
             "the claim answered {what:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
         ))
     };
@@ -350,7 +352,7 @@ fn parse_pause(state_key: &str, stored: &str) -> Result<Pause, GuardError> {
             Some(Pause::new(by, at))
         })
         .ok_or_else(|| {
-            GuardError::Invalid(format!(
+            GuardError::invalid(format!(
                 "the field `paused` of the hash {state_key} holds `{stored}`, not `<Unix ms> <who>`; resume the job (HDEL {state_key} paused) and pause it again"
             ))
         })
@@ -406,12 +408,12 @@ impl Guard for RedisGuard {
                             .await
                             .map_err(redis_err)?;
                     let Value::Array(mut answers) = reply else {
-                        return Err(GuardError::Invalid(format!(
+                        return Err(GuardError::invalid(format!(
                             "the batch script answered {reply:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
                         )));
                     };
                     if answers.len() != 1 {
-                        return Err(GuardError::Invalid(format!(
+                        return Err(GuardError::invalid(format!(
                             "the batch script answered {} operations to one",
                             answers.len()
                         )));
@@ -432,10 +434,7 @@ impl Guard for RedisGuard {
                 if acked < u64::from(wait.replicas) {
                     // The lock stays with this claimant: the job's model retries the claim, which
                     // is recognised as the same claimant and waits again, or abandons it.
-                    return Err(GuardError::NotReplicated {
-                        acked,
-                        wanted: wait.replicas,
-                    });
+                    return Err(failure::not_replicated(acked, wait.replicas));
                 }
             }
             Ok(match code {
@@ -464,7 +463,7 @@ impl Guard for RedisGuard {
                     sent_at,
                 })),
                 other => {
-                    return Err(GuardError::Invalid(format!(
+                    return Err(GuardError::invalid(format!(
                         "the claim script answered {other}, which this version of cronguard does not know; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
                     )))
                 }
@@ -572,6 +571,16 @@ impl Guard for RedisGuard {
         })
     }
 
+    fn claims_ahead(&self) -> bool {
+        true
+    }
+
+    fn controls(&self) -> Option<&dyn GuardControls> {
+        Some(self)
+    }
+}
+
+impl GuardControls for RedisGuard {
     fn set_pause(&self, pause: Option<Pause>) -> BoxFuture<Result<(), GuardError>> {
         let state_key = Arc::clone(&self.state_key);
         let mut conn = self.conn.clone();
@@ -609,14 +618,6 @@ impl Guard for RedisGuard {
         })
     }
 
-    fn supports_controls(&self) -> bool {
-        true
-    }
-
-    fn claims_ahead(&self) -> bool {
-        true
-    }
-
     fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>> {
         let batcher = Arc::clone(&self.batcher);
         let lock_key = Arc::clone(&self.lock_key);
@@ -637,7 +638,7 @@ impl Guard for RedisGuard {
             let (code, value) = match answer(value)?[..] {
                 [code, value, _] => (code, value),
                 ref other => {
-                    return Err(GuardError::Invalid(format!(
+                    return Err(GuardError::invalid(format!(
                         "the manual claim answered {other:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
                     )))
                 }
@@ -656,7 +657,7 @@ impl Guard for RedisGuard {
                     sent_at,
                 })),
                 other => {
-                    return Err(GuardError::Invalid(format!(
+                    return Err(GuardError::invalid(format!(
                         "the manual claim answered {other}, which this version of cronguard does not know; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
                     )))
                 }
