@@ -9,7 +9,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use cronguard::guard::{Claim, Guard, GuardError};
 use cronguard::{Job, Lock, Overlap, Schedule};
-use cronguard_example_http_probes::http::prometheus_builder;
 
 mod common;
 use common::{eventually, get, serve};
@@ -62,8 +61,7 @@ fn names_in_readme_rules() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_alert_rules_read_metrics_that_metrics_serves_and_livez_ignores_guards() {
-    let prometheus = prometheus_builder()
-        .expect("valid buckets")
+    let prometheus = cronguard::metrics::prometheus_builder()
         .install_recorder()
         .expect("the only recorder of this test binary");
     let every = |ms| Schedule::every(Duration::from_millis(ms)).expect("valid");
@@ -94,10 +92,10 @@ async fn the_readme_alert_rules_read_metrics_that_metrics_serves_and_livez_ignor
         Duration::from_secs(10),
         || async {
             let body = get(addr, "/metrics").await.1;
-            body.contains(r#"cronguard_last_success_timestamp_seconds{job="tick"}"#)
-                && body.contains(r#"cronguard_job_overdue{job="stuck"} 1"#)
+            body.contains(r#"cronguard_last_success_timestamp_seconds{cronguard_job="tick"}"#)
+                && body.contains(r#"cronguard_job_overdue{cronguard_job="stuck"} 1"#)
                 && body.contains(
-                    r#"cronguard_guard_errors_total{job="unreachable_store",kind="other"}"#,
+                    r#"cronguard_guard_errors_total{cronguard_job="unreachable_store",kind="other"}"#,
                 )
         },
     )
@@ -137,11 +135,14 @@ async fn the_readme_alert_rules_read_metrics_that_metrics_serves_and_livez_ignor
             "a histogram, not a summary: {metrics}"
         );
         assert!(
-            metrics.contains(&format!(r#"{histogram}_bucket{{job="tick",le="0.01"}}"#)),
+            metrics.contains(&format!(
+                r#"{histogram}_bucket{{cronguard_job="tick",le="0.01"}}"#
+            )),
             "{metrics}"
         );
     }
-    assert!(metrics.contains(r#"cronguard_run_duration_seconds_bucket{job="tick",le="7200"}"#));
+    assert!(metrics
+        .contains(r#"cronguard_run_duration_seconds_bucket{cronguard_job="tick",le="21600"}"#));
 
     // The guard of `unreachable_store` cannot be asked: /health says so, /livez does not care.
     let (code, body) = get(addr, "/health").await;
