@@ -668,7 +668,7 @@ async fn a_default_prometheus_keeps_one_series_per_job_and_the_ops_files_read_wh
     assert_eq!(code, 503, "the scheduler stopped");
 }
 
-/// A `prometheus` server on a free loopback port, scraping one target every second with a
+/// A `prometheus` server on a free loopback port, scraping one target every 200 ms with a
 /// default scrape config (no `honor_labels`, no relabelling) and evaluating a rule file; killed
 /// and its storage removed on drop.
 struct PrometheusServer {
@@ -686,7 +686,7 @@ impl PrometheusServer {
         ));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+            "global:\n  scrape_interval: 200ms\n  evaluation_interval: 200ms\n\
              rule_files:\n  - {rules}\n\
              scrape_configs:\n  - job_name: app\n    static_configs:\n      - targets: [\"{target}\"]\n",
             rules = rules.display()

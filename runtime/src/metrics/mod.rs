@@ -36,7 +36,7 @@
 //! chosen up front. [`RUN_DURATION_BUCKETS`], [`FIRE_LATENESS_BUCKETS`] and
 //! [`CLAIM_LATENCY_BUCKETS`] suit the three histograms; [`BUCKETS`] pairs each histogram's name
 //! with them, for any exporter that takes buckets per metric. With the `prometheus` feature,
-//! [`prometheus_builder`] returns a `metrics-exporter-prometheus` builder that already has them.
+//! `prometheus_builder` returns a `metrics-exporter-prometheus` builder that already has them.
 //!
 //! # Example
 //!
@@ -153,6 +153,9 @@ pub const BUCKETS: [(&str, &[f64]); 3] = [
     (CLAIM_LATENCY_SECONDS, CLAIM_LATENCY_BUCKETS),
 ];
 
+/// The exporter crate of [`prometheus_builder`], so that its types (`PrometheusHandle` to render
+/// the metrics) can be named at the version cronguard builds with, without a dependency of your
+/// own.
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub use metrics_exporter_prometheus;
@@ -161,11 +164,11 @@ pub use metrics_exporter_prometheus;
 /// histograms come out as `_bucket` series rather than summaries.
 ///
 /// This returns the builder of the `metrics-exporter-prometheus` crate (0.18, re-exported as
-/// [`metrics_exporter_prometheus`](self::metrics_exporter_prometheus), its default features off)
-/// on purpose: add settings of your own (global labels, buckets of your own metrics, idle
-/// timeouts) before installing it. That crate is therefore part of cronguard's public API with
-/// this feature: a new major version of it is a new major version of cronguard. A
-/// `set_buckets_for_metric` of your own for one of cronguard's histograms replaces its buckets.
+/// [`metrics_exporter_prometheus`], its default features off) on purpose: add settings of your
+/// own (global labels, buckets of your own metrics, idle timeouts) before installing it. That
+/// crate is therefore part of cronguard's public API with this feature: a new major version of
+/// it is a new major version of cronguard. A `set_buckets_for_metric` of your own for one of
+/// cronguard's histograms replaces its buckets.
 ///
 /// Install it before `start()` and serve [`PrometheusHandle::render`] on your `/metrics` route.
 /// For the exporter's own HTTP listener instead (`install()`), turn on the exporter's
