@@ -4,7 +4,8 @@
 //! `grafana-dashboard.json` read is one that a real `/metrics` scrape serves; that scrape keeps one
 //! series per cronguard job under a default Prometheus scrape config (the label `cronguard_job`,
 //! never `job` or `instance`) with histograms as `_bucket` series of cronguard's buckets; and a
-//! real `prometheus` server scraping it counts one series per job and raises the rules' alerts.
+//! real `prometheus` server scraping it counts one series per job, raises the rules' alerts and
+//! answers every query of the dashboard.
 //! `/livez` answers 200 while the scheduler runs and 503 after it stopped, whatever the guards do.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -654,6 +655,7 @@ async fn a_default_prometheus_keeps_one_series_per_job_and_the_ops_files_read_wh
     if prometheus_installed("prometheus") {
         let server = PrometheusServer::start(addr, &ops_file("alerts.yml"));
         server.one_series_per_job_and_the_alerts(&jobs).await;
+        server.dashboard_queries_answer().await;
     }
 
     // The guard of `unreachable_store` cannot be asked: /health says so, /livez does not care.
@@ -807,6 +809,21 @@ impl PrometheusServer {
             !overdue.contains("tick"),
             "a job that runs is not overdue: {overdue:?}"
         );
+    }
+
+    /// Every query of the dashboard answers with data from the scraped series.
+    async fn dashboard_queries_answer(&self) {
+        let dashboard: serde_json::Value =
+            serde_json::from_str(&read_ops_file("grafana-dashboard.json")).expect("valid JSON");
+        let (exprs, _) = dashboard_queries(&dashboard);
+        for expr in exprs.iter().filter(|e| !e.starts_with("label_values(")) {
+            let promql = as_promql(expr);
+            let result = self.query(&promql).await;
+            assert!(
+                result.as_ref().is_some_and(|r| !r.is_empty()),
+                "the dashboard's `{promql}` answered {result:?}"
+            );
+        }
     }
 }
 
