@@ -140,7 +140,7 @@ mod health;
 pub mod history;
 mod job;
 mod job_config;
-mod metrics;
+pub mod metrics;
 mod model;
 mod operate;
 mod options;

@@ -79,7 +79,8 @@ async fn last_success_next_fire_and_overdue_follow_the_job() {
         .await
         .expect("starts");
     let get = |all: &BTreeMap<String, f64>, name: &str| {
-        all.get(&format!("{name}{{job=slow_once}}")).copied()
+        all.get(&format!("{name}{{cronguard_job=slow_once}}"))
+            .copied()
     };
 
     tokio::time::sleep(Duration::from_millis(100)).await; // the shard schedules its jobs
@@ -125,7 +126,8 @@ async fn last_success_next_fire_and_overdue_follow_the_job() {
         Some(at(25))
     );
     assert!(
-        all.get("cronguard_dropped_fires_total{job=slow_once,reason=misfired}") >= Some(&1.0),
+        all.get("cronguard_dropped_fires_total{cronguard_job=slow_once,reason=misfired}")
+            >= Some(&1.0),
         "{all:#?}"
     );
     handle.shutdown_within(Duration::ZERO).await;
@@ -181,7 +183,7 @@ async fn guard_errors_are_counted_by_kind_and_the_job_turns_overdue() {
     let all = read(&snapshotter);
     let errors = |job: &str, kind: &str| {
         all.get(&format!(
-            "cronguard_guard_errors_total{{job={job},kind={kind}}}"
+            "cronguard_guard_errors_total{{cronguard_job={job},kind={kind}}}"
         ))
         .copied()
         .unwrap_or(0.0)
@@ -190,7 +192,7 @@ async fn guard_errors_are_counted_by_kind_and_the_job_turns_overdue() {
     assert!(errors("confused_store", "invalid") >= 1.0, "{all:#?}");
     assert_eq!(errors("broken_store", "invalid"), 0.0);
     assert_eq!(
-        all.get("cronguard_job_overdue{job=broken_store}"),
+        all.get("cronguard_job_overdue{cronguard_job=broken_store}"),
         Some(&1.0),
         "{all:#?}"
     );

@@ -63,27 +63,33 @@ async fn runs_drops_durations_and_lateness_are_counted() {
     let c = |name: &str| counters.get(name).copied().unwrap_or(0);
     // slow: 5→12 and 15→(cancelled at shutdown); fire 10 skipped.
     assert_eq!(
-        c("cronguard_runs_total{job=slow,outcome=succeeded}"),
+        c("cronguard_runs_total{cronguard_job=slow,outcome=succeeded}"),
         1,
         "{counters:#?}"
     );
-    assert_eq!(c("cronguard_runs_total{job=slow,outcome=cancelled}"), 1);
     assert_eq!(
-        c("cronguard_dropped_fires_total{job=slow,reason=skipped}"),
+        c("cronguard_runs_total{cronguard_job=slow,outcome=cancelled}"),
         1
     );
-    assert_eq!(c("cronguard_runs_total{job=failing,outcome=failed}"), 3);
     assert_eq!(
-        histograms.get("cronguard_fire_lateness_seconds{job=failing}"),
+        c("cronguard_dropped_fires_total{cronguard_job=slow,reason=skipped}"),
+        1
+    );
+    assert_eq!(
+        c("cronguard_runs_total{cronguard_job=failing,outcome=failed}"),
+        3
+    );
+    assert_eq!(
+        histograms.get("cronguard_fire_lateness_seconds{cronguard_job=failing}"),
         Some(&3)
     );
     assert_eq!(
-        histograms.get("cronguard_run_duration_seconds{job=slow}"),
+        histograms.get("cronguard_run_duration_seconds{cronguard_job=slow}"),
         Some(&2)
     );
     assert_eq!(
         histograms
-            .get("cronguard_claim_latency_seconds{guard=local,job=slow}")
+            .get("cronguard_claim_latency_seconds{cronguard_job=slow,guard=local}")
             .copied()
             .unwrap_or(0),
         0,

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --example http_probes
 //! curl http://127.0.0.1:9464/livez     # 200 while the scheduler's loop is alive
-//! curl http://127.0.0.1:9464/metrics   # cronguard_runs_total, cronguard_job_overdue, ...
+//! curl http://127.0.0.1:9464/metrics   # cronguard_runs_total{cronguard_job="..."}, ...
 //! curl http://127.0.0.1:9464/health    # 200 {"healthy":true,...} or 503 when a job is overdue
 //! curl http://127.0.0.1:9464/jobs      # next fire, last run and counts of every job
 //! open http://127.0.0.1:9464/ops        # the dashboard: jobs, their last fires, buttons
@@ -27,7 +27,6 @@
 use std::net::{Ipv4Addr, SocketAddr};
 
 use cronguard::{scheduled, JobContext};
-use cronguard_example_http_probes::http::prometheus_builder;
 
 #[scheduled(every = "2s", misfire_grace = "2s")]
 async fn heartbeat() {}
@@ -43,8 +42,9 @@ async fn flaky_export(ctx: JobContext) -> Result<(), String> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt().with_env_filter("info").init();
-    // Install the exporter before start(), so that every job's metrics go to it.
-    let prometheus = prometheus_builder()?.install_recorder()?;
+    // Install the exporter before start(), so that every job's metrics go to it; its histograms
+    // come with cronguard's buckets.
+    let prometheus = cronguard::metrics::prometheus_builder().install_recorder()?;
     let handle = cronguard::start().await?;
     let port = std::env::var("PORT")
         .ok()

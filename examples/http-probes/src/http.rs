@@ -1,6 +1,6 @@
 //! `/livez` (200 while the scheduler's loop is alive, 503 once it stopped: for a liveness or
-//! readiness probe; it never asks a guard), `/metrics` (Prometheus text, with histogram buckets
-//! from [`prometheus_builder`]), `/health` (200 when every job is on time, 503 otherwise, JSON
+//! readiness probe; it never asks a guard), `/metrics` (Prometheus text, from an exporter made by
+//! `cronguard::metrics::prometheus_builder`, with cronguard's histogram buckets), `/health` (200 when every job is on time, 503 otherwise, JSON
 //! body: for alerting and dashboards, not for a probe), `/jobs?after=<name>&limit=<n>` (the status of the jobs, JSON, a page of at most
 //! `limit` (default 100, at most 1,000) sorted by name with the `next` name to ask for), and `/jobs/{name}/history?since=<RFC 3339>`
 //! (the run history of a job whose guard keeps it, JSON; the last 24 hours by default) over
@@ -15,44 +15,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, TimeDelta, Utc};
 use cronguard::{HistoryError, Monitor};
-use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
-
-/// Run durations: from 10 ms to 2 hours.
-const DURATION_BUCKETS: &[f64] = &[
-    0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0,
-];
-/// How late runs start: a healthy scheduler stays in the first few (milliseconds); a paused
-/// process or a slow guard shows in the seconds.
-const LATENESS_BUCKETS: &[f64] = &[
-    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-];
-/// One claim's round trip to a shared guard: below a millisecond on loopback, up to the guard's
-/// 2 s time limit.
-const CLAIM_BUCKETS: &[f64] = &[
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0,
-];
-
-/// A Prometheus exporter with histogram buckets suited to cronguard's histograms (histograms,
-/// not summaries, so that they can be aggregated over replicas).
-///
-/// # Errors
-///
-/// Never with these buckets; [`BuildError`] if a bucket list were empty.
-pub fn prometheus_builder() -> Result<PrometheusBuilder, BuildError> {
-    PrometheusBuilder::new()
-        .set_buckets_for_metric(
-            Matcher::Full("cronguard_run_duration_seconds".to_owned()),
-            DURATION_BUCKETS,
-        )?
-        .set_buckets_for_metric(
-            Matcher::Full("cronguard_fire_lateness_seconds".to_owned()),
-            LATENESS_BUCKETS,
-        )?
-        .set_buckets_for_metric(
-            Matcher::Full("cronguard_claim_latency_seconds".to_owned()),
-            CLAIM_BUCKETS,
-        )
-}
+use metrics_exporter_prometheus::PrometheusHandle;
 
 #[derive(Clone)]
 struct App {

@@ -34,7 +34,7 @@ async fn metrics_move_after_runs_and_health_turns_503_when_a_job_is_overdue() {
         .expect("starts");
     let addr = serve(handle.monitor(), prometheus.clone()).await;
 
-    let series = r#"cronguard_runs_total{job="tick",outcome="succeeded"}"#;
+    let series = r#"cronguard_runs_total{cronguard_job="tick",outcome="succeeded"}"#;
     eventually(
         "a first run in /metrics",
         Duration::from_secs(5),

@@ -1,23 +1,5 @@
-//! Metrics through the `metrics` facade, so users plug in the exporter they already use. The
-//! handles every run updates are registered once per job at start, the others looked up when
-//! used; with no recorder installed every update is a no-op. [`describe`] gives every metric its
-//! help text and unit (README, "Never silent": the table and the alert rules).
-//!
-//! | name | kind | unit | labels |
-//! | --- | --- | --- | --- |
-//! | `cronguard_runs_total` | counter | count | `job`, `outcome` = `succeeded` \| `failed` \| `cancelled` \| `retried` (a failed attempt tried again) |
-//! | `cronguard_dropped_fires_total` | counter | count | `job`, `reason` = `skipped` \| `paused` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
-//! | `cronguard_run_duration_seconds` | histogram | seconds | `job` |
-//! | `cronguard_fire_lateness_seconds` | histogram | seconds | `job` |
-//! | `cronguard_claim_latency_seconds` | histogram | seconds | `job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
-//! | `cronguard_lease_renewals_total` | counter | count | `job` |
-//! | `cronguard_lease_lost_total` | counter | count | `job` |
-//! | `cronguard_guard_errors_total` | counter | count | `job`, `kind` = `unreachable` \| `timeout` \| `refused` \| `not_replicated` \| `invalid` \| `unsupported` \| `other` |
-//! | `cronguard_jobs_running` | gauge | count | `job` |
-//! | `cronguard_last_success_timestamp_seconds` | gauge | seconds | `job` |
-//! | `cronguard_next_fire_timestamp_seconds` | gauge | seconds | `job` |
-//! | `cronguard_job_overdue` | gauge | 0 or 1 | `job` |
-//! | `cronguard_clock_skew_seconds` | gauge | seconds | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
+//! What a job records: the handles every run updates are registered once per job at start, the
+//! others looked up when used. [`describe`] gives every metric its help text and unit.
 
 use chrono::{DateTime, Utc};
 use smol_str::SmolStr;
@@ -28,72 +10,74 @@ use metrics::{
     Gauge, Histogram, SharedString, Unit,
 };
 
+use super::{
+    CLAIM_LATENCY_SECONDS, CLOCK_SKEW_SECONDS, DROPPED_FIRES_TOTAL, FIRE_LATENESS_SECONDS,
+    GUARD_ERRORS_TOTAL, JOBS_RUNNING, JOB_LABEL, JOB_OVERDUE, LAST_SUCCESS_TIMESTAMP_SECONDS,
+    LEASE_LOST_TOTAL, LEASE_RENEWALS_TOTAL, NEXT_FIRE_TIMESTAMP_SECONDS, RUNS_TOTAL,
+    RUN_DURATION_SECONDS,
+};
 use crate::events::{EventKind, Occurrence};
 use crate::options::Lock;
 
 /// Gives every metric its help text and unit in the installed recorder; called by every start.
 pub(crate) fn describe() {
+    describe_counter!(RUNS_TOTAL, Unit::Count, "Runs that ended, by outcome.");
     describe_counter!(
-        "cronguard_runs_total",
-        Unit::Count,
-        "Runs that ended, by outcome."
-    );
-    describe_counter!(
-        "cronguard_dropped_fires_total",
+        DROPPED_FIRES_TOTAL,
         Unit::Count,
         "Fires that did not start here, by reason."
     );
     describe_histogram!(
-        "cronguard_run_duration_seconds",
+        RUN_DURATION_SECONDS,
         Unit::Seconds,
         "How long runs took, from start to end."
     );
     describe_histogram!(
-        "cronguard_fire_lateness_seconds",
+        FIRE_LATENESS_SECONDS,
         Unit::Seconds,
         "How late runs started: start minus the fire time."
     );
     describe_histogram!(
-        "cronguard_claim_latency_seconds",
+        CLAIM_LATENCY_SECONDS,
         Unit::Seconds,
         "Round trip of one claim to a shared guard."
     );
     describe_counter!(
-        "cronguard_lease_renewals_total",
+        LEASE_RENEWALS_TOTAL,
         Unit::Count,
         "Lease renewals of running jobs."
     );
     describe_counter!(
-        "cronguard_lease_lost_total",
+        LEASE_LOST_TOTAL,
         Unit::Count,
         "Runs whose lease was lost (expired or taken)."
     );
     describe_counter!(
-        "cronguard_guard_errors_total",
+        GUARD_ERRORS_TOTAL,
         Unit::Count,
         "Claims a shared guard could not answer, by kind (every retry counts)."
     );
     describe_gauge!(
-        "cronguard_jobs_running",
+        JOBS_RUNNING,
         Unit::Count,
         "Runs of the job going on in this process as tasks of their own."
     );
     describe_gauge!(
-        "cronguard_last_success_timestamp_seconds",
+        LAST_SUCCESS_TIMESTAMP_SECONDS,
         Unit::Seconds,
         "Unix time at which the job's last successful run in this process ended."
     );
     describe_gauge!(
-        "cronguard_next_fire_timestamp_seconds",
+        NEXT_FIRE_TIMESTAMP_SECONDS,
         Unit::Seconds,
         "Unix time of the job's next fire."
     );
     describe_gauge!(
-        "cronguard_job_overdue",
+        JOB_OVERDUE,
         "1 when the job's newest fire was dropped (misfired or skipped) and no later fire was claimed since, else 0."
     );
     describe_gauge!(
-        "cronguard_clock_skew_seconds",
+        CLOCK_SKEW_SECONDS,
         Unit::Seconds,
         "The shared guard's clock minus this host's."
     );
@@ -169,14 +153,14 @@ impl JobMetrics {
     pub(crate) fn new(job: &SmolStr, claimed_elsewhere: bool) -> Self {
         let job = label(job);
         if claimed_elsewhere {
-            let _ = counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere");
+            let _ = counter!(DROPPED_FIRES_TOTAL, JOB_LABEL => job.clone(), "reason" => "claimed_elsewhere");
         }
-        let _ = gauge!("cronguard_jobs_running", "job" => job.clone());
+        let _ = gauge!(JOBS_RUNNING, JOB_LABEL => job.clone());
         JobMetrics {
-            succeeded: counter!("cronguard_runs_total", "job" => job.clone(), "outcome" => "succeeded"),
-            duration: histogram!("cronguard_run_duration_seconds", "job" => job.clone()),
-            lateness: histogram!("cronguard_fire_lateness_seconds", "job" => job.clone()),
-            next_fire: gauge!("cronguard_next_fire_timestamp_seconds", "job" => job),
+            succeeded: counter!(RUNS_TOTAL, JOB_LABEL => job.clone(), "outcome" => "succeeded"),
+            duration: histogram!(RUN_DURATION_SECONDS, JOB_LABEL => job.clone()),
+            lateness: histogram!(FIRE_LATENESS_SECONDS, JOB_LABEL => job.clone()),
+            next_fire: gauge!(NEXT_FIRE_TIMESTAMP_SECONDS, JOB_LABEL => job),
             last_success: Gauge::noop(),
             marks: Marks::NEW,
         }
@@ -192,22 +176,18 @@ impl JobMetrics {
     /// Sets how many runs of the job go on in this process on a task of their own; looked up,
     /// as only such runs change it (a run that ends at its first poll is not counted).
     pub(crate) fn running(job: &SmolStr, runs: usize) {
-        gauge!("cronguard_jobs_running", "job" => label(job)).set(runs as f64);
+        gauge!(JOBS_RUNNING, JOB_LABEL => label(job)).set(runs as f64);
     }
 
     /// Counts a claim the guard could not answer, by the kind of failure (`GuardError::kind`).
     pub(crate) fn guard_error(job: &SmolStr, kind: &'static str) {
-        counter!("cronguard_guard_errors_total", "job" => label(job), "kind" => kind).increment(1);
+        counter!(GUARD_ERRORS_TOTAL, JOB_LABEL => label(job), "kind" => kind).increment(1);
     }
 
     fn set_overdue(&mut self, job: &SmolStr, overdue: bool) {
         if self.marks.overdue() != overdue {
             self.marks = self.marks.with_overdue(overdue);
-            gauge!("cronguard_job_overdue", "job" => label(job)).set(if overdue {
-                1.0
-            } else {
-                0.0
-            });
+            gauge!(JOB_OVERDUE, JOB_LABEL => label(job)).set(if overdue { 1.0 } else { 0.0 });
         }
     }
 
@@ -228,15 +208,15 @@ impl JobMetrics {
     /// Looked up (and so registered) at the first success only: a process that never ran the
     /// job shows no time of a last success.
     fn last_success(job: &SmolStr) -> Gauge {
-        gauge!("cronguard_last_success_timestamp_seconds", "job" => label(job))
+        gauge!(LAST_SUCCESS_TIMESTAMP_SECONDS, JOB_LABEL => label(job))
     }
 
     fn runs(job: &SmolStr, outcome: &'static str) -> Counter {
-        counter!("cronguard_runs_total", "job" => label(job), "outcome" => outcome)
+        counter!(RUNS_TOTAL, JOB_LABEL => label(job), "outcome" => outcome)
     }
 
     fn dropped(job: &SmolStr, reason: &'static str) -> Counter {
-        counter!("cronguard_dropped_fires_total", "job" => label(job), "reason" => reason)
+        counter!(DROPPED_FIRES_TOTAL, JOB_LABEL => label(job), "reason" => reason)
     }
 
     /// Counts, times and judges an event of job `job`; `claims` are its shared guard's series.
@@ -290,7 +270,7 @@ impl JobMetrics {
                 self.claimed(job, event.fire_time);
             }
             EventKind::LeaseLost { .. } => {
-                counter!("cronguard_lease_lost_total", "job" => label(job)).increment(1)
+                counter!(LEASE_LOST_TOTAL, JOB_LABEL => label(job)).increment(1)
             }
         }
         if let Some(d) = event.duration {
@@ -312,16 +292,16 @@ impl ClaimSeries {
     pub(crate) fn new(job: &SmolStr, lock: &Lock) -> Self {
         let job = label(job);
         ClaimSeries {
-            latency: histogram!("cronguard_claim_latency_seconds", "job" => job.clone(), "guard" => lock.as_str()),
-            claimed_elsewhere: counter!("cronguard_dropped_fires_total", "job" => job.clone(), "reason" => "claimed_elsewhere"),
-            renewals: counter!("cronguard_lease_renewals_total", "job" => job),
+            latency: histogram!(CLAIM_LATENCY_SECONDS, JOB_LABEL => job.clone(), "guard" => lock.as_str()),
+            claimed_elsewhere: counter!(DROPPED_FIRES_TOTAL, JOB_LABEL => job.clone(), "reason" => "claimed_elsewhere"),
+            renewals: counter!(LEASE_RENEWALS_TOTAL, JOB_LABEL => job),
         }
     }
 }
 
 /// The clock skew against a guard's store, in seconds (its clock minus this host's).
 pub(crate) fn clock_skew(guard: &'static str, seconds: f64) {
-    gauge!("cronguard_clock_skew_seconds", "guard" => guard).set(seconds);
+    gauge!(CLOCK_SKEW_SECONDS, "guard" => guard).set(seconds);
 }
 
 #[cfg(test)]
