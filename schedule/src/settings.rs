@@ -47,7 +47,7 @@ pub enum Form {
 
 /// Every setting, in the order the documentation lists them.
 pub const SETTINGS: &[Setting] = &[
-    both("cron", Form::Cron, "one of `cron`/`every`", "cron expression (5, 6 or 7 fields, seconds first when 6 or 7)"),
+    both("cron", Form::Cron, "one of `cron`/`every` is required", "cron expression (5, 6 or 7 fields, seconds first when 6 or 7)"),
     both("every", Form::Duration, "", "fixed interval, aligned to the Unix epoch"),
     both("tz", Form::TimeZone, "`UTC`", "IANA time zone of `cron`"),
     both(
@@ -89,7 +89,7 @@ pub const SETTINGS: &[Setting] = &[
     both(
         "standby",
         Form::Duration,
-        "`1s` (or `Builder::standby`)",
+        "`1s`, or `Builder::standby`",
         "a process that did not get the last fire claims the next ones this long after their start; `0s` claims at once; up to 1 h",
     ),
     both("name", Form::JobName, "`module_path::fn_name`", "the job's identity in locks, logs and events"),
