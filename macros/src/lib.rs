@@ -18,7 +18,7 @@ mod validate;
 
 use proc_macro::TokenStream;
 
-// The table of arguments is checked against `cronguard_schedule::settings` by `validate`'s tests.
+// The table of arguments is checked against `cronguard_schedule::settings` by `settings_tests`.
 #[doc = include_str!("scheduled.md")]
 #[proc_macro_attribute]
 pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
