@@ -7,60 +7,9 @@
 use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use syn::{Ident, Lit, LitInt};
 
+use cronguard_schedule::settings;
+
 use crate::errors::Errors;
-
-/// Every argument `#[scheduled]` accepts, in the order the docs list them.
-pub(crate) const ARGUMENTS: &[&str] = &[
-    "cron",
-    "every",
-    "tz",
-    "lock",
-    "lease",
-    "max_instances",
-    "overlap",
-    "coalesce",
-    "misfire_grace",
-    "timeout",
-    "retries",
-    "backoff",
-    "jitter",
-    "standby",
-    "name",
-    "history",
-    "crate",
-];
-
-/// Words users reach for that mean one of our arguments.
-const ALIASES: &[(&str, &str)] = &[
-    ("schedule", "cron"),
-    ("crontab", "cron"),
-    ("interval", "every"),
-    ("period", "every"),
-    ("timezone", "tz"),
-    ("time_zone", "tz"),
-    ("zone", "tz"),
-    ("guard", "lock"),
-    ("locking", "lock"),
-    ("ttl", "lease"),
-    ("lease_time", "lease"),
-    ("instances", "max_instances"),
-    ("concurrency", "max_instances"),
-    ("max_concurrent", "max_instances"),
-    ("on_overlap", "overlap"),
-    ("misfire", "misfire_grace"),
-    ("grace", "misfire_grace"),
-    ("id", "name"),
-    ("deadline", "timeout"),
-    ("max_runtime", "timeout"),
-    ("retry", "retries"),
-    ("max_retries", "retries"),
-    ("attempts", "retries"),
-    ("retry_delay", "backoff"),
-    ("retry_backoff", "backoff"),
-    ("splay", "jitter"),
-    ("spread", "jitter"),
-    ("failover_delay", "standby"),
-];
 
 /// One argument as written.
 pub(crate) struct Arg {
@@ -151,7 +100,7 @@ fn parse_one(tokens: Vec<TokenTree>, errors: &mut Errors) -> Option<Arg> {
                 other.span(),
                 format!(
                     "expected an argument name, found `{other}`; expected one of: {}",
-                    list(ARGUMENTS)
+                    list(&settings::attributes())
                 ),
             );
             return None;
@@ -203,54 +152,6 @@ fn parse_value(tokens: &[TokenTree]) -> Value {
         }
         _ => Value::Other(tokens.iter().cloned().collect()),
     }
-}
-
-/// The argument that `unknown` was probably meant to be: an alias users reach for, the same word
-/// in another case, or a typo within a small edit distance.
-pub(crate) fn closest<'a>(unknown: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    let lower = unknown.to_lowercase();
-    if let Some(exact) = candidates.iter().find(|c| **c == lower) {
-        return Some(exact);
-    }
-    if let Some((_, target)) = ALIASES.iter().find(|(alias, _)| *alias == lower) {
-        if let Some(found) = candidates.iter().find(|c| *c == target) {
-            return Some(found);
-        }
-    }
-    let limit = (lower.chars().count() / 3).max(1);
-    candidates
-        .iter()
-        .map(|c| (edit_distance(&lower, c), *c))
-        .filter(|(distance, _)| *distance <= limit)
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, c)| c)
-}
-
-/// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
-/// neighbours each count one.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in rows.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in rows[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (rows[i - 1][j] + 1)
-                .min(rows[i][j - 1] + 1)
-                .min(rows[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(rows[i - 2][j - 2] + 1);
-            }
-            rows[i][j] = best;
-        }
-    }
-    rows[a.len()][b.len()]
 }
 
 /// "`a`, `b`, `c`" for error messages.
@@ -332,20 +233,6 @@ mod tests {
         assert_eq!(
             errors[2],
             "this value has no argument name; write `every = \"30s\"`"
-        );
-    }
-
-    #[test]
-    fn suggests_the_closest_argument() {
-        assert_eq!(closest("leese", ARGUMENTS), Some("lease"));
-        assert_eq!(closest("Cron", ARGUMENTS), Some("cron"));
-        assert_eq!(closest("timezone", ARGUMENTS), Some("tz"));
-        assert_eq!(closest("max_instance", ARGUMENTS), Some("max_instances"));
-        assert_eq!(closest("misfire_graec", ARGUMENTS), Some("misfire_grace"));
-        assert_eq!(closest("banana", ARGUMENTS), None);
-        assert_eq!(
-            closest("reddis", &["local", "file", "redis"]),
-            Some("redis")
         );
     }
 

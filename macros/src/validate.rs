@@ -5,7 +5,9 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Lit, LitInt, LitStr, ReturnType, Type};
 
-use crate::args::{self, Arg, Value, ARGUMENTS};
+use cronguard_schedule::settings::{self, Form};
+
+use crate::args::{self, Arg, Value};
 use crate::duration;
 use crate::errors::Errors;
 
@@ -15,8 +17,17 @@ pub(crate) const DEFAULT_LEASE_MILLIS: u64 = cronguard_schedule::DEFAULT_LEASE.a
 pub(crate) const DEFAULT_MISFIRE_GRACE_MILLIS: u64 =
     cronguard_schedule::DEFAULT_MISFIRE_GRACE.as_millis() as u64;
 
-const LOCKS: &[&str] = &["local", "file", "redis", "postgres"];
-const OVERLAPS: &[&str] = &["skip", "queue", "replace"];
+/// The values of a one-of argument (`lock`, `overlap`) that are written as they are.
+fn choices(key: &str) -> Vec<&'static str> {
+    form(key)
+        .map(|form| form.plain_choices())
+        .unwrap_or_default()
+}
+
+/// What the value of the argument `key` is.
+fn form(key: &str) -> Option<Form> {
+    settings::attribute(key).map(|setting| setting.form)
+}
 
 /// A checked `#[scheduled]` attribute and function, ready to expand.
 pub(crate) struct Job {
@@ -155,13 +166,15 @@ impl Args {
         let mut known: Vec<(&'static str, Arg)> = Vec::new();
         for arg in parsed {
             let written = arg.key.unraw().to_string();
-            let Some(key) = ARGUMENTS.iter().copied().find(|known| *known == written) else {
+            let Some(key) = settings::attribute(&written).and_then(|setting| setting.attribute)
+            else {
+                let names = settings::attributes();
                 errors.at(
                     arg.key.span(),
                     format!(
                         "unknown argument `{written}`;{} expected one of: {}",
-                        did_you_mean(&written, ARGUMENTS),
-                        args::list(ARGUMENTS)
+                        did_you_mean(&written, &names),
+                        args::list(&names)
                     ),
                 );
                 continue;
@@ -179,6 +192,10 @@ impl Args {
     }
 
     fn get(&self, key: &str) -> Option<&Arg> {
+        debug_assert!(
+            settings::attribute(key).is_some(),
+            "`{key}` is not an argument in the settings table"
+        );
         self.written
             .iter()
             .find(|(known, _)| *known == key)
@@ -300,16 +317,13 @@ impl Args {
 
 /// " did you mean `x`?" when `written` is close to one of `candidates`, else "".
 fn did_you_mean(written: &str, candidates: &[&str]) -> String {
-    args::closest(written, candidates)
+    settings::closest(written, candidates)
         .map(|close| format!(" did you mean `{close}`?"))
         .unwrap_or_default()
 }
 
 fn is_duration(key: &str) -> bool {
-    matches!(
-        key,
-        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter" | "standby"
-    )
+    form(key) == Some(Form::Duration)
 }
 
 /// An example of a correct argument, for error messages.
@@ -336,10 +350,13 @@ fn example(key: &str) -> &'static str {
 
 fn missing_value(key: &str) -> String {
     match key {
-        "lock" => format!("`lock` needs a value; write {}", choices_of("lock", LOCKS)),
+        "lock" => format!(
+            "`lock` needs a value; write {}",
+            choices_of("lock", &choices("lock"))
+        ),
         "overlap" => format!(
             "`overlap` needs a value; write {}",
-            choices_of("overlap", OVERLAPS)
+            choices_of("overlap", &choices("overlap"))
         ),
         _ => format!("`{key}` needs a value; write `{}`", example(key)),
     }
@@ -364,13 +381,10 @@ fn value_tokens(value: &Value) -> TokenStream {
 /// Whether `text`, put in quotes, is a valid value of `key`: only then does the error suggest
 /// quoting it (`lock = redis`, `tz = UTC`, `every = 30s`), never for a constant's name.
 fn valid_unquoted(key: &str, text: &str) -> bool {
-    match key {
-        "lock" => LOCKS.contains(&text),
-        "overlap" => OVERLAPS.contains(&text),
-        "tz" => cronguard_schedule::parse_time_zone(text).is_ok(),
-        "every" | "lease" | "misfire_grace" | "timeout" | "backoff" | "jitter" | "standby" => {
-            cronguard_schedule::parse_duration(text).is_ok()
-        }
+    match form(key) {
+        Some(form @ Form::OneOf(_)) => form.plain_choices().contains(&text),
+        Some(Form::TimeZone) => cronguard_schedule::parse_time_zone(text).is_ok(),
+        Some(Form::Duration) => cronguard_schedule::parse_duration(text).is_ok(),
         _ => false,
     }
 }
@@ -563,7 +577,7 @@ fn check_lock(args: &Args, errors: &mut Errors) -> Option<Guard> {
                 );
                 return None;
             }
-            let hint = did_you_mean(other, LOCKS);
+            let hint = did_you_mean(other, &choices("lock"));
             errors.on(
                 &lit,
                 format!(
@@ -796,7 +810,7 @@ fn check_overlap(args: &Args, errors: &mut Errors) -> Option<Overlap> {
         "queue" => Some(Overlap::Queue),
         "replace" => Some(Overlap::Replace),
         other => {
-            let hint = did_you_mean(other, OVERLAPS);
+            let hint = did_you_mean(other, &choices("overlap"));
             errors.on(
                 &lit,
                 format!(

@@ -12,28 +12,10 @@ use crate::options::{Lock, Overlap};
 /// The settings of one job as a configuration file holds them: the arguments of `#[scheduled]`,
 /// with the same names, values and defaults.
 ///
-/// With the `serde` feature it deserializes from any format serde reads; unknown keys are
-/// rejected. In TOML:
+/// With the `serde` feature it deserializes from any format serde reads; an unknown key is
+/// rejected, naming the key it probably meant. In TOML:
 ///
-/// ```toml
-/// [[job]]
-/// name = "reports::nightly"
-/// cron = "0 30 2 * * *"        # or: every = "30s"
-/// tz = "Europe/Berlin"         # cron only; default UTC
-/// lock = "redis"               # local (default), file, redis, postgres or custom:<name>
-/// lease = "10s"                # guards with leases only; default 30s
-/// history = false              # postgres or a custom guard only
-/// max_instances = 1            # local only above 1; default 1
-/// overlap = "queue"            # skip (default), queue or replace
-/// coalesce = true              # default false
-/// misfire_grace = "10m"        # default 60s
-/// timeout = "5m"               # default none
-/// retries = 3                  # default 0, at most 100
-/// backoff = "10s"              # needs retries; default 1s, doubles per retry, capped at 1h
-/// jitter = "30s"               # default none
-/// standby = "2s"               # shared guards; default 1s (or Builder::standby); 0s: none
-/// enabled = true               # default true
-/// ```
+#[doc = concat!("```toml\n", include_str!("job_config.toml"), "```")]
 ///
 /// [`JobConfig::into_job`] turns it into a [`Job`] (add its body with [`Job::run`]) after every
 /// check the attribute makes at compile time: the cron expression, the time zone and the
@@ -52,63 +34,42 @@ use crate::options::{Lock, Overlap};
 /// assert_eq!(err.cron_error().and_then(|e| e.column()), Some(5));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Deserialize),
-    serde(deny_unknown_fields)
-)]
 #[non_exhaustive]
 pub struct JobConfig {
     /// The job's identity in locks, logs and metrics (`name = "..."`).
     pub name: String,
     /// A cron expression (`cron = "..."`); exactly one of `cron` and `every`.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub cron: Option<String>,
     /// A fixed interval aligned to the Unix epoch (`every = "30s"`).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub every: Option<String>,
     /// The IANA time zone of `cron` (`tz = "Europe/Berlin"`); UTC when absent.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub tz: Option<String>,
     /// The guard: `local` (default), `file`, `redis`, `postgres` or `custom:<name>`.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub lock: Option<String>,
     /// The lease of a guard with leases (`lease = "10s"`).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub lease: Option<String>,
     /// Runs allowed at once (`local` only above 1); default 1.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub max_instances: Option<u32>,
     /// `skip` (default), `queue` or `replace`.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub overlap: Option<String>,
     /// Of several waiting fires run only the latest.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub coalesce: bool,
     /// How late a fire may still start (`misfire_grace = "60s"`).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub misfire_grace: Option<String>,
     /// Each run's deadline (`timeout = "5m"`).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub timeout: Option<String>,
     /// How often a failed run is tried again (`retries = 3`); default 0.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub retries: Option<u32>,
     /// The pause before the first retry (`backoff = "10s"`); needs `retries`.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub backoff: Option<String>,
     /// The spread of each fire's start (`jitter = "30s"`).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub jitter: Option<String>,
     /// How long a process that did not get the last fire waits before it claims (`standby =
     /// "2s"`; see [`Job::standby`]).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub standby: Option<String>,
     /// Whether the guard keeps the job's run history (`history`; `postgres` or a custom guard).
-    #[cfg_attr(feature = "serde", serde(default))]
     pub history: bool,
     /// Whether this process fires the job (see [`Job::enabled`]); default `true`.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub enabled: Option<bool>,
 }
 
@@ -311,6 +272,108 @@ impl fmt::Display for JobConfigError {
 
 impl std::error::Error for JobConfigError {}
 
+/// `Deserialize` by hand rather than derived, so that an unknown key is answered like an unknown
+/// argument of the attribute: with the key it probably meant and the keys of the settings table.
+#[cfg(feature = "serde")]
+mod de {
+    use std::fmt;
+
+    use cronguard_schedule::settings;
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+
+    use super::JobConfig;
+
+    impl<'de> Deserialize<'de> for JobConfig {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_map(ConfigVisitor)
+        }
+    }
+
+    struct ConfigVisitor;
+
+    impl<'de> Visitor<'de> for ConfigVisitor {
+        type Value = JobConfig;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a table of a job's settings: `name`, `cron` or `every`, ...")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JobConfig, A::Error> {
+            let mut config = JobConfig::default();
+            let mut seen: Vec<&'static str> = Vec::new();
+            while let Some(Key(key)) = map.next_key()? {
+                if seen.contains(&key) {
+                    return Err(de::Error::duplicate_field(key));
+                }
+                seen.push(key);
+                match key {
+                    "name" => config.name = map.next_value()?,
+                    "cron" => config.cron = map.next_value()?,
+                    "every" => config.every = map.next_value()?,
+                    "tz" => config.tz = map.next_value()?,
+                    "lock" => config.lock = map.next_value()?,
+                    "lease" => config.lease = map.next_value()?,
+                    "history" => config.history = map.next_value()?,
+                    "max_instances" => config.max_instances = map.next_value()?,
+                    "overlap" => config.overlap = map.next_value()?,
+                    "coalesce" => config.coalesce = map.next_value()?,
+                    "misfire_grace" => config.misfire_grace = map.next_value()?,
+                    "timeout" => config.timeout = map.next_value()?,
+                    "retries" => config.retries = map.next_value()?,
+                    "backoff" => config.backoff = map.next_value()?,
+                    "jitter" => config.jitter = map.next_value()?,
+                    "standby" => config.standby = map.next_value()?,
+                    "enabled" => config.enabled = map.next_value()?,
+                    // A key of the table that `JobConfig` does not hold; the tests prevent it.
+                    other => return Err(de::Error::custom(unknown_key(other))),
+                }
+            }
+            if !seen.contains(&"name") {
+                return Err(de::Error::missing_field("name"));
+            }
+            Ok(config)
+        }
+    }
+
+    /// A key of the settings table.
+    struct Key(&'static str);
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_identifier(KeyVisitor)
+        }
+    }
+
+    struct KeyVisitor;
+
+    impl Visitor<'_> for KeyVisitor {
+        type Value = Key;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("the name of a job setting")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Key, E> {
+            settings::key(text)
+                .and_then(|setting| setting.key)
+                .map(Key)
+                .ok_or_else(|| E::custom(unknown_key(text)))
+        }
+    }
+
+    fn unknown_key(key: &str) -> String {
+        let keys = settings::keys();
+        let hint = settings::closest(key, &keys)
+            .map(|close| format!(" did you mean `{close}`?"))
+            .unwrap_or_default();
+        let all: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+        format!(
+            "unknown key `{key}`;{hint} expected one of: {}",
+            all.join(", ")
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +392,82 @@ mod tests {
             .expect_err("invalid")
             .problems()
             .to_vec()
+    }
+
+    use cronguard_schedule::settings;
+
+    /// The settings of the table that configuration has and the attribute has not.
+    const CONFIGURATION_ONLY: &[&str] = &["enabled"];
+    /// The arguments of the attribute that are not settings of configuration.
+    const ATTRIBUTE_ONLY: &[&str] = &["crate"];
+
+    /// The fields of `JobConfig`, as its derived `Debug` names them.
+    fn fields() -> Vec<String> {
+        let shown = format!("{:?}", JobConfig::default());
+        let inner = shown
+            .strip_prefix("JobConfig { ")
+            .and_then(|s| s.strip_suffix(" }"))
+            .unwrap_or_else(|| panic!("not a struct: {shown}"));
+        inner
+            .split(", ")
+            .map(|field| field.split(": ").next().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    fn sorted<T: Ord>(mut items: Vec<T>) -> Vec<T> {
+        items.sort();
+        items
+    }
+
+    #[test]
+    fn every_field_is_a_key_of_the_settings_table_and_back() {
+        assert_eq!(
+            sorted(fields()),
+            sorted(settings::keys().into_iter().map(str::to_owned).collect())
+        );
+        let key_only: Vec<&str> = settings::SETTINGS
+            .iter()
+            .filter(|s| s.attribute.is_none())
+            .filter_map(|s| s.key)
+            .collect();
+        assert_eq!(key_only, CONFIGURATION_ONLY);
+        let attribute_only: Vec<&str> = settings::SETTINGS
+            .iter()
+            .filter(|s| s.key.is_none())
+            .filter_map(|s| s.attribute)
+            .collect();
+        assert_eq!(attribute_only, ATTRIBUTE_ONLY);
+    }
+
+    /// The example of the docs sets every key once (`every` in a comment: `# or: every = ...`).
+    #[test]
+    fn the_documented_example_sets_every_key() {
+        let keys: Vec<&str> = include_str!("job_config.toml")
+            .lines()
+            .flat_map(|line| [Some(line), line.split_once("# or: ").map(|(_, or)| or)])
+            .filter_map(|text| text?.split_once(" = ").map(|(key, _)| key.trim()))
+            .collect();
+        assert_eq!(sorted(keys), sorted(settings::keys()));
+    }
+
+    /// Each value a `lock` or `overlap` key lists is one the runtime reads.
+    #[test]
+    fn the_choices_of_the_table_parse() {
+        for (key, parses) in [
+            (
+                "lock",
+                (|t: &str| t.parse::<Lock>().is_ok()) as fn(&str) -> bool,
+            ),
+            ("overlap", |t: &str| t.parse::<Overlap>().is_ok()),
+        ] {
+            let Some(settings::Form::OneOf(choices)) = settings::key(key).map(|s| s.form) else {
+                panic!("`{key}` is one of a list");
+            };
+            for choice in choices {
+                let written = choice.replace("<name>", "billing");
+                assert!(parses(&written), "`{key} = \"{written}\"`");
+            }
+        }
     }
 
     #[test]

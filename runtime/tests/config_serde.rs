@@ -3,6 +3,7 @@
 #![cfg(feature = "serde")]
 
 use cronguard::{JobConfig, Lock, Overlap, Schedule};
+use cronguard_schedule::settings::{self, Form};
 
 #[test]
 fn choices_deserialize_from_their_names() {
@@ -66,5 +67,81 @@ fn job_configs_deserialize_and_are_checked() {
 
     let err = serde_json::from_str::<JobConfig>(r#"{ "name": "x", "every": "1s", "leese": "1s" }"#)
         .expect_err("unknown key");
-    assert!(err.to_string().contains("unknown field `leese`"), "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "unknown key `leese`; did you mean `lease`? expected one of: `cron`, `every`,"
+        ),
+        "{err}"
+    );
+    let err = serde_json::from_str::<JobConfig>(r#"{ "every": "1s" }"#).expect_err("no name");
+    assert!(err.to_string().contains("missing field `name`"), "{err}");
+    let err =
+        serde_json::from_str::<JobConfig>(r#"{ "name": "x", "name": "y" }"#).expect_err("twice");
+    assert!(err.to_string().contains("duplicate field `name`"), "{err}");
+}
+
+/// The keys a configuration file may hold are the keys of the settings table: the error for an
+/// unknown key lists them, and each one sets the field of its name, with a value of its form.
+#[test]
+fn the_keys_are_the_keys_of_the_settings_table() {
+    let err = serde_json::from_str::<JobConfig>(r#"{ "name": "x", "priority": 1 }"#)
+        .expect_err("unknown key");
+    let listed: Vec<String> = err
+        .to_string()
+        .split_once("expected one of: ")
+        .map(|(_, list)| list.split(" at line").next().unwrap_or_default())
+        .unwrap_or_default()
+        .split(", ")
+        .map(|key| key.trim_matches('`').to_owned())
+        .collect();
+    assert_eq!(listed, keys(), "{err}");
+    assert!(!err.to_string().contains("did you mean"), "{err}");
+
+    let base: JobConfig = serde_json::from_str(r#"{ "name": "x" }"#).expect("valid");
+    for setting in settings::SETTINGS {
+        let Some(key) = setting.key else { continue };
+        let value = match setting.form {
+            Form::Cron => r#""0 30 2 * * *""#.to_owned(),
+            Form::TimeZone => r#""Europe/Berlin""#.to_owned(),
+            Form::Duration => r#""2s""#.to_owned(),
+            Form::Count => "2".to_owned(),
+            Form::Flag => "true".to_owned(),
+            Form::Bool => "false".to_owned(),
+            Form::OneOf(choices) => format!("{:?}", choices[0]),
+            Form::JobName => r#""billing::settle""#.to_owned(),
+            Form::Path => r#""my_framework::cronguard""#.to_owned(),
+        };
+        let json = if key == "name" {
+            format!(r#"{{ "name": {value} }}"#)
+        } else {
+            format!(r#"{{ "name": "x", "{key}": {value} }}"#)
+        };
+        let config: JobConfig =
+            serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(changed_fields(&base, &config), [key], "{json}");
+    }
+}
+
+fn keys() -> Vec<String> {
+    settings::keys().into_iter().map(str::to_owned).collect()
+}
+
+/// The fields (as `Debug` names them) whose values differ.
+fn changed_fields(a: &JobConfig, b: &JobConfig) -> Vec<String> {
+    fn fields(config: &JobConfig) -> Vec<(String, String)> {
+        let shown = format!("{config:?}");
+        shown
+            .trim_start_matches("JobConfig { ")
+            .trim_end_matches(" }")
+            .split(", ")
+            .filter_map(|field| field.split_once(": "))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect()
+    }
+    fields(a)
+        .into_iter()
+        .zip(fields(b))
+        .filter(|(a, b)| a != b)
+        .map(|(a, _)| a.0)
+        .collect()
 }

@@ -78,6 +78,8 @@ mod limits;
 mod memo;
 mod name;
 mod schedule;
+#[doc(hidden)]
+pub mod settings;
 mod zone;
 
 pub use crate::cron::{validate_cron, CronExpr, YEAR_MAX, YEAR_MIN};
