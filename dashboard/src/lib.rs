@@ -94,7 +94,7 @@ impl Dashboard {
     }
 
     /// The dashboard of the scheduler behind `monitor`, its strips fed from `events`
-    /// ([`Cronguard::subscribe`]), for a service that keeps only a [`Monitor`].
+    /// ([`Monitor::subscribe`]), for a service that keeps only a [`Monitor`].
     pub fn with_events(monitor: Monitor, events: Receiver<Event>) -> Self {
         Dashboard {
             monitor,

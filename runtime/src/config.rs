@@ -245,7 +245,7 @@ impl Builder {
 
     /// Keeps the run history of every job whose guard can keep it (`postgres`, custom guards),
     /// as `history` on each job would (default `false`). Read it with
-    /// [`Cronguard::history`](crate::Cronguard::history).
+    /// [`Monitor::history`](crate::Monitor::history).
     pub fn history(mut self, all: bool) -> Self {
         self.history = all;
         self

@@ -101,13 +101,13 @@ impl JobContext {
     }
 
     /// `job@T`, a natural unique key for idempotent writes; `job@manual:<id>` for a run asked
-    /// for with [`Cronguard::trigger`](crate::Cronguard::trigger) ("run now"), which never
+    /// for with [`Monitor::trigger`](crate::Monitor::trigger) ("run now"), which never
     /// equals a scheduled fire's key.
     pub fn run_key(&self) -> String {
         crate::fire::run_key(&self.job, self.fire_time, self.manual)
     }
 
-    /// Whether this run was asked for with [`Cronguard::trigger`](crate::Cronguard::trigger)
+    /// Whether this run was asked for with [`Monitor::trigger`](crate::Monitor::trigger)
     /// ("run now") rather than by the schedule; then [`fire_time`](JobContext::fire_time) is
     /// when it was asked for.
     pub fn is_manual(&self) -> bool {

@@ -18,9 +18,9 @@ pub struct Event {
     /// The fire instant `T` the event is about.
     pub fire_time: DateTime<Utc>,
     /// `job@T`, the fire's identity in every process; `job@manual:<id>` for a run asked for
-    /// with [`Cronguard::trigger`](crate::Cronguard::trigger).
+    /// with [`Monitor::trigger`](crate::Monitor::trigger).
     pub run_key: Arc<str>,
-    /// For a run asked for with [`Cronguard::trigger`](crate::Cronguard::trigger) ("run now"):
+    /// For a run asked for with [`Monitor::trigger`](crate::Monitor::trigger) ("run now"):
     /// its id (then [`fire_time`](Event::fire_time) is when it was asked for).
     pub manual: Option<u64>,
     /// The fencing token of the run, for events of a claimed run.
@@ -286,7 +286,7 @@ pub(crate) struct EventSink {
 /// for a hook.
 pub const HOOK_QUEUE_CAPACITY: usize = 16_384;
 
-/// How many events a slow [`Cronguard::subscribe`](crate::Cronguard::subscribe) receiver may fall
+/// How many events a slow [`Monitor::subscribe`](crate::Monitor::subscribe) receiver may fall
 /// behind before it misses some (it is told how many, by `RecvError::Lagged`).
 pub const EVENT_STREAM_CAPACITY: usize = 4096;
 

@@ -10,7 +10,7 @@ use crate::clock::after;
 /// it was written by a process whose clock is ahead, and it proves nothing about the fires due now.
 pub(crate) const CLAIM_AHEAD_TOLERANCE: Duration = Duration::from_secs(1);
 
-/// The health of every job, from [`Cronguard::health`](crate::Cronguard::health).
+/// The health of every job, from [`Monitor::health`](crate::Monitor::health).
 ///
 /// A job is **overdue** when the newest fire that should have started by now (its `T` plus
 /// `misfire_grace` lies in the past, and `T` came after the scheduler started) has not been claimed

@@ -1,6 +1,6 @@
 //! Run history: one record per claimed run and per reported dropped fire, kept by guards that
 //! store it (the `postgres` guard) and read back with
-//! [`Cronguard::history`](crate::Cronguard::history). A leaf module: guards and the handle name it.
+//! [`Monitor::history`](crate::Monitor::history). A leaf module: guards and the handle name it.
 
 use std::fmt;
 use std::time::Duration;

@@ -265,7 +265,7 @@ impl Job {
     }
 
     /// Whether this process fires the job (default `true`). A disabled job runs nothing here but
-    /// still follows its schedule for [`Cronguard::health`](crate::Cronguard::health): a process
+    /// still follows its schedule for [`Monitor::health`](crate::Monitor::health): a process
     /// can watch that *some* replica runs a job without running it itself.
     pub fn enabled(mut self, enabled: bool) -> Self {
         self.enabled = enabled;

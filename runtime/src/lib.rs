@@ -79,7 +79,7 @@
 //! on a local file system that no cleaner empties (`CRONGUARD_LOCK_DIR`). The `postgres` guard
 //! needs one primary (synchronous replication if a failover must not lose claims); it creates its
 //! tables at start, or uses tables made by a migration, and keeps the run history of jobs with
-//! `history` ([`Cronguard::history`]). Users can write guards of their own ([`guard::Guard`],
+//! `history` ([`Monitor::history`]). Users can write guards of their own ([`guard::Guard`],
 //! [`Builder::custom_guard`]) and check them with the exported conformance suite (feature
 //! `conformance`).
 //!
@@ -98,8 +98,8 @@
 //! # Never silent
 //!
 //! Every run and every dropped fire is an [`Event`]: logged with `tracing`, handed to hooks
-//! ([`Builder::on_event`]), streamed ([`Cronguard::subscribe`]), counted in metrics (the
-//! `metrics` facade) and in the status ([`Cronguard::jobs`]). [`Cronguard::health`] tells
+//! ([`Builder::on_event`]), streamed ([`Monitor::subscribe`]), counted in metrics (the
+//! `metrics` facade) and in the status ([`Monitor::jobs`]). [`Monitor::health`] tells
 //! whether every job ran on time. When `start()` finds no `tracing` subscriber it says so once on
 //! stderr.
 //!

@@ -418,13 +418,13 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
     }
 }
 
-/// Why a control ([`Cronguard::pause`](crate::Cronguard::pause), `resume`, `trigger`, `add`,
+/// Why a control ([`Monitor::pause`](crate::Monitor::pause), `resume`, `trigger`, `add`,
 /// `remove`) was not carried out.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ControlError {
     /// No job of this scheduler has this name.
-    #[error("no job is named `{0}`; `Cronguard::jobs` lists the jobs this process runs")]
+    #[error("no job is named `{0}`; `Monitor::jobs` lists the jobs this process runs")]
     UnknownJob(String),
     /// A job of this name already runs here.
     #[error(

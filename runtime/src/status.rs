@@ -1,4 +1,4 @@
-//! The status snapshot of each job: what the handle's [`Cronguard::jobs`](crate::Cronguard::jobs)
+//! The status snapshot of each job: what the handle's [`Monitor::jobs`](crate::Monitor::jobs)
 //! returns.
 
 use std::sync::Arc;

@@ -7,19 +7,19 @@
 //!
 //! | name | kind | unit | labels |
 //! | --- | --- | --- | --- |
-//! | [`RUNS_TOTAL`] | counter | count | `cronguard_job`, `outcome` = `succeeded` \| `failed` \| `cancelled` \| `retried` (a failed attempt tried again) |
-//! | [`DROPPED_FIRES_TOTAL`] | counter | count | `cronguard_job`, `reason` = `skipped` \| `paused` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
-//! | [`RUN_DURATION_SECONDS`] | histogram | seconds | `cronguard_job` |
-//! | [`FIRE_LATENESS_SECONDS`] | histogram | seconds | `cronguard_job` |
-//! | [`CLAIM_LATENCY_SECONDS`] | histogram | seconds | `cronguard_job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
-//! | [`LEASE_RENEWALS_TOTAL`] | counter | count | `cronguard_job` |
-//! | [`LEASE_LOST_TOTAL`] | counter | count | `cronguard_job` |
-//! | [`GUARD_ERRORS_TOTAL`] | counter | count | `cronguard_job`, `kind` = `unreachable` \| `timeout` \| `refused` \| `not_replicated` \| `invalid` \| `unsupported` \| `other` |
-//! | [`JOBS_RUNNING`] | gauge | count | `cronguard_job` |
-//! | [`LAST_SUCCESS_TIMESTAMP_SECONDS`] | gauge | seconds (Unix time) | `cronguard_job` |
-//! | [`NEXT_FIRE_TIMESTAMP_SECONDS`] | gauge | seconds (Unix time) | `cronguard_job` |
-//! | [`JOB_OVERDUE`] | gauge | 0 or 1 | `cronguard_job` |
-//! | [`CLOCK_SKEW_SECONDS`] | gauge | seconds | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
+//! | `cronguard_runs_total` | counter | count | `cronguard_job`, `outcome` = `succeeded` \| `failed` \| `cancelled` \| `retried` (a failed attempt tried again) |
+//! | `cronguard_dropped_fires_total` | counter | count | `cronguard_job`, `reason` = `skipped` \| `paused` \| `misfired` \| `coalesced` \| `claimed_elsewhere` |
+//! | `cronguard_run_duration_seconds` | histogram | seconds | `cronguard_job` |
+//! | `cronguard_fire_lateness_seconds` | histogram | seconds | `cronguard_job` |
+//! | `cronguard_claim_latency_seconds` | histogram | seconds | `cronguard_job`, `guard` (shared guards: `file`, `redis`, `postgres`, `custom`) |
+//! | `cronguard_lease_renewals_total` | counter | count | `cronguard_job` |
+//! | `cronguard_lease_lost_total` | counter | count | `cronguard_job` |
+//! | `cronguard_guard_errors_total` | counter | count | `cronguard_job`, `kind` = `unreachable` \| `timeout` \| `refused` \| `not_replicated` \| `invalid` \| `unsupported` \| `other` |
+//! | `cronguard_jobs_running` | gauge | count | `cronguard_job` |
+//! | `cronguard_last_success_timestamp_seconds` | gauge | seconds (Unix time) | `cronguard_job` |
+//! | `cronguard_next_fire_timestamp_seconds` | gauge | seconds (Unix time) | `cronguard_job` |
+//! | `cronguard_job_overdue` | gauge | 0 or 1 | `cronguard_job` |
+//! | `cronguard_clock_skew_seconds` | gauge | seconds | `guard` (`redis`, `postgres`, `custom`: the guard's clock minus this host's) |
 //!
 //! # The job's label is `cronguard_job`
 //!
@@ -33,9 +33,8 @@
 //! # Histogram buckets
 //!
 //! A Prometheus histogram (rather than a summary) adds up over replicas, but its buckets must be
-//! chosen up front. [`RUN_DURATION_BUCKETS`], [`FIRE_LATENESS_BUCKETS`] and
-//! [`CLAIM_LATENCY_BUCKETS`] suit the three histograms; [`BUCKETS`] pairs each histogram's name
-//! with them, for any exporter that takes buckets per metric. With the `prometheus` feature,
+//! chosen up front. [`BUCKETS`] pairs each of the three histograms' names with bounds that suit
+//! it (run duration: 10 ms to 6 h; lateness: 1 ms to 10 min; claim latency: 0.5 ms to 10 s), for any exporter that takes buckets per metric. With the `prometheus` feature,
 //! `prometheus_builder` returns a `metrics-exporter-prometheus` builder that already has them.
 //!
 //! # Example
@@ -61,54 +60,54 @@ pub const JOB_LABEL: &str = "cronguard_job";
 
 /// Runs that ended, by `outcome`: `succeeded`, `failed`, `cancelled`, or `retried` (a failed
 /// attempt tried again). A counter.
-pub const RUNS_TOTAL: &str = "cronguard_runs_total";
+pub(crate) const RUNS_TOTAL: &str = "cronguard_runs_total";
 
 /// Fires that did not start here, by `reason`: `skipped`, `paused`, `misfired`, `coalesced`,
 /// `claimed_elsewhere`. A counter.
-pub const DROPPED_FIRES_TOTAL: &str = "cronguard_dropped_fires_total";
+pub(crate) const DROPPED_FIRES_TOTAL: &str = "cronguard_dropped_fires_total";
 
 /// How long runs took, from start to end, in seconds. A histogram; buckets
 /// [`RUN_DURATION_BUCKETS`].
-pub const RUN_DURATION_SECONDS: &str = "cronguard_run_duration_seconds";
+pub(crate) const RUN_DURATION_SECONDS: &str = "cronguard_run_duration_seconds";
 
 /// How late runs started (start minus the fire time), in seconds. A histogram; buckets
 /// [`FIRE_LATENESS_BUCKETS`].
-pub const FIRE_LATENESS_SECONDS: &str = "cronguard_fire_lateness_seconds";
+pub(crate) const FIRE_LATENESS_SECONDS: &str = "cronguard_fire_lateness_seconds";
 
 /// The round trip of one claim to a shared guard, in seconds, by `guard`. A histogram; buckets
 /// [`CLAIM_LATENCY_BUCKETS`].
-pub const CLAIM_LATENCY_SECONDS: &str = "cronguard_claim_latency_seconds";
+pub(crate) const CLAIM_LATENCY_SECONDS: &str = "cronguard_claim_latency_seconds";
 
 /// Lease renewals of running jobs. A counter.
-pub const LEASE_RENEWALS_TOTAL: &str = "cronguard_lease_renewals_total";
+pub(crate) const LEASE_RENEWALS_TOTAL: &str = "cronguard_lease_renewals_total";
 
 /// Runs whose lease was lost (expired or taken). A counter.
-pub const LEASE_LOST_TOTAL: &str = "cronguard_lease_lost_total";
+pub(crate) const LEASE_LOST_TOTAL: &str = "cronguard_lease_lost_total";
 
 /// Claims a shared guard could not answer, by `kind` (every retry counts): `unreachable`,
 /// `timeout`, `refused`, `not_replicated`, `invalid`, `unsupported`, `other`. A counter.
-pub const GUARD_ERRORS_TOTAL: &str = "cronguard_guard_errors_total";
+pub(crate) const GUARD_ERRORS_TOTAL: &str = "cronguard_guard_errors_total";
 
 /// Runs of the job going on in this process as tasks of their own. A gauge.
-pub const JOBS_RUNNING: &str = "cronguard_jobs_running";
+pub(crate) const JOBS_RUNNING: &str = "cronguard_jobs_running";
 
 /// Unix time at which the job's last successful run in this process ended; absent until one
 /// succeeded. A gauge.
-pub const LAST_SUCCESS_TIMESTAMP_SECONDS: &str = "cronguard_last_success_timestamp_seconds";
+pub(crate) const LAST_SUCCESS_TIMESTAMP_SECONDS: &str = "cronguard_last_success_timestamp_seconds";
 
 /// Unix time of the job's next fire. A gauge.
-pub const NEXT_FIRE_TIMESTAMP_SECONDS: &str = "cronguard_next_fire_timestamp_seconds";
+pub(crate) const NEXT_FIRE_TIMESTAMP_SECONDS: &str = "cronguard_next_fire_timestamp_seconds";
 
 /// 1 while the job's newest dropped fire (misfired or skipped) has no later claimed fire, else
 /// 0; absent until it first turns 1. A gauge.
-pub const JOB_OVERDUE: &str = "cronguard_job_overdue";
+pub(crate) const JOB_OVERDUE: &str = "cronguard_job_overdue";
 
 /// A shared guard's clock minus this host's, in seconds, by `guard`. A gauge, the only one
 /// without [`JOB_LABEL`].
-pub const CLOCK_SKEW_SECONDS: &str = "cronguard_clock_skew_seconds";
+pub(crate) const CLOCK_SKEW_SECONDS: &str = "cronguard_clock_skew_seconds";
 
 /// The name of every metric cronguard records.
-pub const NAMES: [&str; 13] = [
+pub const NAMES: &[&str] = &[
     RUNS_TOTAL,
     DROPPED_FIRES_TOTAL,
     RUN_DURATION_SECONDS,
@@ -127,7 +126,7 @@ pub const NAMES: [&str; 13] = [
 /// Upper bounds of the buckets of [`RUN_DURATION_SECONDS`], in seconds: from 10 ms to 6 hours,
 /// with bounds at the usual timeouts (1, 5, 15, 30 minutes, 1, 2 hours), so that a quantile or an
 /// alert can tell a run that nears its `timeout`.
-pub const RUN_DURATION_BUCKETS: &[f64] = &[
+pub(crate) const RUN_DURATION_BUCKETS: &[f64] = &[
     0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0,
 ];
 
@@ -135,19 +134,19 @@ pub const RUN_DURATION_BUCKETS: &[f64] = &[
 /// minutes. A healthy scheduler stays in the first few; a paused process, a busy runtime or a
 /// slow guard shows in the seconds, and `jitter` spreads starts up to its own bound. A run never
 /// starts later than its `misfire_grace` (60 s by default, a bound here).
-pub const FIRE_LATENESS_BUCKETS: &[f64] = &[
+pub(crate) const FIRE_LATENESS_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0,
 ];
 
 /// Upper bounds of the buckets of [`CLAIM_LATENCY_SECONDS`], in seconds: from 0.5 ms (a store on
 /// loopback) to 10 s. The Redis and PostgreSQL guards give a request 2 s, so a claim that timed
 /// out lands in the 2.5 s bucket; the larger ones are for guards of your own.
-pub const CLAIM_LATENCY_BUCKETS: &[f64] = &[
+pub(crate) const CLAIM_LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
 /// Each histogram's name with the upper bounds of its buckets.
-pub const BUCKETS: [(&str, &[f64]); 3] = [
+pub const BUCKETS: &[(&str, &[f64])] = &[
     (RUN_DURATION_SECONDS, RUN_DURATION_BUCKETS),
     (FIRE_LATENESS_SECONDS, FIRE_LATENESS_BUCKETS),
     (CLAIM_LATENCY_SECONDS, CLAIM_LATENCY_BUCKETS),
@@ -216,7 +215,7 @@ mod tests {
 
     #[test]
     fn bucket_bounds_rise_and_every_histogram_has_them() {
-        for (name, buckets) in BUCKETS {
+        for &(name, buckets) in BUCKETS {
             assert!(
                 buckets.windows(2).all(|w| w[0] < w[1]),
                 "{name}: {buckets:?}"
