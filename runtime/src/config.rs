@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::env::var as env;
 use crate::error::{Error, Problem, ProblemKind};
 use crate::events::{Event, EventSink, Hook};
 use crate::executor::{self, Shared};
@@ -84,11 +85,6 @@ pub struct Builder {
     /// `CRONGUARD_JOBS`, or [`Builder::select_jobs`].
     selection: Option<String>,
     states: States,
-}
-
-/// The variable `name`, unless it is unset or blank.
-pub(crate) fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 impl Builder {

@@ -44,7 +44,7 @@ impl GuardSettings {
     /// The settings the environment gives.
     pub(crate) fn from_env() -> Self {
         GuardSettings {
-            lock_dir: crate::config::env("CRONGUARD_LOCK_DIR").map(PathBuf::from),
+            lock_dir: crate::env::var("CRONGUARD_LOCK_DIR").map(PathBuf::from),
             #[cfg(feature = "redis")]
             redis: RedisSettings::from_env(),
             #[cfg(feature = "postgres")]

@@ -129,6 +129,7 @@ mod clock;
 mod config;
 mod context;
 mod control;
+mod env;
 mod error;
 mod events;
 mod executor;

@@ -29,7 +29,7 @@ pub(crate) struct PostgresSettings {
 impl PostgresSettings {
     /// The settings the environment gives.
     pub(crate) fn from_env() -> Self {
-        let env = crate::config::env;
+        let env = crate::env::var;
         PostgresSettings {
             url: env("CRONGUARD_POSTGRES_URL").or_else(|| env("DATABASE_URL")),
             schema: env("CRONGUARD_POSTGRES_SCHEMA")

@@ -32,7 +32,7 @@ pub(crate) const DEFAULT_PREFIX: &str = "cronguard";
 impl RedisSettings {
     /// The settings the environment gives.
     pub(crate) fn from_env() -> Self {
-        let env = crate::config::env;
+        let env = crate::env::var;
         RedisSettings {
             url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
             prefix: DEFAULT_PREFIX.to_owned(),
