@@ -40,6 +40,7 @@ impl fmt::Display for Pause {
 /// equals a scheduled fire's `job@T`, and its claim goes through the job's guard like a fire's,
 /// so one run happens across the cluster however many replicas see the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct ManualRun {
     /// The request's identity, random and unique: every replica that claims the run uses it.
     pub id: u64,

@@ -40,6 +40,7 @@ use crate::options::Overlap;
 
 /// A rule the guard broke.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Failure {
     /// The check, e.g. `exclusion`.
     pub check: &'static str,
@@ -61,6 +62,7 @@ impl std::error::Error for Failure {}
 
 /// What the suite checked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// The checks the guard passed.
     pub passed: Vec<&'static str>,
