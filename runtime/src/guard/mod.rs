@@ -6,6 +6,22 @@
 //! the `file` guard (every process of one host), the `redis` guard (a cluster), or a user's own
 //! backend. The scheduler does not know which one it talks to; a new backend is one new module.
 //!
+//! # What a guard is made of
+//!
+//! [`Guard`] holds what every guard does: claim a fire, record a dropped or missed one, and say
+//! where the job got to. Two methods are required ([`Guard::claim`] and
+//! [`Guard::last_claimed`]); the others have defaults that are safe for a guard that keeps less
+//! (each says what it then reports twice rather than never). What a guard may offer besides is a
+//! trait of its own, which the guard hands out from an accessor:
+//!
+//! - [`GuardControls`] from [`Guard::controls`]: pause, resume and run now, kept in the store so
+//!   that every process obeys them;
+//! - [`GuardHistory`] from [`Guard::history`]: the run history.
+//!
+//! A failure is a [`GuardError`] of a [`GuardErrorKind`] the guard chooses where it meets its
+//! store's error; the built-in backends (`file`, `redis`, `postgres`) each own their settings,
+//! their opening and their error mapping in a module of their own.
+//!
 //! # What a guard must guarantee
 //!
 //! - **Mutual exclusion**: while a lease is held, every other claim of the job answers
