@@ -197,7 +197,7 @@ async fn a_table_that_is_not_cronguards_is_a_start_error_and_is_left_alone() {
         .expect("query")
         .get(0);
     assert_eq!(columns, 2, "the table was not altered");
-    // Another schema is fine, and the SQL of `schema.sql` (the book prints it for migrations) creates the same tables.
+    // Another schema is fine, and `schema.sql` (what a migration runs) creates the same tables.
     Database::connect(&server.url(), "cronguard_jobs")
         .await
         .expect("a schema of its own");
