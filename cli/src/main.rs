@@ -1,7 +1,7 @@
 //! `cronguard`: lists, pauses, resumes, runs now and reads the history of the jobs of a shared
 //! guard's store (a lock dir, Redis, PostgreSQL) without running them, and checks from outside
 //! the replicas that they still run (`health`), through `cronguard::admin`, the code the replicas
-//! use (README, "The command-line tool").
+//! use (docs/operations/cli.md).
 //!
 //! Exit status: 0 when the request was carried out, 1 with the reason on stderr otherwise;
 //! `health` exits with 0 when every job is on time, 1 when a job's newest due fire did not run,

@@ -14,8 +14,8 @@
 //! others take the next fires (half a second late, the first of them), and the frozen run reports
 //! `lease lost` and is cancelled.
 //!
-//! The copies claim each fire 200 ms ahead of its instant (`claim_ahead`, README "Claiming
-//! ahead") and start it at the instant: the fencing token, never below Redis's clock in µs, then
+//! The copies claim each fire 200 ms ahead of its instant (`claim_ahead`, docs/design/standby.md)
+//! and start it at the instant: the fencing token, never below Redis's clock in µs, then
 //! lies below the fire's instant.
 
 use std::time::Duration;

@@ -9,7 +9,8 @@
 //! Every 2 s exactly one of the processes logs `run started` for the fire; the others log
 //! (at debug level, shown here) that the fire was claimed by another process. Kill the one that
 //! is running (Ctrl-C or `kill -9`): the kernel frees its lock and the others carry on.
-//! The lock files live in `$CRONGUARD_LOCK_DIR` (default: a folder private to the user; README, "Guards").
+//! The lock files live in `$CRONGUARD_LOCK_DIR` (default: a folder private to the user;
+//! docs/design/guard-contract.md).
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! Jobs from a TOML file: each `[[job]]` table holds the arguments of `#[scheduled]` and goes
-//! through the same checks (README, "Jobs from configuration"). Prints each job in words with
+//! through the same checks (docs/guide/attribute.md). Prints each job in words with
 //! its next fires, shows what a mistake in the file looks like, then runs the jobs for a few
 //! seconds and exits.
 

@@ -1,7 +1,7 @@
 //! Operating the jobs of a shared store without running them: list the jobs the replicas
 //! announced, pause, resume, run now, and read the run history — through exactly the code a
 //! replica uses, so that a job paused here is paused for every replica. The command-line tool
-//! `cronguard` (package `cronguard-cli`, README, "The command-line tool") is built on this.
+//! `cronguard` (package `cronguard-cli`, docs/operations/cli.md) is built on this.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), cronguard::admin::AdminError> {
@@ -20,7 +20,7 @@
 //! [`Store::health`] is the dead-man check from outside the replicas: it tells from the store
 //! alone which jobs' newest due fire has no fate there (no replica is running the job) or was
 //! not run, so that a cron job or a Kubernetes CronJob running `cronguard health` notices when
-//! every replica is gone (README, "The command-line tool", "Health from outside").
+//! every replica is gone (docs/operations/cli.md, "Health from outside").
 //!
 //! Only jobs that a running replica announced in the store's roster can be controlled, so that a
 //! mistyped name is an error instead of a pause nobody reads. A pause is stored with the job's

@@ -107,7 +107,7 @@ impl Builder {
         }
     }
 
-    /// Which jobs this replica runs (README, "Choosing the jobs a replica runs"): patterns
+    /// Which jobs this replica runs (docs/guide/selecting-jobs.md): patterns
     /// separated by commas, `*` matching any run of characters, `!` excluding — for example
     /// `billing::*,!billing::slow_*`. The jobs left out are still listed and watched by the
     /// health check, but never claimed or run here. Read from `CRONGUARD_JOBS` by default; an
@@ -125,9 +125,9 @@ impl Builder {
     }
 
     /// The folder where `local` jobs keep, across restarts, the newest fire that started or was
-    /// reported (README, "Downtime"), as systemd timers with `Persistent=true` do: a process that
-    /// starts again catches up the fires it missed while it was down that are still inside their
-    /// misfire grace, and reports the older ones. Read from `CRONGUARD_STATE_DIR` by default;
+    /// reported (docs/guide/downtime.md), as systemd timers with `Persistent=true` do: a process
+    /// that starts again catches up the fires it missed while it was down that are still inside
+    /// their misfire grace, and reports the older ones. Read from `CRONGUARD_STATE_DIR` by default;
     /// created (mode 0700) if missing, with the lock dir's rules (this user's, writable by
     /// nobody else, no link), and used by one process at a time. Without it a `local` job cannot
     /// know what it missed while the process was down (said once at start, at info level).
@@ -145,7 +145,7 @@ impl Builder {
     /// everything resumes without a restart when it answers. A URL that does not parse, a wrong
     /// password or an unknown user is always a start error ([`ProblemKind::GuardRefused`]). With
     /// `true`, an unreachable server is a start error too ([`ProblemKind::Unreachable`]). See
-    /// "Starting while a guard's server is down" in the README.
+    /// `docs/operations/starting-while-down.md`.
     pub fn require_guards_at_start(mut self, required: bool) -> Self {
         self.guards.required_at_start = required;
         self
@@ -213,7 +213,7 @@ impl Builder {
     /// Redis replicates asynchronously: without this, a failover can lose the last claim and hand
     /// the same fire to a second replica. With it, a claim whose run started is on `replicas`
     /// replicas, which narrows that window but is no consensus: a failover can still promote a
-    /// replica that had not received it. See "Durability: waiting for replicas" in the README.
+    /// replica that had not received it. See `docs/operations/redis.md`.
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis_wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
@@ -231,7 +231,7 @@ impl Builder {
     }
 
     /// The schema of the `postgres` guard's tables (default `cronguard`): created at start when
-    /// missing, with the tables and functions in the README ("The PostgreSQL guard").
+    /// missing, with the tables and functions of `schema.sql` (`docs/operations/postgres.md`).
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     pub fn postgres_schema(mut self, schema: impl Into<String>) -> Self {
@@ -250,7 +250,7 @@ impl Builder {
     /// The standby of every job that does not set its own ([`Job::standby`]; default
     /// [`DEFAULT_STANDBY`](crate::DEFAULT_STANDBY), 1 s): how long a process that did not get a
     /// job's last fire waits before it claims the next one. Zero: every process claims every
-    /// fire at once (README, "Standby").
+    /// fire at once (docs/design/standby.md).
     pub fn standby(mut self, standby: Duration) -> Self {
         self.standby = Some(standby);
         self
@@ -261,7 +261,7 @@ impl Builder {
     /// (default zero: at the instant). The run still starts at the instant, without waiting for
     /// the guard, so a burst of thousands of jobs due together starts on time. At most
     /// [`MAX_CLAIM_AHEAD`](crate::MAX_CLAIM_AHEAD), 500 ms, and at most a quarter of each job's
-    /// lease. What changes for a fire claimed ahead is in README, "Claiming ahead".
+    /// lease. What changes for a fire claimed ahead is in docs/design/standby.md.
     pub fn claim_ahead(mut self, lead: Duration) -> Self {
         self.claim_ahead = lead;
         self
@@ -576,7 +576,7 @@ fn default_instance() -> String {
 }
 
 /// Says once per process, on stderr, where cronguard's events go when no `tracing` subscriber
-/// is installed, so that a first run is never silent (see "Quick start" in the README).
+/// is installed, so that a first run is never silent (`docs/guide/first-job.md`).
 fn announce_without_subscriber() {
     static ANNOUNCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if let Some(line) = subscriber_notice(has_subscriber()) {
@@ -597,7 +597,7 @@ fn subscriber_notice(has_subscriber: bool) -> Option<&'static str> {
         "cronguard: no `tracing` subscriber is installed, so its logs of runs, skipped and \
          misfired fires go nowhere; install one before `start()`, e.g. \
          `tracing_subscriber::fmt().init()` (crate `tracing-subscriber`), or read them through \
-         `Builder::on_event` or `handle.subscribe()`",
+         `Builder::on_event` or `handle.monitor().subscribe()`",
     )
 }
 

@@ -1,5 +1,5 @@
 //! The operator's controls as values: who paused a job, and a run asked for outside the schedule
-//! (README, "Controls: pause, resume, run now"). A leaf module: the model, the guards and the
+//! (docs/guide/controls.md). A leaf module: the model, the guards and the
 //! handle all name these.
 
 use std::fmt;

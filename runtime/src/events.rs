@@ -78,7 +78,7 @@ pub enum EventKind {
     Skipped {
         /// Why no slot was free, or who paused the job.
         reason: String,
-        /// The job is paused (README, "Controls: pause, resume, run now"): the fire was skipped
+        /// The job is paused (docs/guide/controls.md): the fire was skipped
         /// on purpose, so it is logged at info level, not warn.
         paused: bool,
     },

@@ -90,7 +90,7 @@ impl Monitor {
         self.events.subscribe()
     }
 
-    /// Pauses job `job` (README, "Controls: pause, resume, run now"): its fires are reported as
+    /// Pauses job `job` (docs/guide/controls.md): its fires are reported as
     /// `skipped` with reason `paused` instead of running, until [`resume`](Monitor::resume). For
     /// `file`, `redis` and `postgres` guards the pause is stored where the guard keeps its state
     /// and holds for every process that shares it, from its next claim on; for `local` it holds in

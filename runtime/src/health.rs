@@ -67,7 +67,7 @@ pub enum HealthState {
         /// `missed` plus the misfire grace.
         deadline: DateTime<Utc>,
     },
-    /// The job is paused (README, "Controls: pause, resume, run now"): its fires are skipped on
+    /// The job is paused (docs/guide/controls.md): its fires are skipped on
     /// purpose, so it is not overdue.
     Paused {
         /// Who paused it.

@@ -26,7 +26,7 @@ pub use cronguard_schedule::DEFAULT_STANDBY;
 pub const MAX_CLAIM_AHEAD: Duration = Duration::from_millis(500);
 
 /// A job's code: one pointer in every job (an enum of the two kinds would take 24 bytes, and a
-/// million jobs feel it; README, "Performance").
+/// million jobs feel it; BENCHMARKS.md).
 #[derive(Clone)]
 pub(crate) struct Body(Arc<dyn Code>);
 
@@ -258,7 +258,7 @@ impl Job {
     /// Zero: every process claims every fire at once; at most
     /// [`MAX_STANDBY`](cronguard_schedule::MAX_STANDBY), 1 h (`standby = "..."`). Only shared
     /// guards claim; at most half the misfire grace and half the time between two fires is waited
-    /// (README, "Standby").
+    /// (docs/design/standby.md).
     pub fn standby(mut self, standby: Duration) -> Self {
         self.standby = Some(standby);
         self

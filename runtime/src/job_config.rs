@@ -1,5 +1,5 @@
 //! Jobs from configuration: [`JobConfig`], the settings of `#[scheduled]` as data, checked by the
-//! same code as the attribute and [`Job`] (README, "Jobs from configuration").
+//! same code as the attribute and [`Job`] (docs/guide/attribute.md).
 
 use std::fmt;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! timer woke). A guard lets one process claim each fire; a fire that is skipped (the previous run
 //! is still going), misfired (too late to start), coalesced, or claimed by another process is an
 //! event, a log record and a metric. With the fencing token checked where the side effect lands
-//! (see [Exactly once, end to end](#exactly-once-end-to-end)), that is exactly once end to end.
+//! ([Exactly once, end to end]), that is exactly once end to end.
 //!
 //! # A first job
 //!
@@ -36,88 +36,34 @@
 //! ```
 //!
 //! Every `#[scheduled]` function of the binary (any module, any linked crate) is registered at
-//! compile time and started by [`start`] or [`Builder::start`]. The attribute's arguments are
-//! checked at compile time: `cron` or `every`, `tz`, `lock` (`"local"`, `"file"`, `"redis"`,
-//! `"postgres"`, `"custom:<name>"`), `lease`, `history`, `max_instances`, `overlap` (`"skip"`, `"queue"`, `"replace"`), `coalesce`,
-//! `misfire_grace`, `timeout`, `retries`, `backoff`, `jitter`, `name`, and `crate` (the path of this crate when it is re-exported). See
-//! [`scheduled`] for each one.
+//! compile time and started by [`start`] or [`Builder::start`]; its arguments are checked at
+//! compile time and described in [`scheduled`]. Jobs can also be built in code ([`Job`]) or read
+//! from configuration ([`JobConfig`]).
 //!
-//! A job function may be `async fn` or a plain `fn` (run on tokio's blocking pool), take a
-//! [`JobContext`] and any number of [`State<T>`] arguments, and return `()` or
-//! `Result<(), E: Display>`. An `Err` or a panic is a failed run, recorded with the error's chain
-//! of causes; the job keeps its schedule.
+//! # The book
 //!
-//! Jobs can also be built in code ([`Job`]), with the same checks made by `start()`.
-//!
-//! # Application state
-//!
-//! [`Builder::state`] gives jobs values of any `Send + Sync + 'static` type, one per type: a
-//! database pool, a client, settings. A job receives one as a [`State<T>`] argument (or through
-//! [`JobContext::state`]). A job that needs a type that was never given makes `start()` fail,
-//! naming the job and the type ([`ProblemKind::MissingState`]), before any fire.
-//!
-//! # Testing a job
-//!
-//! A `#[scheduled]` function stays an ordinary function. [`JobContext::builder`] makes the
-//! context a test passes to it (fire time, fencing token, state, a cancel handle), and
-//! [`State::new`] the state arguments; see [`JobContext::builder`] for a whole test.
-//! [`Schedule`] answers "when will this run?", and [`Clock::anchored`] runs the whole scheduler on
-//! tokio's paused clock.
-//!
-//! # Guards
-//!
-//! | `lock` | scope | a duplicate start needs | a fire is missed (and reported) when |
-//! | --- | --- | --- | --- |
-//! | `local` | one process | the service running as several processes: each runs every fire (use `file` or `redis`) | the process is down, busy or paused past the grace |
-//! | `file` | the processes of one host | the lock dir on a network or shared file system, or wiped while a run holds it | no process of the host is up in time |
-//! | `redis` | a cluster | Redis losing its data (no persistence, failover to a replica that missed the claim), or a blocking job frozen past its lease | Redis unreachable for the whole grace; no replica up in time |
-//! | `postgres` | a cluster | the database losing a committed claim (failover to an asynchronous standby), or a blocking job frozen past its lease | PostgreSQL unreachable for the whole grace; no replica up in time |
-//! | `custom:<name>` | what the guard reaches | what its store can lose | its store unreachable for the whole grace |
-//!
-//! The `redis` guard needs Redis with `maxmemory-policy noeviction`, persistence (AOF) where a
-//! restart must not forget recent claims, and a single primary. The `file` guard needs a lock dir
-//! on a local file system that no cleaner empties (`CRONGUARD_LOCK_DIR`). The `postgres` guard
-//! needs one primary (synchronous replication if a failover must not lose claims); it creates its
-//! tables at start, or uses tables made by a migration, and keeps the run history of jobs with
-//! `history` ([`Monitor::history`]). Users can write guards of their own ([`guard::Guard`],
-//! [`Builder::custom_guard`]) and check them with the exported conformance suite (feature
-//! `conformance`).
-//!
-//! # Exactly once, end to end
-//!
-//! No lock protects a write against every pause: a process frozen past its lease can wake up in
-//! the middle of its job. Pass [`JobContext::fencing_token`] with the write and let the store
-//! refuse a token lower than the highest it has seen, or use [`JobContext::run_key`] as the
-//! unique key of an idempotent write:
-//!
-//! ```sql
-//! UPDATE ledger SET balance = $1, fence = $token
-//!  WHERE account = $2 AND fence < $token;   -- 0 rows: a later run already wrote
-//! ```
-//!
-//! # Never silent
-//!
-//! Every run and every dropped fire is an [`Event`]: logged with `tracing`, handed to hooks
-//! ([`Builder::on_event`]), streamed ([`Monitor::subscribe`]), counted in metrics (the
-//! `metrics` facade) and in the status ([`Monitor::jobs`]). [`Monitor::health`] tells
-//! whether every job ran on time. When `start()` finds no `tracing` subscriber it says so once on
-//! stderr.
-//!
-//! # Settings
-//!
-//! `CRONGUARD_LOCK_DIR` (lock dir of `file` guards), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis`
-//! guards), `CRONGUARD_POSTGRES_URL` or `DATABASE_URL` and `CRONGUARD_POSTGRES_SCHEMA` (`postgres`
-//! guards), `CRONGUARD_INSTANCE` (this process's name in events); [`Builder`] sets the same in
-//! code. `start()` reports every problem at once ([`Error::Config`]).
+//! Everything else is in the book, in the repository's `docs/` folder, whose Rust examples run as
+//! doc tests: [the guide] (state, testing a job, fires, overlap, downtime, retries, controls,
+//! settings), [operations] (Redis, PostgreSQL, the command-line tool, the dashboard, metrics, a
+//! production checklist) and [the design] ([guarantees], the simulation, the guard contract).
 //!
 //! # Features
 //!
-//! - `redis` (default): the `redis` guard.
+//! - `redis` (default): the `redis` guard; `redis-tls` (or `redis-tls-webpki-roots`) adds
+//!   `rediss://` URLs.
 //! - `postgres`: the `postgres` guard and its run history.
 //! - `conformance`: the guard conformance suite (`cronguard::guard::conformance`), for tests of a
 //!   guard of your own.
 //! - `serde`: `Serialize` for the status, events, health and history (and `Deserialize` for jobs
 //!   from configuration).
+//! - `prometheus`: [`metrics::prometheus_builder`], a Prometheus exporter with cronguard's
+//!   histogram buckets.
+//!
+//! [Exactly once, end to end]: https://example.invalid/cronguard/blob/main/docs/design/guarantees.md#exactly-once-end-to-end
+//! [the guide]: https://example.invalid/cronguard/blob/main/docs/README.md#guide
+//! [operations]: https://example.invalid/cronguard/blob/main/docs/README.md#operations
+//! [the design]: https://example.invalid/cronguard/blob/main/docs/README.md#design
+//! [guarantees]: https://example.invalid/cronguard/blob/main/docs/design/guarantees.md
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]

@@ -1,7 +1,6 @@
 //! The operator's controls on a running scheduler — pause, resume, run now, add, remove — and
 //! the task that reads the control feeds of the shared stores, so that a control made on another
-//! replica or with the command-line tool reaches the jobs of this one (README, "Controls: pause,
-//! resume, run now").
+//! replica or with the command-line tool reaches the jobs of this one (docs/guide/controls.md).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -78,8 +78,8 @@ pub enum Overlap {
 }
 
 impl Lock {
-    /// Every guard that `lock = "..."` names by a fixed word, in the order of the README's
-    /// argument table (custom guards are `custom:<name>`).
+    /// Every guard that `lock = "..."` names by a fixed word, in the order of the `lock`
+    /// row of the attribute's table, `docs/guide/attribute.md` (custom guards are `custom:<name>`).
     const NAMED: &'static [Lock] = &[Lock::Local, Lock::File, Lock::Redis, Lock::Postgres];
 
     /// What the guard covers, for messages.

@@ -1,6 +1,6 @@
 //! Which jobs this replica runs (`CRONGUARD_JOBS`, [`Builder::select_jobs`]): include and
 //! exclude patterns over job names. The others are watched — listed, with health — but never
-//! claimed or run here (README, "Choosing the jobs a replica runs").
+//! claimed or run here (docs/guide/selecting-jobs.md).
 //!
 //! [`Builder::select_jobs`]: crate::Builder::select_jobs
 

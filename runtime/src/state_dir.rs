@@ -1,6 +1,6 @@
 //! The state dir (`CRONGUARD_STATE_DIR`, [`Builder::state_dir`](crate::Builder::state_dir)):
 //! where `local` jobs keep their fate point across restarts, as systemd timers with
-//! `Persistent=true` keep theirs (README, "Downtime").
+//! `Persistent=true` keep theirs (docs/guide/downtime.md).
 //!
 //! One file per job, `<job>.fate`, holds the newest fire that started or was reported, in Unix
 //! milliseconds. It is written before the fire's run starts, by a rename over the old file, so

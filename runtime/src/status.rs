@@ -35,8 +35,8 @@ pub struct JobStatus {
     pub running: usize,
     /// How many events of each kind this process saw since start.
     pub counts: Counts,
-    /// Who paused the job and when, as far as this process knows (README, "Controls: pause,
-    /// resume, run now"); `None` while it runs on schedule.
+    /// Who paused the job and when, as far as this process knows (docs/guide/controls.md); `None`
+    /// while it runs on schedule.
     pub paused: Option<crate::control::Pause>,
 }
 
@@ -87,7 +87,7 @@ pub struct Counts {
 }
 
 /// What the scheduler keeps of one job for its status and health, built into a [`JobStatus`]
-/// only when someone asks. Kept small, as there is one per job (README, "Performance"): the last
+/// only when someone asks. Kept small, as there is one per job (BENCHMARKS.md): the last
 /// run holds what its start and end events carry, as offsets from its fire time, so that the last
 /// event is kept apart only when it is something else (a drop, a lost lease, the end of an older
 /// run); the counts most jobs never touch live behind one pointer.

@@ -1,6 +1,6 @@
-//! The gauges and counters the README's alert rules read — last success, next fire, overdue,
-//! guard errors — read back with a debugging recorder local to each test (the runtime is
-//! current-thread, so every task of the scheduler records into it).
+//! The gauges and counters the alert rules read (`docs/operations/alerts.md`) — last success, next
+//! fire, overdue, guard errors — read back with a debugging recorder local to each test (the
+//! runtime is current-thread, so every task of the scheduler records into it).
 
 use std::collections::BTreeMap;
 use std::pin::Pin;

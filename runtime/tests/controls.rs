@@ -1,4 +1,4 @@
-//! Pause, resume, run now, add and remove (README, "Controls: pause, resume, run now"), on
+//! Pause, resume, run now, add and remove (docs/guide/controls.md), on
 //! tokio's paused clock: in one process with the in-process guard, and across two schedulers
 //! that share a lock dir, where a pause made on one holds for the other and a run asked for on
 //! both runs once.

@@ -85,9 +85,9 @@ async fn replicas_with_skewed_clocks_run_each_fire_once() {
 }
 
 /// Three replicas start one after another with 60 shared jobs: the first up claims every job
-/// alone at first, yet once each has heard who is present (README, "Standby: one claim per
-/// fire") every job is claimed at its instant by the one replica named first for it, so the
-/// jobs spread over the three and stay where they are.
+/// alone at first, yet once each has heard who is present (docs/design/standby.md) every job is
+/// claimed at its instant by the one replica named first for it, so the jobs spread over the three
+/// and stay where they are.
 #[tokio::test(start_paused = true)]
 async fn shared_jobs_spread_over_the_replicas_present() {
     let dir = lock_dir("spread");

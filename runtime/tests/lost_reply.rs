@@ -4,7 +4,7 @@
 //! direct connection, claims and runs them. Once the proxy flows again, A asks again and learns
 //! that another claimant took each fire: it logs them as claimed elsewhere and reports no
 //! misfire — a fire that ran is never reported as "maybe not run" while the guard knows who
-//! claimed it (README, "Guarantees").
+//! claimed it (docs/design/guarantees.md).
 
 #![cfg(any(feature = "redis", feature = "postgres"))]
 

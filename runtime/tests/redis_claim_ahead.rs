@@ -1,4 +1,4 @@
-//! `Builder::claim_ahead` against a real `redis-server` (README, "Claiming ahead"): two replicas
+//! `Builder::claim_ahead` against a real `redis-server` (docs/design/standby.md): two replicas
 //! claim each fire ahead of its instant and run it once, never before the instant, under the lease
 //! of the claim made ahead. Redis hands out fencing tokens never below its own clock in µs, so a
 //! token below the fire's instant shows that the claim was made ahead of it.

@@ -1,6 +1,6 @@
 //! Three schedulers against one real `redis-server`, started one after another: the first up
 //! claims every job alone at first, and once all three attend the store each job is claimed by
-//! the one named first for it (README, "Standby: one claim per fire").
+//! the one named first for it (docs/design/standby.md).
 
 #![cfg(feature = "redis")]
 

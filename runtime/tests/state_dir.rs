@@ -1,5 +1,5 @@
-//! `local` jobs across a restart of their process (README, "Downtime"), on tokio's paused clock:
-//! with a state dir, the fires missed while the process was down are caught up within their
+//! `local` jobs across a restart of their process (docs/guide/downtime.md), on tokio's paused
+//! clock: with a state dir, the fires missed while the process was down are caught up within their
 //! grace and reported once beyond it, and no fire runs twice; a job that never ran has nothing to
 //! catch up; without a state dir the start says what a `local` job cannot know.
 

@@ -2,9 +2,9 @@
 //!
 //! croner is lenient (it replaces names anywhere in the text, skips empty list items, accepts `+`
 //! in the day-of-week field, …), so every expression is first parsed here against the strict
-//! Vixie/cronie dialect (README, "Fires"). The result is rewritten into a canonical, purely numeric
-//! 7-field form (`sec min hour dom mon dow year`) and only that form is handed to croner, through
-//! [`croner_parser`], which both [`validate_cron`] and the runtime use.
+//! Vixie/cronie dialect (docs/guide/fires.md). The result is rewritten into a canonical, purely
+//! numeric 7-field form (`sec min hour dom mon dow year`) and only that form is handed to croner,
+//! through [`croner_parser`], which both [`validate_cron`] and the runtime use.
 //!
 //! The accepted dialect and the decisions taken beyond it are documented on the crate root.
 

@@ -2,7 +2,7 @@
 //!
 //! croner walks the cron expression on naive wall-clock time; this module maps each scheduled
 //! wall-clock time to instants with the zone's rules at that very time (never a frozen offset),
-//! following cronie (README, "Fires"):
+//! following cronie (docs/guide/fires.md):
 //!
 //! | wall-clock time            | fixed-time job                        | wildcard job        |
 //! | -------------------------- | ------------------------------------- | ------------------- |

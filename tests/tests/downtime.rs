@@ -1,7 +1,7 @@
 //! Every replica of a job down for a while — a deploy that stops them all, a crash — against real
 //! stores (`redis-server`, PostgreSQL, a lock dir): when they start again, every fire of the gap
 //! ran once or is reported missed at warn level once across the replicas, none runs twice and
-//! none is named nowhere (README, "Downtime"). The replicas are real processes, stopped with
+//! none is named nowhere (docs/guide/downtime.md). The replicas are real processes, stopped with
 //! SIGTERM (a graceful shutdown) or SIGKILL, and started again at the same instant.
 
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! Says which parts of the suite cannot run on this machine: a missing `redis-server`,
 //! PostgreSQL or PgBouncer fails this test in CI (`CI`, `CRONGUARD_TESTS_REQUIRE_REDIS` or
 //! `CRONGUARD_TESTS_REQUIRE_POSTGRES` set) and is reported as `SKIPPED`
-//! on the terminal elsewhere, whatever the harness captures (see "Quick start" in the README for
+//! on the terminal elsewhere, whatever the harness captures (CONTRIBUTING.md lists
 //! the packages to install).
 
 #[test]

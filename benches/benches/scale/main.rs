@@ -28,8 +28,8 @@
 //!   exactly once across the processes; lateness p99 ≤ 100 ms; round trips (`EVALSHA` + `EVAL`
 //!   calls) per fire per replica ≤ 0.01. Also Redis CPU per fire and the server's own ceiling for
 //!   the claim script (`redis-benchmark`). The scheduler processes claim each fire up to
-//!   `SCALE_CLAIM_AHEAD_MS` before its instant (default 250; `0`: at the instant; README,
-//!   "Claiming ahead").
+//!   `SCALE_CLAIM_AHEAD_MS` before its instant (default 250; `0`: at the instant;
+//!   docs/design/standby.md).
 //! - `postgres` ([`postgres`]): the same with `lock = postgres` (`SCALE_POSTGRES_N`, default
 //!   10,000) against a PostgreSQL the benchmark starts. Targets: every fire once; lateness p99 ≤
 //!   250 ms; statements per fire per replica ≤ 0.01. Also the server's ceiling for the claim

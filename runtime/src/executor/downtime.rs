@@ -1,4 +1,4 @@
-//! The guard calls of the walk after downtime (README, "Downtime"): reading a job's fate point
+//! The guard calls of the walk after downtime (docs/guide/downtime.md): reading a job's fate point
 //! when it starts, and recording the fires it found missed.
 
 use std::time::Duration;

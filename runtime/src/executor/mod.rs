@@ -54,7 +54,7 @@ pub(crate) struct Shared {
     pub(crate) states: Arc<crate::state::States>,
     /// Who is present at the shared stores: which process claims a shared job's fires first.
     pub(crate) presence: Arc<Presence>,
-    /// Where `local` jobs keep their fate point across restarts, when set (README, "Downtime").
+    /// Where `local` jobs keep their fate point across restarts, when set (docs/guide/downtime.md).
     pub(crate) state_dir: Option<Arc<crate::state_dir::StateDir>>,
 }
 
@@ -141,7 +141,7 @@ pub(crate) struct Ready {
 
 /// Gives back the room of the items taken from the back of a long list, every few thousand of
 /// them, so that while a million jobs move from one list to the next they are not held twice
-/// (README, "Performance"). A list that large lives in pages of its own, which shrink in place.
+/// (BENCHMARKS.md). A list that large lives in pages of its own, which shrink in place.
 pub(crate) fn release_taken<T>(list: &mut Vec<T>) {
     const STEP: usize = 4096;
     if list.capacity() - list.len() >= STEP {

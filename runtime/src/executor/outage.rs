@@ -1,7 +1,7 @@
 //! How often a job says that its guard cannot be reached: at the first failed request of an
 //! outage, then once per [`SUMMARY_EVERY`] with the number of failures since, and once when the
 //! guard answers again. An outage with a thousand jobs retrying their claims every second is a
-//! few lines a minute, not thousands (see "Never silent" in the README).
+//! few lines a minute, not thousands (docs/operations/metrics.md).
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The processes present at each shared store, as the reader of its control feed last heard
-//! them, so that each shared job knows whether this process claims its fires first (README,
-//! "Standby: one claim per fire").
+//! them, so that each shared job knows whether this process claims its fires first
+//! (docs/design/standby.md).
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -35,7 +35,7 @@ impl Presence {
 
     /// The processes the store of guard `kind` lists as present (this one included or not), or
     /// `None` when the store could not tell: its jobs then stand by as if alone with the guard's
-    /// answers (README, "Standby: one claim per fire").
+    /// answers (docs/design/standby.md).
     pub(crate) fn heard(&self, kind: &'static str, listed: Option<&[String]>) {
         let present = listed.map(|all| Present::new(&self.me, all));
         let mut heard = self.heard.write().unwrap_or_else(PoisonError::into_inner);

@@ -292,8 +292,9 @@ impl ReportTo<'_> {
     }
 }
 
-/// A run's body that is not polled once its lease's local deadline has passed (README,
-/// "The Redis guard"): a run that was paused past its lease ends there, without another step.
+/// A run's body that is not polled once its lease's local deadline has passed
+/// (docs/operations/redis.md): a run that was paused past its lease ends there, without another
+/// step.
 struct WithinLease {
     body: Running,
     deadline: Option<Arc<LeaseDeadline>>,

@@ -253,8 +253,7 @@ impl Shard {
             }
             // Every replica holds the jobs of a bucket in the same order: each starts at a place
             // of its own, so that their first claims are mostly of different jobs rather than all
-            // of the same ones in turn, and no job is always the last of a burst (README
-            // "Performance").
+            // of the same ones in turn, and no job is always the last of a burst (BENCHMARKS.md).
             let due = entry.remove();
             let start = self.rotation.usize(..due.len().max(1));
             self.backlog.extend(&due[start..]);

@@ -172,8 +172,8 @@ pub(crate) enum GuardView {
     Shared(Arc<dyn Guard>),
 }
 
-/// A first poll this long is blocking code, and is logged at warn level (README, "Overlap,
-/// coalescing and misfires", on shards).
+/// A first poll this long is blocking code, and is logged at warn level (docs/design/job-model.md,
+/// on shards).
 const BLOCKING_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A job's shared guard, with the series of its claims.
@@ -295,7 +295,7 @@ impl JobSlot {
     }
 
     /// Starts following the schedule from `now`; a job with a shared guard reads the store's fate
-    /// point to catch up on the fires before `now` that no process saw (README, "Downtime").
+    /// point to catch up on the fires before `now` that no process saw (docs/guide/downtime.md).
     pub(super) fn schedule_from(
         &mut self,
         cx: &Cx<'_>,
@@ -467,7 +467,7 @@ impl JobSlot {
                 first_report,
             },
             // Within a second, the guard only left a busy or paused fire for the claim at its
-            // instant (README, "Claiming ahead"); beyond, this host's clock is wrong.
+            // instant (docs/design/standby.md); beyond, this host's clock is wrong.
             Ok(Claim::TooEarly { ahead }) if ahead <= CLOCK_WRONG_BEYOND => {
                 tracing::debug!(job = %job, ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX), "the guard left a fire ahead of its clock for the claim at the fire's instant");
                 Answer::TooEarly(ahead)
@@ -797,7 +797,7 @@ impl JobSlot {
     }
 
     /// Records in the state dir, for a `local` job, that `fire` has a fate: before its run
-    /// starts, so that a process started again never runs it twice (README, "Downtime").
+    /// starts, so that a process started again never runs it twice (docs/guide/downtime.md).
     fn remember(&self, cx: &Cx<'_>, fire: DateTime<Utc>) {
         let Some(state_dir) = cx
             .shared
@@ -894,7 +894,7 @@ impl JobSlot {
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod footprint {
-    /// What every job holds while idle (README, "Performance": a million jobs in one process):
+    /// What every job holds while idle (BENCHMARKS.md: a million jobs in one process):
     /// a change that makes it bigger must say why here.
     #[test]
     fn an_idle_job_stays_small() {

@@ -1,8 +1,8 @@
 //! The control feed of a shared store: a log of pause, resume and run-now requests that every
 //! replica reads about once a second, so that a request made anywhere — another replica, the
 //! command-line tool — reaches every replica that runs the job; and the roster of the jobs the
-//! replicas run, which the tool lists (README, "Controls: pause, resume, run now"); and the
-//! processes present, over which the jobs spread (README, "Standby: one claim per fire").
+//! replicas run, which the tool lists (docs/guide/controls.md); and the
+//! processes present, over which the jobs spread (docs/design/standby.md).
 //!
 //! A pause itself is stored with the job's state by [`GuardControls::set_pause`](super::GuardControls::set_pause)
 //! and honoured by every claim, whether or not a replica read the feed: the feed only tells
@@ -19,8 +19,8 @@ use crate::registry::BoxFuture;
 /// How often a replica reads its stores' feeds.
 pub(crate) const FEED_POLL: Duration = Duration::from_secs(1);
 
-/// How long a process stays present at a store after it last attended (README, "Standby: one
-/// claim per fire"): a few reads of the feed, so that one slow read does not drop it.
+/// How long a process stays present at a store after it last attended (docs/design/standby.md): a
+/// few reads of the feed, so that one slow read does not drop it.
 pub(crate) const PRESENCE_TTL: Duration = Duration::from_secs(5);
 
 /// Requests read per call at most; a replica reads again at once when it got this many.

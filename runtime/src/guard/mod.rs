@@ -56,7 +56,7 @@
 //!   granted if the job is free, and otherwise answers [`Claim::TooEarly`] and records nothing —
 //!   no busy skip, no paused fire, no request to stop the running holder. The busy, paused or
 //!   replace decision is taken by the claim made at the fire's instant, as without claiming ahead
-//!   (README, "Claiming ahead").
+//!   (docs/design/standby.md).
 
 use std::time::Duration;
 
@@ -228,7 +228,7 @@ pub trait Guard: Send + Sync + 'static {
     ///
     /// A process that starts the job, or that could not read it at its start, walks the fires
     /// after this point that it did not see itself: those still inside their misfire grace are
-    /// claimed the normal way, the older ones are reported missed (README, "Downtime"). The
+    /// claimed the normal way, the older ones are reported missed (docs/guide/downtime.md). The
     /// default answers [`last_claimed`](Guard::last_claimed), which forgets a fire given up
     /// unstarted and every reported one: such fires may then be reported again after a restart.
     fn fate_point(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {

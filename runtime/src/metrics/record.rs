@@ -91,7 +91,7 @@ fn unix_seconds(t: DateTime<Utc>) -> f64 {
 /// What a job keeps for its metrics: the handles of the series every run updates (a lookup per
 /// update would cost every fire more than the rest of its bookkeeping), and what decides
 /// `cronguard_job_overdue`. Every other series is looked up by name and the job's name when
-/// updated (README, "Never silent": a million jobs do not each hold a dozen handles).
+/// updated (a million jobs do not each hold a dozen handles; docs/operations/metrics.md).
 pub(crate) struct JobMetrics {
     succeeded: Counter,
     duration: Histogram,

@@ -1,6 +1,7 @@
 //! Retries: a failed attempt of a run is tried again under the same fire, lease and fencing
-//! token while the next attempt can still start inside the fire's window (README, "Timeouts,
-//! retries and jitter"). The rule itself is [`limits::next_attempt`]; this is its bookkeeping.
+//! token while the next attempt can still start inside the fire's window
+//! (docs/guide/timeouts-retries-jitter.md). The rule itself is [`limits::next_attempt`]; this is
+//! its bookkeeping.
 
 use std::time::Duration;
 

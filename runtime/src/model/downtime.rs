@@ -1,7 +1,7 @@
 //! Fires due while no process ran the job (a deploy that stopped every replica, a crash loop): a
 //! process that starts a job walks the fires between the store's fate point and its own start
-//! (README, "Downtime"). Those still inside their misfire grace come due here and are claimed the
-//! normal way; the older ones are reported missed once across the cluster, through the guard.
+//! (docs/guide/downtime.md). Those still inside their misfire grace come due here and are claimed
+//! the normal way; the older ones are reported missed once across the cluster, through the guard.
 
 use chrono::{DateTime, Utc};
 

@@ -1,4 +1,4 @@
-//! The walk after downtime (README, "Downtime"): fires due while no process ran the job.
+//! The walk after downtime (docs/guide/downtime.md): fires due while no process ran the job.
 
 use std::time::Duration;
 

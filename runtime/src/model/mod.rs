@@ -1,6 +1,5 @@
 //! The job model: every rule of one job — overlap, coalescing, misfires, claims, in-process
-//! exclusion, leases, reports — as a pure state machine (README, "Overlap, coalescing and
-//! misfires").
+//! exclusion, leases, reports — as a pure state machine (docs/design/job-model.md).
 //!
 //! It never touches tokio, I/O or a clock. The executor feeds it what happened (a timer came due,
 //! a guard answered, a run ended, the watchdog judged a lease, a stop was asked for) together with
@@ -44,7 +43,7 @@ use window::FireWindow;
 
 /// A job as the model needs it: its name and its settings. Many jobs share their settings
 /// (a million jobs may have a few dozen distinct ones), so they are held behind one pointer
-/// that a [`SettingsPool`] hands out once per distinct value (README, "Performance").
+/// that a [`SettingsPool`] hands out once per distinct value (BENCHMARKS.md).
 #[derive(Debug, Clone)]
 pub(crate) struct Spec {
     /// Inline up to 23 bytes: most names cost a job no allocation of its own.
@@ -64,10 +63,11 @@ pub(crate) struct Settings {
     pub(crate) enabled: bool,
     pub(crate) limits: Limits,
     /// How long a process that did not get the job's last claimed fire waits past a fire's
-    /// start before it claims the fire (README, "Standby"); zero: every process claims at once.
+    /// start before it claims the fire (docs/design/standby.md); zero: every process claims at
+    /// once.
     pub(crate) standby: Duration,
     /// How long before a fire's start this process may claim it, when it claims at the instant
-    /// and nothing else of the job is going on (README, "Claiming ahead"); zero: at the start.
+    /// and nothing else of the job is going on (docs/design/standby.md); zero: at the start.
     pub(crate) claim_ahead: Duration,
 }
 
@@ -131,7 +131,7 @@ pub(crate) struct Now {
 pub(crate) type RunId = u32;
 
 /// Why a fire is reported when this process's claim of it got no answer and the guard, asked
-/// again, no longer knows who claimed it (README, "Guarantees").
+/// again, no longer knows who claimed it (docs/design/guarantees.md).
 pub(crate) const UNKNOWN_CLAIMANT: &str = "an earlier claim of this fire by this process got no answer, and the guard no longer knows whose claim it took (this process was paused or its clock jumped back): the fire ran elsewhere or did not run at all";
 
 /// A shared guard's answer to a claim, as the model sees it.
@@ -209,8 +209,8 @@ pub(crate) enum Action {
     Claim(Fire),
     /// Give up a fire this process may hold a claim of: the lease acquired by the last claim if
     /// there is one, and whatever claim of the fire took effect although its reply was lost. The
-    /// guard then records the fire as not started (README, "Guarantees"). For a manual run only
-    /// the lease is given back: an unseen manual claim frees itself when its lease runs out.
+    /// guard then records the fire as not started (docs/design/guarantees.md). For a manual run
+    /// only the lease is given back: an unseen manual claim frees itself when its lease runs out.
     Abandon(Fire),
     /// Start the run of `fire` under the lease acquired by the last claim (shared guard) or under
     /// the in-process guard. Report its end with [`JobModel::on_run_ended`].
@@ -238,7 +238,7 @@ pub(crate) enum Action {
         kind: EventKind,
     },
     /// Ask the shared guard to record fires missed while no process ran the job, then answer
-    /// with [`JobModel::on_missed_reported`] (README, "Downtime").
+    /// with [`JobModel::on_missed_reported`] (docs/guide/downtime.md).
     ReportMissed(MissedFires),
     /// Publish an event.
     Emit(Occurrence),
@@ -357,7 +357,7 @@ struct Flight {
 struct Extra {
     /// The fire being claimed.
     claiming: Option<Fire>,
-    /// The claim in flight was sent ahead of its fire's start (README, "Claiming ahead"); not
+    /// The claim in flight was sent ahead of its fire's start (docs/design/standby.md); not
     /// told from the clock when the answer comes, which may have stepped back since.
     claiming_ahead: bool,
     /// A fire claimed ahead of its start, waiting for it.
@@ -365,7 +365,7 @@ struct Extra {
     /// Dropped fires waiting for the shared guard's word on who reports them.
     pending_reports: u32,
     /// Where the schedule was started from, while the store's fate point is awaited: the fires
-    /// up to it were not seen here (README, "Downtime").
+    /// up to it were not seen here (docs/guide/downtime.md).
     catching_up: Option<DateTime<Utc>>,
     /// Reports of missed fires waiting for the guard's answer (counted in `pending_reports`
     /// too).
@@ -576,7 +576,7 @@ impl JobModel {
         }
         if let Some(pause) = &pause {
             // A fire claimed ahead is not started once the job is paused here: the pause came
-            // before its start (README, "Claiming ahead").
+            // before its start (docs/design/standby.md).
             if let Some(held) = self.take_held() {
                 out.push(Action::Abandon(held.fire));
                 let kind = EventKind::Skipped {
@@ -627,7 +627,7 @@ impl JobModel {
     }
 
     /// The next fire as the status shows it: a fire claimed ahead and not started yet, or else
-    /// the next fire instant (README, "Claiming ahead").
+    /// the next fire instant (docs/design/standby.md).
     pub(crate) fn next_fire_shown(&self) -> Option<DateTime<Utc>> {
         let ahead = self.extra.as_deref().and_then(|e| {
             e.held
@@ -715,7 +715,7 @@ impl JobModel {
 
     /// When the claim of `fire` is sent: at its start (see [`start_of`](Self::start_of)), or up
     /// to `claim_ahead` before it while this process claims at the instant and nothing else of
-    /// the job is going on here (README, "Claiming ahead").
+    /// the job is going on here (docs/design/standby.md).
     fn claim_from(&self, fire: &Fire) -> DateTime<Utc> {
         let start = self.start_of(fire);
         let lead = self.lead();
@@ -1392,7 +1392,7 @@ impl JobModel {
     ) {
         // A claim granted too late: the fire is this process's, and the others saw it as
         // claimed (debug level), so this process reports it, on its own word: the guard may no
-        // longer tell its claim from a fire reported missed long after (README, "Downtime").
+        // longer tell its claim from a fire reported missed long after (docs/guide/downtime.md).
         let late = if deadline.is_some_and(|d| now.mono >= d) {
             Some(
                 "the guard's answer came only after the lease had run out; the run was not started"
@@ -1619,7 +1619,7 @@ impl JobModel {
     }
 
     /// Stops taking fires. A fire claimed ahead still starts at its instant when `keep_held` (a
-    /// shutdown waits for it as for a run; README, "Claiming ahead"); otherwise its claim is given
+    /// shutdown waits for it as for a run; docs/design/standby.md); otherwise its claim is given
     /// back and the fire reported.
     fn halt(&mut self, why: &str, keep_held: bool, now: Now, out: &mut Vec<Action>) {
         if self.stopping {
@@ -1679,7 +1679,7 @@ impl JobModel {
     }
 
     /// A fire claimed ahead and not started gives its claim back and is reported: the claim is
-    /// this process's, so nobody else runs or reports the fire (README, "Claiming ahead").
+    /// this process's, so nobody else runs or reports the fire (docs/design/standby.md).
     fn give_back_held(&mut self, why: &str, now: Now, out: &mut Vec<Action>) {
         if let Some(held) = self.take_held() {
             out.push(Action::Abandon(held.fire));

@@ -1,4 +1,4 @@
-//! Which process claims a shared job's fires first (README, "Standby: one claim per fire"):
+//! Which process claims a shared job's fires first (docs/design/standby.md):
 //! rendezvous hashing over the processes present at the job's store, so that the jobs spread
 //! evenly over them and a process that comes or goes moves only its own share of them.
 //!

@@ -558,7 +558,7 @@ fn jobs_alike_share_their_settings_and_unused_ones_are_forgotten() {
     assert!(pool.shared.len() <= 2 * (kept.len() + 1));
 }
 
-/// Whether the job holds nothing out of line: what an idle job keeps (README, "Performance").
+/// Whether the job holds nothing out of line: what an idle job keeps (BENCHMARKS.md).
 fn holds_nothing(m: &JobModel) -> bool {
     m.flight.is_none() && m.extra.is_none()
 }
@@ -832,7 +832,7 @@ fn claimed_ahead(answer: Answer) -> JobModel {
     m
 }
 
-/// README, "Claiming ahead": the claim goes out ahead, the run starts at the instant, once.
+/// docs/design/standby.md: the claim goes out ahead, the run starts at the instant, once.
 #[test]
 fn a_fire_claimed_ahead_starts_at_its_instant_and_only_then() {
     for timer_first in [true, false] {
@@ -1090,7 +1090,7 @@ fn a_held_fire_whose_lease_or_grace_ran_out_is_given_back_not_started() {
 /// After a downtime, no later fire is claimed before the fires missed before the start have
 /// their fate in the store: the fate point is the newest fire with a fate, so a claim granted
 /// first would move it past the missed fires, and every process reporting them would be told
-/// that another one had (README, "Downtime").
+/// that another one had (docs/guide/downtime.md).
 #[test]
 fn no_fire_is_claimed_before_the_missed_ones_are_recorded() {
     let mut m = JobModel::new(spec(Lock::Redis, Overlap::Skip));

@@ -1,4 +1,4 @@
-//! The invariants every seed must keep (README, "Guarantees"):
+//! The invariants every seed must keep (docs/design/guarantees.md):
 //!
 //! 1. no fire starts twice, outside a declared data-loss window (the server restarted without its
 //!    data after the earlier of the two claims was sent and before the later run started);
@@ -8,14 +8,14 @@
 //!    started somewhere or was reported at warn level (a first report of a skip or a misfire) or
 //!    coalesced into a later fire by some process — also the fires whose instant came while every
 //!    replica was down, which the replicas that start again walk from the store's fate point
-//!    (README, "Downtime") — unless a claim or report of it by a process that then crashed (or
+//!    (docs/guide/downtime.md) — unless a claim or report of it by a process that then crashed (or
 //!    exited) was never answered (the server may apply it after the crash), or the guard recorded
 //!    it as missed for a process that went down before it heard the answer (decided, and told
-//!    nowhere), or a process that claimed it ahead crashed before its instant (README, "Claiming
-//!    ahead"), or the server lost its data while the fire was open and before any later fire was
-//!    claimed, or every replica was down at its instant before the store held any record of the
-//!    job (no claim or report yet, or none since a data loss: the store cannot tell such fires
-//!    from those before a new job was deployed, which must not be reported);
+//!    nowhere), or a process that claimed it ahead crashed before its instant
+//!    (docs/design/standby.md), or the server lost its data while the fire was open and before any
+//!    later fire was claimed, or every replica was down at its instant before the store held any
+//!    record of the job (no claim or report yet, or none since a data loss: the store cannot tell
+//!    such fires from those before a new job was deployed, which must not be reported);
 //! 4. fencing tokens rise in start order (outside a data-loss window: a claim answered before the
 //!    loss may start after a claim answered after it);
 //! 5. health never says "on time" while the newest fire whose grace has passed, and every later
@@ -34,7 +34,7 @@
 //!    drops the fire for every process, not only for the one that found the job busy (unless the
 //!    server lost its data after the fire could first be claimed and before the start);
 //! 8. no run starts before its fire's instant on the clock of the process that starts it, also
-//!    when the fire was claimed ahead (README, "Claiming ahead") — unless that clock was set back
+//!    when the fire was claimed ahead (docs/design/standby.md) — unless that clock was set back
 //!    between the claim and the start;
 //! 9. the guard never finds a fire busy before the fire's instant on its own clock: a claim sent
 //!    ahead (or from a clock that is ahead) only takes a free fire, and leaves the busy decision
@@ -62,7 +62,7 @@ use crate::model::UNKNOWN_CLAIMANT;
 
 /// How long before the shutdown a fire must lie, beyond its grace, to be checked by invariant 3.
 const MARGIN: Ms = 5_000;
-/// How long health may still count a claim that will not start (README, "Guarantees"): the
+/// How long health may still count a claim that will not start (docs/design/guarantees.md): the
 /// claimant's response timeout, plus the delivery of its abandon.
 pub(super) const HEALTH_LAG: Ms = 10_000;
 /// Replicas start within the first two seconds; fires before this are not checked.

@@ -1,4 +1,4 @@
-//! Deterministic simulation of many replicas (README, "Guarantees").
+//! Deterministic simulation of many replicas (docs/design/guarantees.md).
 //!
 //! Each replica runs the very [`JobModel`] the runtime uses; what the executor does around it
 //! (claims with a response timeout, the watchdog, runs that are never polled past their lease's
@@ -9,7 +9,7 @@
 //! their lease, crashed and restarted, clocks skewed by seconds to hours and stepped forward and
 //! back, and every replica down at once (crashed, or stopped as at a deploy) for less or more
 //! than the misfire grace, some of them back late or two at the same instant: each replica that
-//! starts reads the job's fate point and reports the fires missed since (README, "Downtime").
+//! starts reads the job's fate point and reports the fires missed since (docs/guide/downtime.md).
 //! After every seed [`check`] verifies the invariants.
 //!
 //! `cargo test -p cronguard sim` runs the default number of seeds; `CRONGUARD_SIM_SEEDS=N` runs
@@ -90,12 +90,12 @@ pub(super) struct Scenario {
     pub(super) faults: Vec<(Ms, Fault)>,
     /// How long a replica that did not get the last fire waits before it claims.
     pub(super) standby: Ms,
-    /// The replica the processes present name first for the job (README, "Standby: one claim
-    /// per fire"): the replicas know it from its first start on, and for the rest of the run,
+    /// The replica the processes present name first for the job (docs/design/standby.md): the
+    /// replicas know it from its first start on, and for the rest of the run,
     /// even while it is paused or down (the worst a stale list can do); `None`: never known, as
     /// with a custom guard.
     pub(super) named: Option<usize>,
-    /// How long before a fire's start a replica may claim it (README, "Claiming ahead"); the
+    /// How long before a fire's start a replica may claim it (docs/design/standby.md); the
     /// model takes at most a quarter of the lease, as the executor does.
     pub(super) claim_ahead: Ms,
 }
@@ -121,7 +121,7 @@ pub(super) enum Fault {
         down: Ms,
         lose_data: bool,
     },
-    /// Every replica goes down at once (README, "Downtime"): crashed, or stopped as at the end
+    /// Every replica goes down at once (docs/guide/downtime.md): crashed, or stopped as at the end
     /// of the run (`graceful`: the scheduler stops, runs go on until the shutdown deadline, and
     /// the process exits once nothing is going on). Replica `r` starts again `down` plus
     /// `restarts[r]` after it went down (or once it exited, if it drains longer).
@@ -1095,7 +1095,7 @@ impl Sim {
         self.arm(r);
     }
 
-    /// Reads the fate point of the job (README, "Downtime").
+    /// Reads the fate point of the job (docs/guide/downtime.md).
     fn ask_fate_point(&mut self, r: usize, pause: Ms) {
         self.send(r, Req::FatePoint, Pending::FatePoint { pause }, ASK_TIMEOUT);
     }
@@ -1448,8 +1448,8 @@ impl Sim {
         self.record
             .crash_lost
             .extend(rep.unanswered.iter().copied());
-        // A fire claimed ahead dies with its claimant before its instant (README, "Claiming
-        // ahead"): nobody else runs or reports it.
+        // A fire claimed ahead dies with its claimant before its instant (docs/design/standby.md):
+        // nobody else runs or reports it.
         self.record
             .crash_lost
             .extend(rep.model.held_fire().map(ms_of));
@@ -1700,7 +1700,7 @@ mod tests {
 
     /// A cluster without faults, its clocks close: once every replica has seen a fire's
     /// outcome, one replica claims each fire at its instant and the others only after the
-    /// standby (README, "Standby"), so the guard answers one claim per fire at the instant
+    /// standby (docs/design/standby.md), so the guard answers one claim per fire at the instant
     /// instead of one per replica.
     #[test]
     fn a_quiet_cluster_claims_each_fire_once_at_its_instant() {

@@ -1,10 +1,10 @@
 //! The simulated shared guard: one job's state on a server, following the Redis guard's contract
-//! (README, "The Redis guard"): an atomic claim at the server's instant, the lease expiring on the
+//! (docs/operations/redis.md): an atomic claim at the server's instant, the lease expiring on the
 //! server's clock, renewal and release by token, the per-fire `last`, the same claimant recognised
 //! on a retry, fires far ahead of the server's clock refused (and any ahead of it while the job is busy), per-fire drop reports that decide
 //! the fire for every other claimant, abandoned claims recorded as not started, fencing tokens
 //! that never go below the server's clock, and the job's fate point with the fires reported missed
-//! after a downtime (README, "Downtime"): recorded once, never claimed or reported again.
+//! after a downtime (docs/guide/downtime.md): recorded once, never claimed or reported again.
 
 use std::collections::BTreeMap;
 
@@ -165,7 +165,7 @@ impl JobState {
                 if let Some(holder) = self.lock_holder(now).map(str::to_owned) {
                     if *fire > now {
                         // Ahead of the server's clock, a busy fire is left for the claim at its
-                        // instant (README, "Claiming ahead").
+                        // instant (docs/design/standby.md).
                         return Resp::TooEarly { ahead: fire - now };
                     }
                     if *replace {

@@ -197,13 +197,13 @@ async fn a_table_that_is_not_cronguards_is_a_start_error_and_is_left_alone() {
         .expect("query")
         .get(0);
     assert_eq!(columns, 2, "the table was not altered");
-    // Another schema is fine, and the SQL of the README creates the same tables.
+    // Another schema is fine, and `schema.sql` (what a migration runs) creates the same tables.
     Database::connect(&server.url(), "cronguard_jobs")
         .await
         .expect("a schema of its own");
     raw.batch_execute(&super::schema::create_sql("migrated"))
         .await
-        .expect("the README's SQL runs");
+        .expect("the SQL of `schema.sql` runs");
     Database::connect(&server.url(), "migrated")
         .await
         .expect("tables made by a migration are recognised");

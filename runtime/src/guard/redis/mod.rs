@@ -16,7 +16,7 @@
 //!   of its fire only when there may be one) and `gone` (the newest fire reported missed while
 //!   no process ran the job: a claim of it or of an older fire nobody claimed answers
 //!   `DroppedByAnother`). The job's fate point is the greatest of `last`, `rep` and `gone`
-//!   (README, "Downtime");
+//!   (docs/guide/downtime.md);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
 //!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
 //!   is reported at warn level once, and decided for all of them: another guard value's claim of
@@ -34,7 +34,7 @@
 //! `AlreadyRan`; a recorded fire that far ahead is ignored (and logged at error level). A fire
 //! ahead of the server's clock at all is granted only while the job is free: busy or paused, it
 //! answers `TooEarly` too and records nothing, so that a claim sent ahead of the fire's instant
-//! (README, "Claiming ahead") never decides a skip before that instant. A release
+//! (docs/design/standby.md) never decides a skip before that instant. A release
 //! and a renewal are one script each, and both compare the token first, so only the holder can
 //! release or extend its lease.
 //!

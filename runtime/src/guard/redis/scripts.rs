@@ -152,7 +152,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     end
     return {0, 0, ignored}
   end
-  -- Reported missed while no process ran the job (README, "Downtime"): decided, never started —
+  -- Reported missed while no process ran the job (docs/guide/downtime.md): decided, never started —
   -- unless this claimant reported the fire itself before (a busy answer it never got): then its
   -- report came first, and it may take the fire, as below.
   local gone = tonumber(state[7])
@@ -164,7 +164,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     end
   end
   -- A fire ahead of the server's clock is only taken while the job is free; busy or paused, it is
-  -- decided by the claim at its instant (README, "Claiming ahead").
+  -- decided by the claim at its instant (docs/design/standby.md).
   local ahead = fire > now
   -- A paused fire is dropped whatever the overlap: its report is recorded as for a busy skip.
   if state[5] then
