@@ -110,13 +110,13 @@ pub enum ProblemKind {
     /// The state dir of the `local` jobs cannot be created or used, is not private, or another
     /// process uses it.
     StateDir,
-    /// A job uses a guard whose backend is not configured (no Redis URL).
+    /// A job uses a guard whose store is not configured (no Redis URL).
     MissingUrl,
-    /// A guard's backend cannot be reached, and
+    /// A guard's store cannot be reached, and
     /// [`Builder::require_guards_at_start`](crate::Builder::require_guards_at_start) asks that it
     /// is.
     Unreachable,
-    /// A guard's backend answered but refused the connection, or its URL is not valid: a wrong
+    /// A guard's store answered but refused the connection, or its URL is not valid: a wrong
     /// password, an unknown user, a scheme this build does not support.
     GuardRefused,
     /// A job uses a guard whose cargo feature is off in this build.

@@ -1,7 +1,7 @@
 //! Schedules in words: [`Schedule::describe`](crate::Schedule::describe).
 //!
 //! The description is built from the strictly parsed fields, so every construct of the dialect
-//! has its own words (README of `cronguard-schedule`, "Schedules in words").
+//! has its own words (see the examples of [`Schedule::describe`](crate::Schedule::describe)).
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
-//! What a guard's failure is. Each backend decides the [`GuardErrorKind`] where it meets its
+//! What a guard's failure is. Each guard decides the [`GuardErrorKind`] where it meets its
 //! store's own error, so that the scheduler, the metrics and the user's code read the kind
-//! without knowing the backend, and no backend's error type is part of the public API.
+//! without knowing the guard, and no store client's error type is part of the public API.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -1,10 +1,10 @@
-//! Shared guards: the public trait every backend that coordinates several processes implements.
+//! Shared guards: the public trait every guard that coordinates several processes implements.
 //!
 //! A guard answers one question per fire: *may this process run fire `T` of this job now?* The
 //! in-process rules (`max_instances`, the last fire claimed here, local fencing) are the job
 //! model's own state, so a guard is only asked when something outside the process must agree:
-//! the `file` guard (every process of one host), the `redis` guard (a cluster), or a user's own
-//! backend. The scheduler does not know which one it talks to; a new backend is one new module.
+//! the `file` guard (every process of one host), the `redis` guard (a cluster), or a guard of the
+//! user's own. The scheduler does not know which one it talks to; a new kind of guard is one new module.
 //!
 //! # What a guard is made of
 //!
@@ -19,7 +19,7 @@
 //! - [`GuardHistory`] from [`Guard::history`]: the run history.
 //!
 //! A failure is a [`GuardError`] of a [`GuardErrorKind`] the guard chooses where it meets its
-//! store's error; the built-in backends (`file`, `redis`, `postgres`) each own their settings,
+//! store's error; the built-in guards (`file`, `redis`, `postgres`) each own their settings,
 //! their opening and their error mapping in a module of their own.
 //!
 //! # What a guard must guarantee
@@ -47,7 +47,7 @@
 //!   fencing token while that lease is held, or [`Claim::Lapsed`] once it expired — never
 //!   `AlreadyRan`, which would drop the fire without a word.
 //! - **Fencing tokens rise**: every acquired lease has a token greater than every earlier one of
-//!   the job, also after the backend lost its data.
+//!   the job, also after the store lost its data.
 //! - **A fire far ahead of the guard's own clock is refused** ([`Claim::TooEarly`]) where the guard
 //!   has a clock of its own, so that one replica with a wrong clock cannot claim, and so silence,
 //!   the fires of every replica.
