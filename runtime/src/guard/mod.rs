@@ -4,7 +4,8 @@
 //! in-process rules (`max_instances`, the last fire claimed here, local fencing) are the job
 //! model's own state, so a guard is only asked when something outside the process must agree:
 //! the `file` guard (every process of one host), the `redis` guard (a cluster), or a guard of the
-//! user's own. The scheduler does not know which one it talks to; a new kind of guard is one new module.
+//! user's own. The scheduler does not know which one it talks to; a new kind of guard is one new
+//! module.
 //!
 //! # What a guard is made of
 //!
