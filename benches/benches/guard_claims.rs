@@ -59,7 +59,7 @@ async fn postgres_counts(client: &tokio_postgres::Client) -> (i64, i64) {
     let row = client
         .query_one(
             "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), \
-             coalesce((SELECT sum(calls)::bigint FROM pg_stat_user_functions WHERE funcname = 'claim_v1'), 0)",
+             coalesce((SELECT sum(calls)::bigint FROM pg_stat_user_functions WHERE funcname = 'claim_v5'), 0)",
             &[],
         )
         .await

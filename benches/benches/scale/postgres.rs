@@ -8,7 +8,7 @@
 //! (`pg_stat_user_functions`, which may lag by a few seconds) and the CPU of the server's processes
 //! (`/proc`); then
 //! the server's own ceiling for the claim function, measured with `pgbench` in the same run
-//! (`-c 8 -j 2`, a custom script calling `cronguard.claim_v4` for a random job of 100,000).
+//! (`-c 8 -j 2`, a custom script calling `cronguard.claim_v5` for a random job of 100,000).
 //!
 //! Targets: every fire ran exactly once across the processes; lateness p99 ≤ 250 ms; statements
 //! per fire per replica ≤ 0.01.
@@ -70,7 +70,7 @@ async fn stats(client: &tokio_postgres::Client, pid: u32) -> ServerStats {
     let row = client
         .query_one(
             "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), \
-             coalesce((SELECT sum(calls)::bigint FROM pg_stat_user_functions WHERE funcname = 'claim_v4'), 0), \
+             coalesce((SELECT sum(calls)::bigint FROM pg_stat_user_functions WHERE funcname = 'claim_v5'), 0), \
              pg_snapshot_xmax(pg_current_snapshot())::text::bigint",
             &[],
         )
@@ -94,7 +94,7 @@ fn ceiling(server: &PostgresServer, seconds: u64) -> Option<f64> {
     std::fs::write(
         &script,
         "\\set j random(1, 100000)\n\
-         SELECT * FROM cronguard.claim_v4('ceiling-' || :j, now(), md5(random()::text), 1, false, true, 'ceiling', 1000, 'pgbench', false);\n",
+         SELECT * FROM cronguard.claim_v5('ceiling-' || :j, now(), md5(random()::text), 1, false, true, 'ceiling', 1000, 'pgbench', false);\n",
     )
     .ok()?;
     eprintln!("scale: pgbench -c 8 -j 2 -T {seconds} ...");
@@ -191,8 +191,8 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     };
     println!("  statements = committed transactions (`pg_stat_database.xact_commit`, each statement its own) from before the");
     println!("  processes started to after they exited, per claim of their whole run (one claim per fire and process); write");
-    println!("  statements = transaction ids assigned over the window; claim function calls = `pg_stat_user_functions` of `claim_v4`;");
-    println!("  PostgreSQL CPU = the postmaster and its processes (`/proc`); ceiling = `pgbench -c 8 -j 2` calling `claim_v4` for");
+    println!("  statements = transaction ids assigned over the window; claim function calls = `pg_stat_user_functions` of `claim_v5`;");
+    println!("  PostgreSQL CPU = the postmaster and its processes (`/proc`); ceiling = `pgbench -c 8 -j 2` calling `claim_v5` for");
     println!("  a random job, right after the window");
     m.print_common("postgres", 250.0, v);
     let label = |what: &str| format!("postgres N={}: {what}", thousands(n as u64));
