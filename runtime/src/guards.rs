@@ -130,12 +130,16 @@ impl Stores {
     pub(crate) fn build(&self, job: &Job) -> Option<Arc<dyn Guard>> {
         match &job.lock {
             Lock::Local => None,
-            Lock::File => Some(self.file.guard(&job.name, job.overlap)),
+            Lock::File => Some(self.file.guard(&job.name, job.overlap, job.misfire_grace)),
             #[cfg(feature = "redis")]
-            Lock::Redis => self
-                .redis
-                .as_ref()
-                .map(|redis| redis.guard(&job.name, job.lease_or_default(), job.overlap)),
+            Lock::Redis => self.redis.as_ref().map(|redis| {
+                redis.guard(
+                    &job.name,
+                    job.lease_or_default(),
+                    job.overlap,
+                    job.misfire_grace,
+                )
+            }),
             #[cfg(feature = "postgres")]
             Lock::Postgres => self.postgres.as_ref().map(|postgres| {
                 postgres.guard(
@@ -144,6 +148,7 @@ impl Stores {
                     job.lease_or_default(),
                     job.overlap,
                     job.history,
+                    job.misfire_grace,
                 )
             }),
             Lock::Custom(name) => self.custom.get(&**name).map(|factory| {
@@ -153,6 +158,7 @@ impl Stores {
                     overlap: job.overlap,
                     history: job.history,
                     instance: self.instance.to_string(),
+                    misfire_grace: job.misfire_grace,
                 })
             }),
             #[allow(unreachable_patterns)]

@@ -71,6 +71,7 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
         Claim::DroppedByAnother => "dropped_by_another",
         Claim::Busy { .. } => "busy",
         Claim::Lapsed => "lapsed",
+        Claim::TooLate { .. } => "too_late",
         Claim::Superseded => "superseded",
         Claim::TooEarly { .. } => "too_early",
         Claim::Paused { .. } => "paused",

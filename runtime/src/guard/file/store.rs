@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{FileFeed, FileGuard};
 use crate::guard::feed::ControlFeed;
@@ -30,8 +31,12 @@ impl FileStore {
     }
 
     /// The guard of job `job`.
-    pub(crate) fn guard(&self, job: &str, overlap: Overlap) -> Arc<dyn Guard> {
-        Arc::new(FileGuard::new(&self.dir, job).with_overlap(overlap))
+    pub(crate) fn guard(&self, job: &str, overlap: Overlap, grace: Duration) -> Arc<dyn Guard> {
+        Arc::new(
+            FileGuard::new(&self.dir, job)
+                .with_overlap(overlap)
+                .with_misfire_grace(grace),
+        )
     }
 
     /// The control feed of this lock dir.

@@ -14,8 +14,12 @@ use crate::guard::GuardError;
 ///   stop (`overlap = "replace"`); `lapsed` a last claimed fire given up unstarted;
 ///   `recent_fires`/`recent_tokens` the last eight claims, so that a retried claim is recognised
 ///   and a passed-over fire told apart from one that ran; `paused_at`/`paused_by` the job's pause
-///   (none while both are null); `manual_ids`/`manual_tokens` the last eight manual runs (id in
-///   hex, claimant's token), kept apart from the scheduled fires; `reported_through` the newest
+///   (none while both are null); `manual_run_ids`/`manual_run_tokens`/`manual_run_requested`
+///   the manual runs claimed (id in hex, claimant's token, when it was asked for), kept apart from
+///   the scheduled fires for as long as a claim of them could be granted (the job's misfire
+///   grace from the request, by the database clock), and `manual_forgotten` the newest request
+///   forgotten since; `manual_ids`/`manual_tokens` the last eight manual runs as
+///   `claim_manual_v1` of an earlier version keeps them; `reported_through` the newest
 ///   fire reported dropped and `missed_through` the newest reported missed, which with
 ///   `last_fire` make the job's fate point (columns, unlike the rows of `reports`, so that they
 ///   are kept past an hour).
@@ -45,6 +49,10 @@ CREATE TABLE IF NOT EXISTS {schema}.jobs (
   paused_by      text,
   manual_ids     text[] NOT NULL DEFAULT '{}',
   manual_tokens  text[] NOT NULL DEFAULT '{}',
+  manual_run_ids        text[] NOT NULL DEFAULT '{}',
+  manual_run_tokens     text[] NOT NULL DEFAULT '{}',
+  manual_run_requested  timestamptz[] NOT NULL DEFAULT '{}',
+  manual_forgotten      timestamptz,
   reported_through  timestamptz,
   missed_through    timestamptz
 );
@@ -54,6 +62,10 @@ ALTER TABLE {schema}.jobs
   ADD COLUMN IF NOT EXISTS paused_by text,
   ADD COLUMN IF NOT EXISTS manual_ids text[] NOT NULL DEFAULT '{}',
   ADD COLUMN IF NOT EXISTS manual_tokens text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_run_ids text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_run_tokens text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_run_requested timestamptz[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_forgotten timestamptz,
   ADD COLUMN IF NOT EXISTS reported_through timestamptz,
   ADD COLUMN IF NOT EXISTS missed_through timestamptz;
 CREATE TABLE IF NOT EXISTS {schema}.reports (
@@ -459,6 +471,78 @@ BEGIN
 END
 $manual$;
 
+-- A manual run: refused once asked for longer ago than the grace (answer 9, the ms since), or
+-- when it may be one of the runs forgotten; a run claimed is kept until then.
+CREATE OR REPLACE FUNCTION {schema}.claim_manual_v2(
+  p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
+  p_grace_ms bigint, p_instance text, p_history boolean, OUT answer integer, OUT val bigint)
+LANGUAGE plpgsql AS $manual2$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  v_cut timestamptz := v_now - p_grace_ms * interval '1 millisecond';
+  r {schema}.jobs%ROWTYPE;
+  v_claimed_by text;
+  v_fence bigint;
+BEGIN
+  answer := 0; val := 0;
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
+    SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  v_claimed_by := coalesce(r.manual_run_tokens[array_position(r.manual_run_ids, p_id)],
+                           r.manual_tokens[array_position(r.manual_ids, p_id)]);
+  IF v_claimed_by = p_token THEN
+    IF r.lease_holder IS DISTINCT FROM p_token OR r.lease_until <= v_now THEN
+      answer := 3;
+      RETURN;
+    END IF;
+    UPDATE {schema}.jobs SET lease_until = v_now + p_lease_ms * interval '1 millisecond'
+      WHERE job = p_job;
+    answer := 2;
+    val := r.fence;
+    RETURN;
+  END IF;
+  IF v_claimed_by IS NOT NULL OR p_requested <= r.manual_forgotten THEN
+    RETURN;
+  END IF;
+  IF p_requested < v_cut THEN
+    answer := 9;
+    val := floor(extract(epoch FROM v_now - p_requested) * 1000)::bigint;
+    RETURN;
+  END IF;
+  IF r.lease_holder IS NOT NULL AND r.lease_until > v_now THEN
+    answer := 1;
+    val := 1;
+    RETURN;
+  END IF;
+  v_fence := greatest(r.fence + 1, floor(extract(epoch FROM v_now) * 1000000)::bigint);
+  UPDATE {schema}.jobs SET
+    fence = v_fence, lease_holder = p_token,
+    lease_until = v_now + p_lease_ms * interval '1 millisecond', cancel_holder = NULL,
+    manual_forgotten = greatest(r.manual_forgotten,
+      (SELECT max(q) FROM unnest(r.manual_run_requested) AS u(q) WHERE q < v_cut)),
+    manual_run_ids = array_append(ARRAY(
+      SELECT i FROM unnest(r.manual_run_ids, r.manual_run_requested) WITH ORDINALITY AS u(i, q, n)
+      WHERE q >= v_cut ORDER BY n), p_id),
+    manual_run_tokens = array_append(ARRAY(
+      SELECT t FROM unnest(r.manual_run_tokens, r.manual_run_requested) WITH ORDINALITY AS u(t, q, n)
+      WHERE q >= v_cut ORDER BY n), p_token),
+    manual_run_requested = array_append(ARRAY(
+      SELECT q FROM unnest(r.manual_run_requested) WITH ORDINALITY AS u(q, n)
+      WHERE q >= v_cut ORDER BY n), p_requested)
+    WHERE job = p_job;
+  IF p_history THEN
+    UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';
+    INSERT INTO {schema}.runs (job, fire, instance, fence, started, outcome, lateness_ms)
+      VALUES (p_job, p_requested, p_instance, v_fence, v_now, 'running',
+              greatest(0, floor(extract(epoch FROM v_now - p_requested) * 1000)));
+  END IF;
+  answer := 2;
+  val := v_fence;
+END
+$manual2$;
+
 CREATE OR REPLACE FUNCTION {schema}.abandon_v1(p_job text, p_fire timestamptz, p_token text)
 RETURNS boolean LANGUAGE plpgsql AS $abandon$
 DECLARE
@@ -522,6 +606,10 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("jobs", "paused_by", "text"),
     ("jobs", "manual_ids", "ARRAY"),
     ("jobs", "manual_tokens", "ARRAY"),
+    ("jobs", "manual_run_ids", "ARRAY"),
+    ("jobs", "manual_run_tokens", "ARRAY"),
+    ("jobs", "manual_run_requested", "ARRAY"),
+    ("jobs", "manual_forgotten", "timestamp with time zone"),
     ("jobs", "reported_through", "timestamp with time zone"),
     ("jobs", "missed_through", "timestamp with time zone"),
     ("reports", "job", "text"),
@@ -560,6 +648,10 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "paused_by"),
     ("jobs", "manual_ids"),
     ("jobs", "manual_tokens"),
+    ("jobs", "manual_run_ids"),
+    ("jobs", "manual_run_tokens"),
+    ("jobs", "manual_run_requested"),
+    ("jobs", "manual_forgotten"),
     ("jobs", "reported_through"),
     ("jobs", "missed_through"),
 ];
@@ -575,6 +667,7 @@ const FUNCTIONS: &[&str] = &[
     "report_missed_v1",
     "fate_point_v1",
     "claim_manual_v1",
+    "claim_manual_v2",
     "abandon_v1",
     "renew_v1",
     "release_v1",
