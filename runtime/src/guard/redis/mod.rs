@@ -765,14 +765,17 @@ impl Lease for RedisLease {
 pub(crate) async fn passes_the_suite(conn: RedisConn) -> super::conformance::Report {
     let batcher = Batcher::new(conn.clone());
     let report = super::conformance::check(|spec| {
-        Arc::new(RedisGuard::new(
-            conn.clone(),
-            Arc::clone(&batcher),
-            "cronguard",
-            &spec.job,
-            spec.lease,
-            spec.overlap,
-        ))
+        Arc::new(
+            RedisGuard::new(
+                conn.clone(),
+                Arc::clone(&batcher),
+                "cronguard",
+                &spec.job,
+                spec.lease,
+                spec.overlap,
+            )
+            .with_misfire_grace(spec.misfire_grace),
+        )
     })
     .await
     .unwrap_or_else(|failure| panic!("{failure}"));
