@@ -76,11 +76,12 @@ impl Stores {
         jobs: &[Job],
         instance: &Arc<str>,
         states: &Arc<crate::state::States>,
+        clock: &Clock,
         problems: &mut Vec<Problem>,
     ) -> Stores {
         let required = settings.required_at_start;
         let of = |lock: Lock| -> Vec<&Job> { jobs.iter().filter(|j| j.lock == lock).collect() };
-        let file = FileStore::new(settings.lock_dir);
+        let file = FileStore::new(settings.lock_dir).with_clock(clock.clone());
         if jobs.iter().any(|j| j.lock == Lock::File) {
             if let Err(p) = check_lock_dir(file.dir()) {
                 problems.push(Problem::new(ProblemKind::LockDir, None, p));

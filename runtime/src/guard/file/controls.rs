@@ -130,7 +130,7 @@ impl FileGuard {
         let state_file = self.lock_state()?;
         let mut record = Record::read(&state_file).map_err(|e| self.state_err(e))?;
         let manual = self.manual_file();
-        let now = epoch_millis(Utc::now());
+        let now = epoch_millis(self.clock.now());
         let mut taken = Taken::parse(&manual.read()?, now);
         let requested = epoch_millis(run.requested_at);
         if let Some(claimant) = taken.claimant(run.id) {

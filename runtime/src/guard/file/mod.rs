@@ -60,7 +60,7 @@ pub(crate) use feed::FileFeed;
 pub(crate) use store::{check_lock_dir, FileStore};
 
 use super::{Claim, Guard, GuardControls, GuardError, GuardErrorKind, Lease};
-use crate::clock::{epoch_millis, system_micros};
+use crate::clock::{epoch_millis, system_micros, Clock};
 use crate::control::{ManualRun, Pause};
 use crate::registry::BoxFuture;
 
@@ -84,6 +84,9 @@ pub(crate) struct FileGuard {
     nonce: u64,
     /// A manual run asked for longer ago than this is refused.
     misfire_grace: Duration,
+    /// The clock of the processes sharing the lock dir (the host's, unless a scheduler was given
+    /// another): the guard has none of its own.
+    clock: Clock,
 }
 
 /// How many of its own reported fires a guard value remembers.
@@ -125,7 +128,14 @@ impl FileGuard {
             reported_here: Arc::default(),
             nonce: fastrand::u64(1..),
             misfire_grace: crate::DEFAULT_MISFIRE_GRACE,
+            clock: Clock::system(),
         }
+    }
+
+    /// The clock that tells how old a manual run is: the scheduler's.
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The job's misfire grace, which bounds how late a manual run may still be claimed.
