@@ -41,6 +41,7 @@ use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry
 use crate::guard::{Guard, GuardError};
 use crate::health::CLAIM_AHEAD_TOLERANCE;
 use crate::history::HistoryEntry;
+use crate::DEFAULT_MISFIRE_GRACE;
 
 /// How long one request may wait for the store.
 const STORE_WAIT: Duration = Duration::from_secs(5);
@@ -309,13 +310,20 @@ impl Store {
         })
     }
 
-    /// The guard of `job` on this store, as a replica builds it (lease and overlap do not
+    /// The guard of `job` on this store, as a replica builds it (lease, overlap and grace do not
     /// matter to what the tool asks).
     fn guard(&self, job: &str) -> Arc<dyn Guard> {
         match &self.backend {
-            Backend::LockDir(store) => store.guard(job, crate::Overlap::Skip),
+            Backend::LockDir(store) => {
+                store.guard(job, crate::Overlap::Skip, DEFAULT_MISFIRE_GRACE)
+            }
             #[cfg(feature = "redis")]
-            Backend::Redis(store) => store.guard(job, crate::DEFAULT_LEASE, crate::Overlap::Skip),
+            Backend::Redis(store) => store.guard(
+                job,
+                crate::DEFAULT_LEASE,
+                crate::Overlap::Skip,
+                DEFAULT_MISFIRE_GRACE,
+            ),
             #[cfg(feature = "postgres")]
             Backend::Postgres(store) => store.guard(
                 job,
@@ -323,6 +331,7 @@ impl Store {
                 crate::DEFAULT_LEASE,
                 crate::Overlap::Skip,
                 true,
+                DEFAULT_MISFIRE_GRACE,
             ),
         }
     }

@@ -473,7 +473,15 @@ impl Builder {
         };
         let instance: Arc<str> = Arc::from(self.instance.unwrap_or_else(default_instance));
         let states = Arc::new(self.states);
-        let stores = Stores::open(self.guards, &jobs, &instance, &states, &mut problems).await;
+        let stores = Stores::open(
+            self.guards,
+            &jobs,
+            &instance,
+            &states,
+            &self.clock,
+            &mut problems,
+        )
+        .await;
         if !problems.is_empty() {
             return Err(Error::Config { problems });
         }

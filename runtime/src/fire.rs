@@ -17,7 +17,7 @@ use crate::control::ManualRun;
 pub(crate) struct Fire {
     /// The scheduled instant: the fire's identity in every process.
     pub(crate) t: DateTime<Utc>,
-    /// The job's jitter delay in ms (at most a day; a manual run seen late: how late, saturated).
+    /// The job's jitter delay in ms (at most a day; 0 for a manual run).
     start_ms: u32,
     /// The misfire grace, in ns from the start.
     grace_ns: u64,
@@ -63,10 +63,17 @@ impl Fire {
     }
 
     /// A run asked for outside the schedule, seen at `now`: it may start within the grace from
-    /// then (the request may reach this process late). A request stamped by a clock ahead of this
-    /// one counts from `now`, so that it cannot wait longer than the grace.
+    /// when it was asked for, however late the request reached this process, as the guard
+    /// refuses it after that. A request stamped by a clock ahead of this one keeps its stamp as
+    /// `t` (every replica claims it with the same instant; beyond one grace ahead, `now`) with
+    /// its grace shortened, so that it cannot wait longer than the grace from `now`.
     pub(crate) fn requested(run: ManualRun, now: DateTime<Utc>, grace: Duration) -> Self {
-        Fire::with(run.requested_at.min(now), now, grace, Some(run.id))
+        let t = if run.requested_at <= after(now, grace) {
+            run.requested_at
+        } else {
+            now
+        };
+        Fire::with(t, t, grace.saturating_sub(since(now, t)), Some(run.id))
     }
 }
 

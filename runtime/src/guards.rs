@@ -76,11 +76,12 @@ impl Stores {
         jobs: &[Job],
         instance: &Arc<str>,
         states: &Arc<crate::state::States>,
+        clock: &Clock,
         problems: &mut Vec<Problem>,
     ) -> Stores {
         let required = settings.required_at_start;
         let of = |lock: Lock| -> Vec<&Job> { jobs.iter().filter(|j| j.lock == lock).collect() };
-        let file = FileStore::new(settings.lock_dir);
+        let file = FileStore::new(settings.lock_dir).with_clock(clock.clone());
         if jobs.iter().any(|j| j.lock == Lock::File) {
             if let Err(p) = check_lock_dir(file.dir()) {
                 problems.push(Problem::new(ProblemKind::LockDir, None, p));
@@ -130,12 +131,16 @@ impl Stores {
     pub(crate) fn build(&self, job: &Job) -> Option<Arc<dyn Guard>> {
         match &job.lock {
             Lock::Local => None,
-            Lock::File => Some(self.file.guard(&job.name, job.overlap)),
+            Lock::File => Some(self.file.guard(&job.name, job.overlap, job.misfire_grace)),
             #[cfg(feature = "redis")]
-            Lock::Redis => self
-                .redis
-                .as_ref()
-                .map(|redis| redis.guard(&job.name, job.lease_or_default(), job.overlap)),
+            Lock::Redis => self.redis.as_ref().map(|redis| {
+                redis.guard(
+                    &job.name,
+                    job.lease_or_default(),
+                    job.overlap,
+                    job.misfire_grace,
+                )
+            }),
             #[cfg(feature = "postgres")]
             Lock::Postgres => self.postgres.as_ref().map(|postgres| {
                 postgres.guard(
@@ -144,6 +149,7 @@ impl Stores {
                     job.lease_or_default(),
                     job.overlap,
                     job.history,
+                    job.misfire_grace,
                 )
             }),
             Lock::Custom(name) => self.custom.get(&**name).map(|factory| {
@@ -153,6 +159,7 @@ impl Stores {
                     overlap: job.overlap,
                     history: job.history,
                     instance: self.instance.to_string(),
+                    misfire_grace: job.misfire_grace,
                 })
             }),
             #[allow(unreachable_patterns)]

@@ -37,6 +37,16 @@ pub fn replica_setup() -> anyhow::Result<(String, cronguard::Clock)> {
     Ok((record, clock))
 }
 
+/// The id of the run asked for with run key (or [`Monitor::trigger`] answer) `key`, without its
+/// last hex digit so that it fits a record's signed field.
+///
+/// [`Monitor::trigger`]: cronguard::Monitor::trigger
+pub fn manual_id(key: &str) -> Option<i64> {
+    let (_, label) = key.rsplit_once('@')?;
+    let id = cronguard::ManualRun::parse_label(label)?;
+    i64::try_from(id >> 4).ok()
+}
+
 /// A numeric environment variable, or `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)

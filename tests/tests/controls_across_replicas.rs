@@ -1,14 +1,15 @@
 //! Pause, resume and run now across replica processes sharing one real `redis-server` or
 //! PostgreSQL: a controller process (this test, which runs no job itself) pauses the job, asks
 //! for a run and resumes it; the replicas honour the pause at their next claim, report each
-//! paused fire once, and run the requested run exactly once among them.
+//! paused fire once, and run the requested run exactly once among them. A burst of requests read
+//! late by a replica that was frozen meanwhile runs each request once too.
 
 use std::time::Duration;
 
 use cronguard::{Cronguard, Job, Lock, Schedule};
 use cronguard_testkit::{PostgresServer, RedisServer};
 use cronguard_tests::replicas::{assert_each_fire_once, now_ms, Replicas, Settings};
-use cronguard_tests::Entry;
+use cronguard_tests::{manual_id, Entry};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_shared_worker");
 
@@ -145,6 +146,112 @@ async fn scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
         first_at("ev:paused") - paused_at,
         first_at("mstart") - asked_at
     );
+}
+
+/// A grace long enough that the frozen replica reads every request within it.
+const BURST: Settings = Settings {
+    lease_ms: 3000,
+    grace_ms: 30_000,
+    work_ms: 50,
+    run_for_ms: 60_000,
+};
+
+/// Twenty requests while one of two replicas is frozen (SIGSTOP): the other runs them; the
+/// frozen one, resumed, reads all twenty late and runs none of them again, however few the
+/// guard's store would keep in a ring of recent runs.
+async fn burst_scenario(name: &str, env: &[(&str, String)], control: Cronguard) {
+    let mut replicas = Replicas::start(WORKER, name, env, BURST, &[0, 0]);
+    let (running, frozen) = (replicas.pid(0), replicas.pid(1));
+    wait(
+        &replicas,
+        Duration::from_secs(15),
+        "both replicas at work",
+        |r| {
+            [running, frozen]
+                .iter()
+                .all(|pid| r.iter().any(|e| e.pid == *pid))
+        },
+    );
+    Replicas::signal(frozen, "-STOP");
+    let ids: Vec<i64> = (0..20)
+        .map(|_| {
+            let key = control.monitor().trigger("fault_job").expect("asked");
+            manual_id(&key).expect("a run key of a manual run")
+        })
+        .collect();
+    let accounted = |r: &[Entry], pid: Option<u32>, id: i64| {
+        r.iter().any(|e| {
+            e.fire_ms == id
+                && pid.is_none_or(|pid| e.pid == pid)
+                && (e.what == "mrun" || e.what.starts_with("mev:"))
+        })
+    };
+    wait(
+        &replicas,
+        Duration::from_secs(20),
+        "the requests run on the replica at work",
+        |r| {
+            ids.iter()
+                .all(|id| r.iter().any(|e| e.what == "mrun" && e.fire_ms == *id))
+        },
+    );
+    Replicas::signal(frozen, "-CONT");
+    wait(
+        &replicas,
+        Duration::from_secs(20),
+        "the resumed replica reads every request",
+        |r| ids.iter().all(|id| accounted(r, Some(frozen), *id)),
+    );
+    control.shutdown().await;
+    replicas.stop_all("-TERM");
+    let record = tokio::task::block_in_place(|| replicas.finish(None));
+
+    for id in &ids {
+        let runs: Vec<&Entry> = record
+            .iter()
+            .filter(|e| e.what == "mrun" && e.fire_ms == *id)
+            .collect();
+        assert_eq!(
+            runs.len(),
+            1,
+            "request {id:x} ran {} times: {runs:?}",
+            runs.len()
+        );
+    }
+    assert_each_fire_once(&record);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_replicas_run_each_request_of_a_burst_once_also_when_read_late() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let control = controller(cronguard::builder().redis_url(redis.url()), Lock::Redis).await;
+    burst_scenario(
+        "burst-redis",
+        &[("CRONGUARD_REDIS_URL", redis.url())],
+        control,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_replicas_run_each_request_of_a_burst_once_also_when_read_late() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(db) = PostgresServer::start() else {
+        return;
+    };
+    let control = controller(cronguard::builder().postgres_url(db.url()), Lock::Postgres).await;
+    burst_scenario(
+        "burst-postgres",
+        &[
+            ("LOCK", "postgres".to_owned()),
+            ("CRONGUARD_POSTGRES_URL", db.url()),
+        ],
+        control,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -459,6 +459,7 @@ impl JobSlot {
             Ok(Claim::DroppedByAnother) => Answer::DroppedByAnother,
             Ok(Claim::Busy { first_report }) => Answer::Busy { first_report },
             Ok(Claim::Lapsed) => Answer::Lapsed,
+            Ok(Claim::TooLate { late }) => Answer::TooLate(late),
             Ok(Claim::Paused {
                 pause,
                 first_report,

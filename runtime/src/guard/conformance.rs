@@ -11,7 +11,8 @@
 //! to stop, fires far ahead of the guard's clock refused, fires a little ahead only taken and
 //! never decided (for guards that [claim ahead](Guard::claims_ahead)), pauses (a paused fire reported once,
 //! a held lease untouched) and manual runs (their own identity, the shared fencing tokens, the
-//! record of scheduled fires untouched). Checks that need a feature the guard does not have (an
+//! record of scheduled fires untouched, each run claimed once however many runs follow it, a run
+//! asked for longer ago than the misfire grace refused). Checks that need a feature the guard does not have (an
 //! expiring lease, a clock of its own, pauses or manual runs: [`Guard::controls`] answers `None`) are
 //! skipped and listed in the [`Report`].
 //!
@@ -82,6 +83,9 @@ impl fmt::Display for Report {
 
 type Outcome<T> = Result<T, Failure>;
 
+/// The misfire grace of the suite's jobs.
+const GRACE: Duration = Duration::from_secs(60);
+
 struct Suite<F> {
     new_guard: F,
     run: String,
@@ -121,6 +125,7 @@ fn name(claim: &Claim) -> &'static str {
         Claim::DroppedByAnother => "DroppedByAnother",
         Claim::Busy { .. } => "Busy",
         Claim::Lapsed => "Lapsed",
+        Claim::TooLate { .. } => "TooLate",
         Claim::TooEarly { .. } => "TooEarly",
         Claim::Paused { .. } => "Paused",
     }
@@ -137,12 +142,23 @@ where
 {
     /// One process's guard value of job `job` of this run.
     fn guard(&self, job: &str, lease: Duration, overlap: Overlap) -> Arc<dyn Guard> {
+        self.guard_with_grace(job, lease, overlap, GRACE)
+    }
+
+    fn guard_with_grace(
+        &self,
+        job: &str,
+        lease: Duration,
+        overlap: Overlap,
+        misfire_grace: Duration,
+    ) -> Arc<dyn Guard> {
         (self.new_guard)(&GuardSpec {
             job: format!("conformance-{job}-{}", self.run),
             lease,
             overlap,
             history: false,
             instance: "conformance".to_owned(),
+            misfire_grace,
         })
     }
 
@@ -362,6 +378,23 @@ where
             MANUAL,
             "it does not support manual runs (`Guard::controls`)",
         )),
+    }
+    for (check, outcome) in [
+        (
+            "a_manual_run_starts_once_however_many_follow",
+            a_manual_run_starts_once_however_many_follow(&suite).await?,
+        ),
+        (
+            "a_manual_run_asked_for_before_the_grace_is_refused",
+            a_manual_run_asked_for_before_the_grace_is_refused(&suite).await?,
+        ),
+    ] {
+        match outcome {
+            Supported::Yes => report.passed.push(check),
+            Supported::No => report
+                .skipped
+                .push((check, "it does not support manual runs (`Guard::controls`)")),
+        }
     }
     const MISSED: &str = "missed_fires_are_decided_once";
     match missed_fires_are_decided_once(&suite, base).await? {
@@ -679,6 +712,129 @@ where
         C,
         next == "Acquired",
         "the next scheduled fire after manual runs answered {next}, expected Acquired"
+    );
+    Ok(Supported::Yes)
+}
+
+/// A manual run claimed by one process, then claimed by another after many more manual runs (a
+/// burst, or a process that read the requests late): it must not run again, however many came
+/// between.
+async fn a_manual_run_starts_once_however_many_follow<F>(suite: &Suite<F>) -> Outcome<Supported>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "a_manual_run_starts_once_however_many_follow";
+    let (a, b) = (suite.process("burst"), suite.process("burst"));
+    let runs: Vec<ManualRun> = (0..20)
+        .map(|_| ManualRun {
+            id: fastrand::u64(1..),
+            requested_at: now(),
+        })
+        .collect();
+    for run in &runs {
+        let lease = match a.claim_manual(*run).await {
+            Err(e) if e.kind() == GuardErrorKind::Unsupported => return Ok(Supported::No),
+            Err(e) => return Err(fail(C, format!("the claim of a manual run failed: {e}"))),
+            Ok(Claim::Acquired(lease)) => lease,
+            Ok(other) => {
+                return Err(fail(
+                    C,
+                    format!(
+                        "manual run {:x} of a free job answered {}, expected Acquired",
+                        run.id,
+                        name(&other)
+                    ),
+                ))
+            }
+        };
+        release(C, lease).await?;
+    }
+    for run in &runs {
+        let again = name(&claim_manual(C, &*b, *run).await?);
+        ensure!(
+            C,
+            again == "AlreadyRan",
+            "manual run {:x}, claimed by another process before {} more manual runs, answered {again}, expected AlreadyRan",
+            run.id,
+            runs.len() - 1
+        );
+    }
+    Ok(Supported::Yes)
+}
+
+/// A manual run asked for longer ago than the job's misfire grace, by the guard's clock, is
+/// refused: nobody claimed it, and it can no longer start. A run that a process with a short
+/// grace has forgotten is not claimed again by one with a longer grace.
+async fn a_manual_run_asked_for_before_the_grace_is_refused<F>(
+    suite: &Suite<F>,
+) -> Outcome<Supported>
+where
+    F: Fn(&GuardSpec) -> Arc<dyn Guard>,
+{
+    const C: &str = "a_manual_run_asked_for_before_the_grace_is_refused";
+    let a = suite.process("too-late");
+    let old = ManualRun {
+        id: fastrand::u64(1..),
+        requested_at: now() - TimeDelta::hours(1),
+    };
+    match a.claim_manual(old).await {
+        Err(e) if e.kind() == GuardErrorKind::Unsupported => return Ok(Supported::No),
+        Err(e) => return Err(fail(C, format!("the claim of a manual run failed: {e}"))),
+        Ok(Claim::TooLate { late }) => ensure!(
+            C,
+            late >= GRACE,
+            "a manual run asked for an hour ago answered TooLate by {late:?}, which is within the grace of {GRACE:?}"
+        ),
+        Ok(other) => {
+            return Err(fail(
+                C,
+                format!(
+                    "a manual run asked for an hour ago, with a misfire grace of {GRACE:?}, answered {}, expected TooLate",
+                    name(&other)
+                ),
+            ))
+        }
+    }
+    let lease = acquire_manual(
+        C,
+        &*a,
+        ManualRun {
+            id: fastrand::u64(1..),
+            requested_at: now(),
+        },
+    )
+    .await
+    .map_err(|f| {
+        fail(
+            C,
+            format!(
+                "a refused manual run must leave the job free ({})",
+                f.message
+            ),
+        )
+    })?;
+    release(C, lease).await?;
+
+    let short = Duration::from_millis(300);
+    let hasty = suite.guard_with_grace("forgetful", Duration::from_secs(30), Overlap::Skip, short);
+    let patient = suite.guard("forgetful", Duration::from_secs(30), Overlap::Skip);
+    let first = ManualRun {
+        id: fastrand::u64(1..),
+        requested_at: now(),
+    };
+    release(C, acquire_manual(C, &*hasty, first).await?).await?;
+    tokio::time::sleep(short * 2).await;
+    let next = ManualRun {
+        id: fastrand::u64(1..),
+        requested_at: now(),
+    };
+    release(C, acquire_manual(C, &*hasty, next).await?).await?;
+    let again = name(&claim_manual(C, &*patient, first).await?);
+    ensure!(
+        C,
+        again == "AlreadyRan" || again == "TooLate",
+        "a manual run claimed by a process with a grace of {short:?}, claimed {:?} later by another with a grace of {GRACE:?}, answered {again}, expected AlreadyRan",
+        short * 2
     );
     Ok(Supported::Yes)
 }

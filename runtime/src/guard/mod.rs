@@ -106,6 +106,9 @@ pub struct GuardSpec {
     pub history: bool,
     /// This process's name (`CRONGUARD_INSTANCE`), for the history.
     pub instance: String,
+    /// How late a fire may still start (`misfire_grace = "..."`): a manual run asked for longer
+    /// ago than this by the guard's clock is refused ([`Claim::TooLate`]).
+    pub misfire_grace: Duration,
 }
 
 /// Builds a job's guard from its settings; registered with
@@ -151,6 +154,12 @@ pub enum Claim {
         /// How far the fire lies ahead of the guard's clock.
         ahead: Duration,
     },
+    /// A manual run ([`GuardControls::claim_manual`]) that nobody claimed was asked for longer
+    /// ago than the job's misfire grace by the guard's clock: it can no longer start anywhere.
+    TooLate {
+        /// How long ago, by the guard's clock, the run was asked for.
+        late: Duration,
+    },
     /// The job is paused ([`GuardControls::set_pause`]): the fire does not run. The guard records the
     /// fire as reported like a busy one, so that it is reported at warn level once.
     Paused {
@@ -178,6 +187,7 @@ impl std::fmt::Debug for Claim {
                 .finish(),
             Claim::Lapsed => f.write_str("Lapsed"),
             Claim::TooEarly { ahead } => f.debug_struct("TooEarly").field("ahead", ahead).finish(),
+            Claim::TooLate { late } => f.debug_struct("TooLate").field("late", late).finish(),
             Claim::Paused {
                 pause,
                 first_report,
@@ -328,6 +338,13 @@ pub trait GuardControls: Send + Sync {
     /// above every earlier one, and the same claimant asking again is recognised; unlike it, it
     /// leaves the record of scheduled fires alone, ignores a pause, and answers
     /// [`Claim::AlreadyRan`] once another claimant took this `run`.
+    ///
+    /// Each run starts at most once however late a claimant asks: the guard remembers every run
+    /// claimed for as long as a claim of it could be granted, and answers [`Claim::TooLate`] to
+    /// a claim of a run nobody claimed whose `requested_at` lies further back than
+    /// [`GuardSpec::misfire_grace`] by its own clock (the host's for a guard without one). It
+    /// may then forget the run, but must go on refusing it ([`Claim::AlreadyRan`] or `TooLate`):
+    /// a claimant whose grace is longer, or a clock that went back, must not claim it again.
     fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>>;
 }
 

@@ -71,6 +71,7 @@ async fn answer(guard: &dyn Guard, fire: i64) -> &'static str {
         Claim::DroppedByAnother => "dropped_by_another",
         Claim::Busy { .. } => "busy",
         Claim::Lapsed => "lapsed",
+        Claim::TooLate { .. } => "too_late",
         Claim::Superseded => "superseded",
         Claim::TooEarly { .. } => "too_early",
         Claim::Paused { .. } => "paused",
@@ -168,7 +169,11 @@ async fn passes_the_suite(
 async fn file_guard_passes_the_conformance_suite() {
     let dir = scratch_dir("suite");
     let report = passes_the_suite(|spec| {
-        std::sync::Arc::new(FileGuard::new(&dir, &spec.job).with_overlap(spec.overlap))
+        std::sync::Arc::new(
+            FileGuard::new(&dir, &spec.job)
+                .with_overlap(spec.overlap)
+                .with_misfire_grace(spec.misfire_grace),
+        )
     })
     .await;
     assert_eq!(
@@ -651,6 +656,31 @@ mod redis {
             ),
             "the fire is claimed once"
         );
+    }
+
+    #[tokio::test]
+    async fn redis_a_manual_run_an_earlier_version_recorded_is_not_claimed_again() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let run = crate::control::ManualRun {
+            id: 0xfeed,
+            requested_at: now(),
+        };
+        // The ring of the last eight manual runs an earlier version kept.
+        let () = ::redis::cmd("HSET")
+            .arg("cronguard:{older-manual}:state")
+            .arg("m5")
+            .arg(format!("{:016x} old-nonce:manual:{:016x}", run.id, run.id))
+            .query_async(&mut conn)
+            .await
+            .expect("HSET");
+        let g = guard(&server, "older-manual", 30_000).await;
+        let answer = super::super::GuardControls::claim_manual(&g, run)
+            .await
+            .expect("answers");
+        assert!(matches!(answer, Claim::AlreadyRan), "{answer:?}");
     }
 
     #[tokio::test]

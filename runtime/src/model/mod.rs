@@ -158,6 +158,9 @@ pub(crate) enum Answer {
     Lapsed,
     /// The fire lies ahead of the guard's clock by this much.
     TooEarly(Duration),
+    /// A manual run nobody claimed was asked for this long ago by the guard's clock, more than
+    /// the misfire grace.
+    TooLate(Duration),
     /// The job is paused in the guard's store.
     Paused {
         pause: Pause,
@@ -292,8 +295,9 @@ impl Run {
     }
 }
 
-/// How many manual run ids a job remembers, so that a request seen twice (asked for here, then
-/// read back from the control feed) runs once.
+/// How many manual run ids a job remembers at least, so that a request seen twice (asked for
+/// here, then read back from the control feed) runs once; ids whose grace has not passed are
+/// kept beyond it.
 const SEEN_MANUAL_RUNS: usize = 32;
 
 /// What a job carries only once an operator touched it: its pause, and runs asked for outside
@@ -303,8 +307,8 @@ struct Controls {
     paused: Option<Pause>,
     /// Manual runs waiting to start, oldest first.
     manual: VecDeque<Fire>,
-    /// The ids of the last manual runs taken.
-    seen: VecDeque<u64>,
+    /// The ids of the last manual runs taken, with their deadlines.
+    seen: VecDeque<(u64, DateTime<Utc>)>,
 }
 
 /// Fires that were missed after a pause, reported as one.
@@ -598,18 +602,18 @@ impl JobModel {
             // A job this replica only watches runs on the replicas that run it.
             return;
         }
-        let grace = self.spec.misfire_grace;
+        let fire = Fire::requested(run, now.wall, self.spec.misfire_grace);
         let controls = self.controls_mut();
-        if controls.seen.contains(&run.id) {
+        if controls.seen.iter().any(|(id, _)| *id == run.id) {
             return;
         }
-        if controls.seen.len() == SEEN_MANUAL_RUNS {
+        while controls.seen.len() >= SEEN_MANUAL_RUNS
+            && controls.seen.front().is_some_and(|(_, d)| *d <= now.wall)
+        {
             controls.seen.pop_front();
         }
-        controls.seen.push_back(run.id);
-        controls
-            .manual
-            .push_back(Fire::requested(run, now.wall, grace));
+        controls.seen.push_back((run.id, fire.deadline()));
+        controls.manual.push_back(fire);
         self.try_start(now, out);
     }
 
@@ -1341,6 +1345,15 @@ impl JobModel {
             },
             Answer::Lapsed => {
                 let reason = "this process's claim took effect but its reply was lost, and the lease ran out before the claim was retried".to_owned();
+                self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
+            }
+            Answer::TooLate(late) => {
+                self.if_trouble(|t| t.retries = 0);
+                let reason = format!(
+                    "the run was asked for {} ago by the guard's clock, more than the misfire grace of {}; no process started it",
+                    human(late),
+                    human(self.spec.misfire_grace)
+                );
                 self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
             }
             Answer::TooEarly(_) if ahead => {

@@ -526,6 +526,71 @@ fn a_manual_run_stamped_by_a_clock_an_hour_ahead_still_waits_one_grace_at_most()
     assert_eq!(misfired, 1, "reported after one grace");
 }
 
+/// The manual runs reported, as `(kind, id)`.
+fn manual_reports(out: &mut Vec<Action>) -> Vec<(&'static str, Option<u64>)> {
+    out.drain(..)
+        .filter_map(|a| match a {
+            Action::Emit(e) => Some((e.kind.name(), e.manual)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_manual_run_read_late_may_start_only_within_the_grace_from_its_request() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    // Asked for at 0, read at 6: the grace of 5 s has passed, whenever this process read it.
+    m.on_trigger(manual(3, 0), now(6), &mut out);
+    assert_eq!(manual_reports(&mut out), [("misfired", Some(3))]);
+    // Asked for at 2, read at 4: it may wait for the lease until 7, not until 9.
+    m.on_trigger(manual(4, 2), now(4), &mut out);
+    assert_eq!(said(&mut out), ["claim 2"]);
+    m.on_claimed(Answer::Busy { first_report: true }, now(4), &mut out);
+    assert!(out.is_empty(), "waits for the lease");
+    let wake = m.next_wake().expect("a retry");
+    assert!(wake <= t(5), "{wake}");
+    m.on_wake(now(7), &mut out);
+    assert_eq!(manual_reports(&mut out), [("misfired", Some(4))]);
+    assert_eq!(m.next_wake(), None, "nothing left to claim");
+}
+
+#[test]
+fn a_manual_run_the_guard_finds_too_late_is_reported_as_misfired() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_trigger(manual(5, 0), now(1), &mut out);
+    assert_eq!(said(&mut out), ["claim 0"]);
+    m.on_claimed(Answer::TooLate(Duration::from_secs(6)), now(1), &mut out);
+    let reasons: Vec<String> = out
+        .drain(..)
+        .filter_map(|a| match a {
+            Action::Emit(e) if e.manual == Some(5) => Some(format!("{:?}", e.kind)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(&reasons[..], [r] if r.contains("Misfired") && r.contains("guard's clock")),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn a_burst_of_manual_runs_read_again_from_the_feed_runs_each_once() {
+    let mut m = model(Lock::Local, Overlap::Skip);
+    let mut out = Vec::new();
+    for id in 1..=40 {
+        m.on_trigger(manual(id, 0), now(0), &mut out);
+    }
+    let waiting = m.controls().map_or(0, |c| c.manual.len());
+    assert_eq!(waiting, 39, "one runs, the others wait");
+    // The feed hands the first requests back after more than 32 others, within their grace.
+    for id in 1..=8 {
+        m.on_trigger(manual(id, 0), now(1), &mut out);
+    }
+    assert_eq!(m.controls().map_or(0, |c| c.manual.len()), 39);
+}
+
 /// Jobs with equal settings share one copy; a copy no job holds any more is forgotten once the
 /// pool grows, so jobs added and removed at runtime do not pile settings up.
 #[test]

@@ -6,6 +6,10 @@
 //! `mstart <asked at ms> <pid> <token>` instead of `start`, and a fire skipped because the job is
 //! paused `ev:paused <fire ms> <pid> <1 if reported first, else 0>`.
 //!
+//! A run asked for also records `mrun <id> <pid> <token>`, and every event of one
+//! `mev:<event> <id> <pid> <1 if reported first, else 0>`, with `<id>` the request's id without its
+//! last hex digit ([`cronguard_tests::manual_id`]), so that a test can tell the requests apart.
+//!
 //! A misfire also records `missed:<count>:<1 if reported first, else 0> <last fire ms> <pid>
 //! <first fire ms>`, and a skip `skipped:<1 if reported first, else 0> <fire ms> <pid> 0`, so
 //! that a test can tell which fires they report and whether at warn level.
@@ -19,7 +23,7 @@
 use std::time::Duration;
 
 use cronguard::{Job, Lock, Schedule};
-use cronguard_tests::{append_line, env_u64, replica_setup};
+use cronguard_tests::{append_line, env_u64, manual_id, replica_setup};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -53,6 +57,9 @@ async fn main() -> anyhow::Result<()> {
                 let token = ctx.fencing_token();
                 let start = if ctx.is_manual() { "mstart" } else { "start" };
                 append_line(&record, &format!("{start} {t} {pid} {token}"))?;
+                if let Some(id) = manual_id(&ctx.run_key()) {
+                    append_line(&record, &format!("mrun {id} {pid} {token}"))?;
+                }
                 let until = tokio::time::Instant::now() + work;
                 while tokio::time::Instant::now() < until {
                     tokio::time::sleep(Duration::from_millis(100).min(work)).await;
@@ -67,6 +74,15 @@ async fn main() -> anyhow::Result<()> {
         .clock(clock)
         .on_event(move |e| {
             let t = e.fire_time.timestamp_millis();
+            if let Some(id) = e.manual {
+                let line = format!(
+                    "mev:{} {} {pid} {}",
+                    e.kind.name(),
+                    id >> 4,
+                    u8::from(e.first_report)
+                );
+                let _ = append_line(&record, &line);
+            }
             // A misfire carries no token: its slot holds the first fire it reports (a pause
             // reports every fire it missed in one event).
             match &e.kind {

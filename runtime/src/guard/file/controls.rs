@@ -2,12 +2,17 @@
 //! only under the state lock, so that a claim sees a pause or not, never half of it:
 //!
 //! - `<job>.pause`: `<Unix ms> <by>` while the job is paused; absent otherwise.
-//! - `<job>.manual`: the last [`MANUAL_KEPT`] manual runs claimed, one `<id hex> <claimant>` per
-//!   line, so that a run asked for on several processes runs once.
+//! - `<job>.manual`: the manual runs claimed, so that a run asked for on several processes runs
+//!   once: a first line `v2 <Unix ms>`, the newest request forgotten, then one
+//!   `<id hex> <claimant> <requested, Unix ms>` per run claimed. A run is kept for as long as a
+//!   claim of it could be granted (its request is no older than the misfire grace); a claim of a
+//!   forgotten one is refused. A file of an earlier version (lines `<id hex> <claimant>`, the
+//!   last eight runs) is read as runs requested now.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -15,9 +20,6 @@ use super::{open, FileGuard, FileLease, Held, Holder, Record};
 use crate::clock::{epoch_millis, system_micros};
 use crate::control::{ManualRun, Pause};
 use crate::guard::{Claim, GuardError};
-
-/// How many manual runs the `.manual` file remembers.
-const MANUAL_KEPT: usize = 8;
 
 /// A small file beside the state file, read and written whole.
 struct Side {
@@ -128,20 +130,25 @@ impl FileGuard {
         let state_file = self.lock_state()?;
         let mut record = Record::read(&state_file).map_err(|e| self.state_err(e))?;
         let manual = self.manual_file();
-        let mut taken: Vec<(u64, u64)> = manual
-            .read()?
-            .lines()
-            .filter_map(|line| {
-                let (id, claimant) = line.split_once(' ')?;
-                Some((u64::from_str_radix(id, 16).ok()?, claimant.parse().ok()?))
-            })
-            .collect();
-        if let Some((_, claimant)) = taken.iter().find(|(id, _)| *id == run.id) {
+        let now = epoch_millis(self.clock.now());
+        let mut taken = Taken::parse(&manual.read()?, now);
+        let requested = epoch_millis(run.requested_at);
+        if let Some(claimant) = taken.claimant(run.id) {
             // This guard value's own claim, repeated: its lease was dropped with the answer.
-            return Ok(if *claimant == self.nonce {
+            return Ok(if claimant == self.nonce {
                 Claim::Lapsed
             } else {
                 Claim::AlreadyRan
+            });
+        }
+        if requested <= taken.forgotten {
+            return Ok(Claim::AlreadyRan);
+        }
+        let grace = i64::try_from(self.misfire_grace.as_millis()).unwrap_or(i64::MAX);
+        let late = now.saturating_sub(requested);
+        if late > grace {
+            return Ok(Claim::TooLate {
+                late: Duration::from_millis(u64::try_from(late).unwrap_or(0)),
             });
         }
         let Some(lock) = self.try_lock_run()? else {
@@ -155,13 +162,9 @@ impl FileGuard {
         let holder = Holder::this_process(lock.id);
         record.token = (record.token + 1).max(system_micros());
         record.holder = Some(holder);
-        taken.push((run.id, self.nonce));
-        let keep = taken.len().saturating_sub(MANUAL_KEPT);
-        let text: String = taken[keep..]
-            .iter()
-            .map(|(id, claimant)| format!("{id:016x} {claimant}\n"))
-            .collect();
-        manual.write(&text)?;
+        taken.forget_before(now.saturating_sub(grace));
+        taken.runs.push((run.id, self.nonce, requested));
+        manual.write(&taken.format())?;
         record.write(&state_file).map_err(|e| self.state_err(e))?;
         super::held_here::add(lock.id);
         Ok(Claim::Acquired(Box::new(FileLease {
@@ -172,5 +175,99 @@ impl FileGuard {
             }),
             token: record.token,
         })))
+    }
+}
+
+/// The manual runs claimed, as the `.manual` file keeps them (see the module documentation).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Taken {
+    /// The newest request forgotten (Unix ms): a claim of a run requested then or before is
+    /// refused, since it may be one of the runs forgotten.
+    forgotten: i64,
+    /// Each run's id, claimant and request (Unix ms).
+    runs: Vec<(u64, u64, i64)>,
+}
+
+impl Taken {
+    /// Reads the file; a run of an earlier version's file counts as requested at `now`, so that
+    /// it is kept one grace more.
+    fn parse(text: &str, now: i64) -> Taken {
+        let mut lines = text.lines().peekable();
+        let forgotten = lines
+            .peek()
+            .and_then(|line| line.strip_prefix("v2 "))
+            .and_then(|ms| ms.parse().ok());
+        if forgotten.is_some() {
+            lines.next();
+        }
+        let runs = lines
+            .filter_map(|line| {
+                let mut fields = line.split(' ');
+                let id = u64::from_str_radix(fields.next()?, 16).ok()?;
+                let claimant = fields.next()?.parse().ok()?;
+                let requested = match fields.next() {
+                    Some(ms) => ms.parse().ok()?,
+                    None => now,
+                };
+                Some((id, claimant, requested))
+            })
+            .collect();
+        Taken {
+            forgotten: forgotten.unwrap_or(i64::MIN),
+            runs,
+        }
+    }
+
+    fn claimant(&self, id: u64) -> Option<u64> {
+        self.runs
+            .iter()
+            .find(|(run, _, _)| *run == id)
+            .map(|(_, claimant, _)| *claimant)
+    }
+
+    /// Forgets the runs requested before `cut`.
+    fn forget_before(&mut self, cut: i64) {
+        let forgotten = &mut self.forgotten;
+        self.runs.retain(|(_, _, requested)| {
+            let keep = *requested >= cut;
+            if !keep {
+                *forgotten = (*forgotten).max(*requested);
+            }
+            keep
+        });
+    }
+
+    fn format(&self) -> String {
+        let mut text = format!("v2 {}\n", self.forgotten);
+        for (id, claimant, requested) in &self.runs {
+            text.push_str(&format!("{id:016x} {claimant} {requested}\n"));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Taken;
+
+    #[test]
+    fn an_earlier_versions_ring_is_read_as_runs_requested_now() {
+        let taken = Taken::parse("00000000000000ab 7\n00000000000000cd 9\n", 1_000);
+        assert_eq!(
+            taken,
+            Taken {
+                forgotten: i64::MIN,
+                runs: vec![(0xab, 7, 1_000), (0xcd, 9, 1_000)],
+            }
+        );
+    }
+
+    #[test]
+    fn forgotten_runs_move_the_mark_and_the_file_reads_back() {
+        let mut taken = Taken::parse("v2 5\n0000000000000001 7 10\n0000000000000002 7 30\n", 0);
+        taken.forget_before(20);
+        assert_eq!(taken.forgotten, 10);
+        assert_eq!(taken.runs, vec![(2, 7, 30)]);
+        assert_eq!(Taken::parse(&taken.format(), 0), taken);
     }
 }

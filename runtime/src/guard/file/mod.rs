@@ -47,6 +47,7 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use fs2::FileExt;
@@ -59,7 +60,7 @@ pub(crate) use feed::FileFeed;
 pub(crate) use store::{check_lock_dir, FileStore};
 
 use super::{Claim, Guard, GuardControls, GuardError, GuardErrorKind, Lease};
-use crate::clock::{epoch_millis, system_micros};
+use crate::clock::{epoch_millis, system_micros, Clock};
 use crate::control::{ManualRun, Pause};
 use crate::registry::BoxFuture;
 
@@ -81,6 +82,11 @@ pub(crate) struct FileGuard {
     /// Random, made once per guard value: recorded with each claim, so that a claim repeated by
     /// this guard value is recognised as its own (never answered `AlreadyRan`).
     nonce: u64,
+    /// A manual run asked for longer ago than this is refused.
+    misfire_grace: Duration,
+    /// The clock of the processes sharing the lock dir (the host's, unless a scheduler was given
+    /// another): the guard has none of its own.
+    clock: Clock,
 }
 
 /// How many of its own reported fires a guard value remembers.
@@ -121,7 +127,21 @@ impl FileGuard {
             skip: true,
             reported_here: Arc::default(),
             nonce: fastrand::u64(1..),
+            misfire_grace: crate::DEFAULT_MISFIRE_GRACE,
+            clock: Clock::system(),
         }
+    }
+
+    /// The clock that tells how old a manual run is: the scheduler's.
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The job's misfire grace, which bounds how late a manual run may still be claimed.
+    pub(crate) fn with_misfire_grace(mut self, grace: Duration) -> Self {
+        self.misfire_grace = grace;
+        self
     }
 
     /// Whether a busy claim records the fire as reported (`overlap = "skip"`, the default).
@@ -1151,6 +1171,7 @@ mod replaced_lock_file {
             Claim::DroppedByAnother => "dropped_by_another",
             Claim::Busy { .. } => "busy",
             Claim::Lapsed => "lapsed",
+            Claim::TooLate { .. } => "too_late",
             Claim::TooEarly { .. } => "too_early",
             Claim::Superseded => "superseded",
             Claim::Paused { .. } => "paused",

@@ -3,8 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{FileFeed, FileGuard};
+use crate::clock::Clock;
 use crate::guard::feed::ControlFeed;
 use crate::guard::Guard;
 use crate::options::Overlap;
@@ -13,6 +15,8 @@ use crate::private_dir::{check_private_dir, LOCK_DIR};
 /// The lock dir every `file` job of a scheduler shares (or the command-line tool's).
 pub(crate) struct FileStore {
     dir: PathBuf,
+    /// The processes' clock, which tells the guards how old a manual run is.
+    clock: Clock,
 }
 
 impl FileStore {
@@ -21,7 +25,14 @@ impl FileStore {
     pub(crate) fn new(dir: Option<PathBuf>) -> Self {
         FileStore {
             dir: dir.unwrap_or_else(default_lock_dir),
+            clock: Clock::system(),
         }
+    }
+
+    /// The guards read `clock` (the scheduler's) where they need the time.
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The folder.
@@ -30,8 +41,13 @@ impl FileStore {
     }
 
     /// The guard of job `job`.
-    pub(crate) fn guard(&self, job: &str, overlap: Overlap) -> Arc<dyn Guard> {
-        Arc::new(FileGuard::new(&self.dir, job).with_overlap(overlap))
+    pub(crate) fn guard(&self, job: &str, overlap: Overlap, grace: Duration) -> Arc<dyn Guard> {
+        Arc::new(
+            FileGuard::new(&self.dir, job)
+                .with_overlap(overlap)
+                .with_misfire_grace(grace)
+                .with_clock(self.clock.clone()),
+        )
     }
 
     /// The control feed of this lock dir.
@@ -64,9 +80,7 @@ impl FileStore {
                 ));
             }
         }
-        Ok(FileStore {
-            dir: dir.to_owned(),
-        })
+        Ok(FileStore::new(Some(dir.to_owned())))
     }
 }
 

@@ -5,7 +5,7 @@
 //! job's row (`SELECT … FOR UPDATE`), so that concurrent claims of one job are decided one after
 //! the other on the latest row, and answers exactly as the Redis guard's claim script does
 //! (acquired, claimed by another, dropped by another, already ran, busy, lapsed, too early,
-//! superseded, paused). A manual run is claimed by `claim_manual_v1`, one statement of its own
+//! superseded, paused). A manual run is claimed by `claim_manual_v2`, one statement of its own
 //! (manual runs are rare, so they are not batched). Every time comes from the database's
 //! `clock_timestamp()`, never from a replica: the lease is `lease_until` on the database clock. Renewal, release and abandon compare the claimant's token first.
 //!
@@ -166,7 +166,7 @@ impl Statements {
                  b.skip, b.nonce, $10, b.instance, b.history) AS c ORDER BY b.ord"
             ),
             claim_manual: format!(
-                "SELECT answer, val FROM {s}.claim_manual_v1($1, $2, $3, $4, $5, $6, $7)"
+                "SELECT answer, val FROM {s}.claim_manual_v2($1, $2, $3, $4, $5, $6, $7, $8)"
             ),
             set_pause: format!(
                 "INSERT INTO {s}.jobs (job, paused_at, paused_by) VALUES ($1, $2, $3) \
@@ -561,6 +561,8 @@ pub(crate) struct PostgresGuard {
     replace: bool,
     skip: bool,
     history: bool,
+    /// A manual run asked for longer ago than this is refused.
+    misfire_grace: Duration,
 }
 
 impl PostgresGuard {
@@ -585,7 +587,14 @@ impl PostgresGuard {
             replace: overlap == Overlap::Replace,
             skip: overlap == Overlap::Skip,
             history,
+            misfire_grace: crate::DEFAULT_MISFIRE_GRACE,
         }
+    }
+
+    /// The job's misfire grace, which bounds how late a manual run may still be claimed.
+    pub(crate) fn with_misfire_grace(mut self, grace: Duration) -> Self {
+        self.misfire_grace = grace;
+        self
     }
 
     /// The connections this guard uses.
@@ -826,6 +835,7 @@ impl GuardControls for PostgresGuard {
         // The same for every claim of this run by this guard value; never a scheduled fire's.
         let token = format!("{}:manual:{id}", self.nonce);
         let (lease, history) = (self.lease, self.history);
+        let grace = i64::try_from(self.misfire_grace.as_millis()).unwrap_or(i64::MAX);
         Box::pin(async move {
             let ms = lease_ms(lease)?;
             let sent_at = Instant::now();
@@ -838,6 +848,7 @@ impl GuardControls for PostgresGuard {
                         (&token, Type::TEXT),
                         (&ms, Type::INT8),
                         (&run.requested_at, Type::TIMESTAMPTZ),
+                        (&grace, Type::INT8),
                         (&&*instance, Type::TEXT),
                         (&history, Type::BOOL),
                     ],
@@ -850,6 +861,9 @@ impl GuardControls for PostgresGuard {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy { first_report: true },
                 3 => Claim::Lapsed,
+                9 => Claim::TooLate {
+                    late: Duration::from_millis(u64::try_from(value).unwrap_or(0)),
+                },
                 2 => Claim::Acquired(Box::new(PostgresLease {
                     db,
                     job,

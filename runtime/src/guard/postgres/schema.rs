@@ -14,8 +14,12 @@ use crate::guard::GuardError;
 ///   stop (`overlap = "replace"`); `lapsed` a last claimed fire given up unstarted;
 ///   `recent_fires`/`recent_tokens` the last eight claims, so that a retried claim is recognised
 ///   and a passed-over fire told apart from one that ran; `paused_at`/`paused_by` the job's pause
-///   (none while both are null); `manual_ids`/`manual_tokens` the last eight manual runs (id in
-///   hex, claimant's token), kept apart from the scheduled fires; `reported_through` the newest
+///   (none while both are null); `manual_run_ids`/`manual_run_tokens`/`manual_run_requested`
+///   the manual runs claimed (id in hex, claimant's token, when it was asked for), kept apart from
+///   the scheduled fires for as long as a claim of them could be granted (the job's misfire
+///   grace from the request, by the database clock), and `manual_forgotten` the newest request
+///   forgotten since; `manual_ids`/`manual_tokens` the last eight manual runs as
+///   `claim_manual_v1` of an earlier version keeps them; `reported_through` the newest
 ///   fire reported dropped and `missed_through` the newest reported missed, which with
 ///   `last_fire` make the job's fate point (columns, unlike the rows of `reports`, so that they
 ///   are kept past an hour).
@@ -46,6 +50,10 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("jobs", "paused_by", "text"),
     ("jobs", "manual_ids", "ARRAY"),
     ("jobs", "manual_tokens", "ARRAY"),
+    ("jobs", "manual_run_ids", "ARRAY"),
+    ("jobs", "manual_run_tokens", "ARRAY"),
+    ("jobs", "manual_run_requested", "ARRAY"),
+    ("jobs", "manual_forgotten", "timestamp with time zone"),
     ("jobs", "reported_through", "timestamp with time zone"),
     ("jobs", "missed_through", "timestamp with time zone"),
     ("reports", "job", "text"),
@@ -84,6 +92,10 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "paused_by"),
     ("jobs", "manual_ids"),
     ("jobs", "manual_tokens"),
+    ("jobs", "manual_run_ids"),
+    ("jobs", "manual_run_tokens"),
+    ("jobs", "manual_run_requested"),
+    ("jobs", "manual_forgotten"),
     ("jobs", "reported_through"),
     ("jobs", "missed_through"),
 ];
@@ -99,6 +111,7 @@ const FUNCTIONS: &[&str] = &[
     "report_missed_v1",
     "fate_point_v1",
     "claim_manual_v1",
+    "claim_manual_v2",
     "abandon_v1",
     "renew_v1",
     "release_v1",

@@ -14,6 +14,10 @@ CREATE TABLE IF NOT EXISTS {schema}.jobs (
   paused_by      text,
   manual_ids     text[] NOT NULL DEFAULT '{}',
   manual_tokens  text[] NOT NULL DEFAULT '{}',
+  manual_run_ids        text[] NOT NULL DEFAULT '{}',
+  manual_run_tokens     text[] NOT NULL DEFAULT '{}',
+  manual_run_requested  timestamptz[] NOT NULL DEFAULT '{}',
+  manual_forgotten      timestamptz,
   reported_through  timestamptz,
   missed_through    timestamptz
 );
@@ -23,6 +27,10 @@ ALTER TABLE {schema}.jobs
   ADD COLUMN IF NOT EXISTS paused_by text,
   ADD COLUMN IF NOT EXISTS manual_ids text[] NOT NULL DEFAULT '{}',
   ADD COLUMN IF NOT EXISTS manual_tokens text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_run_ids text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_run_tokens text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_run_requested timestamptz[] NOT NULL DEFAULT '{}',
+  ADD COLUMN IF NOT EXISTS manual_forgotten timestamptz,
   ADD COLUMN IF NOT EXISTS reported_through timestamptz,
   ADD COLUMN IF NOT EXISTS missed_through timestamptz;
 CREATE TABLE IF NOT EXISTS {schema}.reports (
@@ -427,6 +435,78 @@ BEGIN
   val := v_fence;
 END
 $manual$;
+
+-- A manual run: refused once asked for longer ago than the grace (answer 9, the ms since), or
+-- when it may be one of the runs forgotten; a run claimed is kept until then.
+CREATE OR REPLACE FUNCTION {schema}.claim_manual_v2(
+  p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
+  p_grace_ms bigint, p_instance text, p_history boolean, OUT answer integer, OUT val bigint)
+LANGUAGE plpgsql AS $manual2$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  v_cut timestamptz := v_now - p_grace_ms * interval '1 millisecond';
+  r {schema}.jobs%ROWTYPE;
+  v_claimed_by text;
+  v_fence bigint;
+BEGIN
+  answer := 0; val := 0;
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
+    SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  v_claimed_by := coalesce(r.manual_run_tokens[array_position(r.manual_run_ids, p_id)],
+                           r.manual_tokens[array_position(r.manual_ids, p_id)]);
+  IF v_claimed_by = p_token THEN
+    IF r.lease_holder IS DISTINCT FROM p_token OR r.lease_until <= v_now THEN
+      answer := 3;
+      RETURN;
+    END IF;
+    UPDATE {schema}.jobs SET lease_until = v_now + p_lease_ms * interval '1 millisecond'
+      WHERE job = p_job;
+    answer := 2;
+    val := r.fence;
+    RETURN;
+  END IF;
+  IF v_claimed_by IS NOT NULL OR p_requested <= r.manual_forgotten THEN
+    RETURN;
+  END IF;
+  IF p_requested < v_cut THEN
+    answer := 9;
+    val := floor(extract(epoch FROM v_now - p_requested) * 1000)::bigint;
+    RETURN;
+  END IF;
+  IF r.lease_holder IS NOT NULL AND r.lease_until > v_now THEN
+    answer := 1;
+    val := 1;
+    RETURN;
+  END IF;
+  v_fence := greatest(r.fence + 1, floor(extract(epoch FROM v_now) * 1000000)::bigint);
+  UPDATE {schema}.jobs SET
+    fence = v_fence, lease_holder = p_token,
+    lease_until = v_now + p_lease_ms * interval '1 millisecond', cancel_holder = NULL,
+    manual_forgotten = greatest(r.manual_forgotten,
+      (SELECT max(q) FROM unnest(r.manual_run_requested) AS u(q) WHERE q < v_cut)),
+    manual_run_ids = array_append(ARRAY(
+      SELECT i FROM unnest(r.manual_run_ids, r.manual_run_requested) WITH ORDINALITY AS u(i, q, n)
+      WHERE q >= v_cut ORDER BY n), p_id),
+    manual_run_tokens = array_append(ARRAY(
+      SELECT t FROM unnest(r.manual_run_tokens, r.manual_run_requested) WITH ORDINALITY AS u(t, q, n)
+      WHERE q >= v_cut ORDER BY n), p_token),
+    manual_run_requested = array_append(ARRAY(
+      SELECT q FROM unnest(r.manual_run_requested) WITH ORDINALITY AS u(q, n)
+      WHERE q >= v_cut ORDER BY n), p_requested)
+    WHERE job = p_job;
+  IF p_history THEN
+    UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';
+    INSERT INTO {schema}.runs (job, fire, instance, fence, started, outcome, lateness_ms)
+      VALUES (p_job, p_requested, p_instance, v_fence, v_now, 'running',
+              greatest(0, floor(extract(epoch FROM v_now - p_requested) * 1000)));
+  END IF;
+  answer := 2;
+  val := v_fence;
+END
+$manual2$;
 
 CREATE OR REPLACE FUNCTION {schema}.abandon_v1(p_job text, p_fire timestamptz, p_token text)
 RETURNS boolean LANGUAGE plpgsql AS $abandon$

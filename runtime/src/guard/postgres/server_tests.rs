@@ -51,18 +51,53 @@ async fn postgres_guard_passes_the_conformance_suite() {
     };
     let db = database(&server).await;
     let report = crate::guard::conformance::check(|spec| {
-        Arc::new(PostgresGuard::new(
-            Arc::clone(&db),
-            &spec.job,
-            Arc::from(spec.instance.as_str()),
-            spec.lease,
-            spec.overlap,
-            spec.history,
-        ))
+        Arc::new(
+            PostgresGuard::new(
+                Arc::clone(&db),
+                &spec.job,
+                Arc::from(spec.instance.as_str()),
+                spec.lease,
+                spec.overlap,
+                spec.history,
+            )
+            .with_misfire_grace(spec.misfire_grace),
+        )
     })
     .await
     .unwrap_or_else(|failure| panic!("{failure}"));
     assert!(report.skipped.is_empty(), "{report}");
+}
+
+#[tokio::test]
+async fn a_manual_run_an_earlier_version_claimed_is_not_claimed_again() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let raw = client(&server).await;
+    // A binary of an earlier version claims through claim_manual_v1, which keeps the last
+    // eight runs in manual_ids/manual_tokens.
+    let row = raw
+        .query_one(
+            "SELECT answer, val FROM cronguard.claim_manual_v1('older-manual', \
+             '000000000000beef', 'old-nonce:manual:000000000000beef', 30000, now(), 'old', false)",
+            &[],
+        )
+        .await
+        .expect("claim_manual_v1 still answers");
+    assert_eq!(row.get::<_, i32>(0), 2, "acquired by the earlier version");
+    raw.batch_execute(
+        "SELECT cronguard.release_v1('older-manual', 'old-nonce:manual:000000000000beef')",
+    )
+    .await
+    .expect("released");
+    let g = guard(&db, "older-manual", 30_000, false);
+    let run = crate::control::ManualRun {
+        id: 0xbeef,
+        requested_at: now(),
+    };
+    let answer = g.claim_manual(run).await.expect("answers");
+    assert!(matches!(answer, Claim::AlreadyRan), "{answer:?}");
 }
 
 #[tokio::test]
@@ -353,14 +388,17 @@ async fn the_guard_works_through_pgbouncer_in_transaction_mode() {
             .expect("connects through pgbouncer"),
     );
     let report = crate::guard::conformance::check(|spec| {
-        Arc::new(PostgresGuard::new(
-            Arc::clone(&db),
-            &spec.job,
-            Arc::from(spec.instance.as_str()),
-            spec.lease,
-            spec.overlap,
-            spec.history,
-        ))
+        Arc::new(
+            PostgresGuard::new(
+                Arc::clone(&db),
+                &spec.job,
+                Arc::from(spec.instance.as_str()),
+                spec.lease,
+                spec.overlap,
+                spec.history,
+            )
+            .with_misfire_grace(spec.misfire_grace),
+        )
     })
     .await
     .unwrap_or_else(|failure| panic!("through pgbouncer: {failure}"));
@@ -648,9 +686,12 @@ async fn a_schema_made_before_pauses_gets_them_at_start() {
     raw.batch_execute(
         "DROP FUNCTION cronguard.claim_v1; DROP FUNCTION cronguard.claim_v2; \
          DROP FUNCTION cronguard.claim_v3; \
-         DROP FUNCTION cronguard.claim_manual_v1; DROP TABLE cronguard.controls, cronguard.roster; \
+         DROP FUNCTION cronguard.claim_manual_v1; DROP FUNCTION cronguard.claim_manual_v2; \
+         DROP TABLE cronguard.controls, cronguard.roster; \
          ALTER TABLE cronguard.jobs DROP COLUMN paused_at, DROP COLUMN paused_by, \
-         DROP COLUMN manual_ids, DROP COLUMN manual_tokens",
+         DROP COLUMN manual_ids, DROP COLUMN manual_tokens, DROP COLUMN manual_run_ids, \
+         DROP COLUMN manual_run_tokens, DROP COLUMN manual_run_requested, \
+         DROP COLUMN manual_forgotten",
     )
     .await
     .expect("rolls the schema back");

@@ -50,15 +50,19 @@ impl PostgresStore {
         lease: Duration,
         overlap: Overlap,
         history: bool,
+        grace: Duration,
     ) -> Arc<dyn Guard> {
-        Arc::new(PostgresGuard::new(
-            Arc::clone(&self.0),
-            job,
-            Arc::clone(instance),
-            lease,
-            overlap,
-            history,
-        ))
+        Arc::new(
+            PostgresGuard::new(
+                Arc::clone(&self.0),
+                job,
+                Arc::clone(instance),
+                lease,
+                overlap,
+                history,
+            )
+            .with_misfire_grace(grace),
+        )
     }
 
     /// The control feed of this store.

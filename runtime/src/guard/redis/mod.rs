@@ -26,6 +26,10 @@
 //!   that, is reported through `first_report`;
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
+//! - `<prefix>:{<job>}:manual`: the manual runs claimed, a sorted set of ids scored by when each
+//!   was asked for (Unix ms); the state hash names each one's claimant (`m:<id>`) and the newest
+//!   request forgotten (`mf`). A run is kept while a claim of it could be granted: for the job's
+//!   misfire grace from its request, by the server's clock.
 //!
 //! A claim is one script, one round trip; the operations of many jobs due at the same instant
 //! share one call of the script (see [`batch`]), each answered as if it had run alone. It reads the server's `TIME` and refuses a fire further
@@ -150,12 +154,16 @@ pub(crate) struct RedisGuard {
     lock_key: Arc<str>,
     state_key: Arc<str>,
     cancel_key: Arc<str>,
+    /// The manual runs claimed, scored by their request.
+    manual_key: Arc<str>,
     /// `<prefix>:{<job>}:reported:`, followed by a fire's Unix ms.
     reported_prefix: Arc<str>,
     lease: Duration,
     replace: bool,
     /// `overlap = "skip"`: a busy fire is dropped, so the claim records its report.
     skip: bool,
+    /// A manual run asked for longer ago than this is refused.
+    misfire_grace: Duration,
 }
 
 impl RedisGuard {
@@ -178,11 +186,19 @@ impl RedisGuard {
             lock_key: Arc::from(format!("{prefix}:{{{job}}}:lock")),
             state_key: Arc::from(format!("{prefix}:{{{job}}}:state")),
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
+            manual_key: Arc::from(format!("{prefix}:{{{job}}}:manual")),
             reported_prefix: Arc::from(format!("{prefix}:{{{job}}}:reported:")),
             lease,
             replace: overlap == Overlap::Replace,
             skip: overlap == Overlap::Skip,
+            misfire_grace: crate::DEFAULT_MISFIRE_GRACE,
         }
+    }
+
+    /// The job's misfire grace, which bounds how late a manual run may still be claimed.
+    pub(crate) fn with_misfire_grace(mut self, grace: Duration) -> Self {
+        self.misfire_grace = grace;
+        self
     }
 
     /// Acquired claims must reach `wait.replicas` replicas before their run starts; the claims
@@ -623,7 +639,9 @@ impl GuardControls for RedisGuard {
         let lock_key = Arc::clone(&self.lock_key);
         let state_key = Arc::clone(&self.state_key);
         let cancel_key = Arc::clone(&self.cancel_key);
+        let manual_key = Arc::clone(&self.manual_key);
         let lease = self.lease;
+        let grace = self.misfire_grace.as_millis().to_string();
         // The same for every claim of this run by this guard value; never a scheduled fire's.
         let token = Arg::Owned(format!("{}:manual:{:016x}", self.nonce, run.id));
         Box::pin(async move {
@@ -631,8 +649,18 @@ impl GuardControls for RedisGuard {
             let sent_at = Instant::now();
             let op = batch::Op {
                 code: op::MANUAL,
-                keys: vec![Arg::Shared(Arc::clone(&lock_key)), Arg::Shared(state_key)],
-                args: vec![Arg::Owned(format!("{:016x}", run.id)), token.clone(), px],
+                keys: vec![
+                    Arg::Shared(Arc::clone(&lock_key)),
+                    Arg::Shared(state_key),
+                    Arg::Shared(manual_key),
+                ],
+                args: vec![
+                    Arg::Owned(format!("{:016x}", run.id)),
+                    token.clone(),
+                    px,
+                    Arg::Owned(epoch_millis(run.requested_at).to_string()),
+                    Arg::Owned(grace),
+                ],
             };
             let value = batcher.call(op).await.map_err(redis_err)?;
             let (code, value) = match answer(value)?[..] {
@@ -647,6 +675,9 @@ impl GuardControls for RedisGuard {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy { first_report: true },
                 3 => Claim::Lapsed,
+                9 => Claim::TooLate {
+                    late: Duration::from_millis(u64::try_from(value).unwrap_or(0)),
+                },
                 2 => Claim::Acquired(Box::new(RedisLease {
                     batcher,
                     lock_key,
@@ -734,14 +765,17 @@ impl Lease for RedisLease {
 pub(crate) async fn passes_the_suite(conn: RedisConn) -> super::conformance::Report {
     let batcher = Batcher::new(conn.clone());
     let report = super::conformance::check(|spec| {
-        Arc::new(RedisGuard::new(
-            conn.clone(),
-            Arc::clone(&batcher),
-            "cronguard",
-            &spec.job,
-            spec.lease,
-            spec.overlap,
-        ))
+        Arc::new(
+            RedisGuard::new(
+                conn.clone(),
+                Arc::clone(&batcher),
+                "cronguard",
+                &spec.job,
+                spec.lease,
+                spec.overlap,
+            )
+            .with_misfire_grace(spec.misfire_grace),
+        )
     })
     .await
     .unwrap_or_else(|failure| panic!("{failure}"));

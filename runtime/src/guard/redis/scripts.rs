@@ -40,8 +40,9 @@ pub(super) mod op {
     /// KEYS: the report record of the fire, state. ARGV: the guard value's nonce, the record's
     /// TTL (ms), fire (Unix ms).
     pub(in super::super) const FIRST_REPORT: &str = "f";
-    /// A manual run. KEYS: lock, state. ARGV: the run's id (16 hex digits), the claimant's token,
-    /// lease (ms).
+    /// A manual run. KEYS: lock, state, the job's manual runs. ARGV: the run's id (16 hex
+    /// digits), the claimant's token, lease (ms), when it was asked for (Unix ms), the job's
+    /// misfire grace (ms).
     pub(in super::super) const MANUAL: &str = "m";
     /// The fate point. KEYS: state. Answers `{1, point}` or `{0}` (no record).
     pub(in super::super) const FATE_POINT: &str = "p";
@@ -59,7 +60,8 @@ pub(super) mod op {
 /// (another claimant recorded its report of this fire); `ignored`
 /// is `1` when a recorded `last` far ahead of the server's clock was ignored); a manual claim
 /// `{answer, value, 0}` with the answers `0`, `1`, `2` and `3` of a claim (busy always with value
-/// `1`: nothing is recorded); any other operation `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
+/// `1`: nothing is recorded) and `9` too late (value: ms since the run was asked for, by the
+/// server's clock); any other operation `{result}`; an operation that failed `{-1, message}` — one job's broken keys fail that job's
 /// operation, never the batch. A node that takes no writes (`READONLY`, `NOREPLICAS`) fails the
 /// whole call with that error.
 pub(crate) const BATCH_LUA: &str = r#"
@@ -204,14 +206,21 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   return {2, fence, ignored}
 end
 
--- A manual run takes the lock and a fencing token like a claim, and is recorded only in a ring of
--- its own (m0..m7 as `<id> <token>`, written at mn % 8), so that the record of scheduled fires
--- (last, holder, the ring r0..r7) is untouched and the pause is not read.
-local function manual(lock, state_key, id, token, px)
-  local state = redis.call('HMGET', state_key, 'fence', 'mn', 'm0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7')
-  local claimed_by = false
-  for i = 3, 10 do
-    if state[i] then
+-- A manual run takes the lock and a fencing token like a claim, and is recorded apart from the
+-- scheduled fires (last, holder, the ring r0..r7), so that they are untouched and the pause is not
+-- read: the state hash names each run's claimant in a field `m:<id>`, and the sorted set `runs`
+-- holds each id scored by its request (Unix ms). A run is kept for as long as a claim of it could
+-- be granted: a claim of a run nobody claimed that was asked for longer than the grace ago (by
+-- the server's clock) is refused (`9`), and the runs asked for before then are forgotten, the
+-- newest of them in `mf`, so that a claim of a forgotten run (a longer grace, a clock gone back)
+-- is refused too. The fields m0..m7 are the ring of the last eight runs of an earlier version.
+local function manual(lock, state_key, runs, id, token, px, requested_arg, grace_arg)
+  local requested, grace = tonumber(requested_arg), tonumber(grace_arg)
+  local state = redis.call('HMGET', state_key, 'fence', 'mf', 'm:' .. id,
+    'm0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7')
+  local claimed_by = state[3]
+  for i = 4, 11 do
+    if not claimed_by and state[i] then
       local run, tok = string.match(state[i], '^(%S+) (%S+)$')
       if run == id then claimed_by = tok end
     end
@@ -230,13 +239,28 @@ local function manual(lock, state_key, id, token, px)
   if claimed_by then
     return {0, 0, 0}
   end
+  local forgotten = tonumber(state[2])
+  if forgotten and requested <= forgotten then
+    return {0, 0, 0}
+  end
+  if now - requested > grace then
+    return {9, now - requested, 0}
+  end
   if not redis.call('SET', lock, token, 'NX', 'PX', px) then
     return {1, 1, 0}
   end
   local fence = math.max((tonumber(state[1]) or 0) + 1, now_us)
-  local n = tonumber(state[2]) or 0
-  redis.call('HSET', state_key, 'fence', string.format('%.0f', fence), 'mn', n + 1,
-    'm' .. (n % 8), id .. ' ' .. token)
+  local old = redis.call('ZRANGEBYSCORE', runs, '-inf', '(' .. string.format('%.0f', now - grace), 'WITHSCORES')
+  if #old > 0 then
+    for i = 1, #old, 2 do
+      redis.call('HDEL', state_key, 'm:' .. old[i])
+      forgotten = math.max(forgotten or tonumber(old[i + 1]), tonumber(old[i + 1]))
+    end
+    redis.call('ZREMRANGEBYSCORE', runs, '-inf', '(' .. string.format('%.0f', now - grace))
+    redis.call('HSET', state_key, 'mf', string.format('%.0f', forgotten))
+  end
+  redis.call('ZADD', runs, requested_arg, id)
+  redis.call('HSET', state_key, 'fence', string.format('%.0f', fence), 'm:' .. id, token)
   return {2, fence, 0}
 end
 
@@ -346,8 +370,9 @@ while a <= #ARGV do
     ok, res = pcall(abandon, KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2])
     k, a = k + 3, a + 3
   elseif code == 'm' then
-    ok, res = pcall(manual, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
-    k, a = k + 2, a + 4
+    ok, res = pcall(manual, KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
+      ARGV[a + 4], ARGV[a + 5])
+    k, a = k + 3, a + 6
   elseif code == 'f' then
     ok, res = pcall(first_report, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
     k, a = k + 2, a + 4

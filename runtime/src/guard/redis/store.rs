@@ -58,7 +58,13 @@ pub(crate) struct RedisStore {
 
 impl RedisStore {
     /// The guard of job `job` on these connections.
-    pub(crate) fn guard(&self, job: &str, lease: Duration, overlap: Overlap) -> Arc<dyn Guard> {
+    pub(crate) fn guard(
+        &self,
+        job: &str,
+        lease: Duration,
+        overlap: Overlap,
+        grace: Duration,
+    ) -> Arc<dyn Guard> {
         Arc::new(
             RedisGuard::new(
                 self.conn.clone(),
@@ -68,6 +74,7 @@ impl RedisStore {
                 lease,
                 overlap,
             )
+            .with_misfire_grace(grace)
             .waiting_for_replicas(self.wait, self.wait_conn.clone()),
         )
     }
