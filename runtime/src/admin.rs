@@ -102,7 +102,7 @@ pub struct StoredJobHealth {
     /// store holds no record of the job and no fire came due since it was announced.
     pub due: Option<DateTime<Utc>>,
     /// How long after its fire time a fire must have started: the job's misfire grace plus its
-    /// whole jitter, as its replicas announced them; [`DEFAULT_MISFIRE_GRACE`](crate::DEFAULT_MISFIRE_GRACE)
+    /// whole jitter, as its replicas announced them; [`DEFAULT_MISFIRE_GRACE`]
     /// (60 s) for a job announced by a replica of an earlier version, which did not announce it.
     pub due_grace: Duration,
     /// The job's fate point in the store (see [`Guard::fate_point`]): every fire up to it was
