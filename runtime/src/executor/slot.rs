@@ -818,6 +818,9 @@ impl JobSlot {
         let Some(guard) = self.shared_guard() else {
             return;
         };
+        if guard.history().is_none() {
+            return;
+        }
         let (outcome, error) = match &event.kind {
             EventKind::Succeeded => (Outcome::Succeeded, None),
             // A failure that is retried is not the run's end.
