@@ -174,7 +174,9 @@ async fn run(db: &Database, mut batch: Vec<Queued>, kind: Kind) {
                 batch.len()
             );
             for queued in batch {
-                let _ = queued.reply.send(Err(GuardError::invalid(text.clone())));
+                let _ = queued
+                    .reply
+                    .send(Err(super::failure(GuardErrorKind::Invalid, text.clone())));
             }
         }
         Err(e) => {

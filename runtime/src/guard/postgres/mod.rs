@@ -540,13 +540,18 @@ fn pool_error(e: &deadpool_postgres::PoolError) -> GuardError {
 
 fn first(rows: &[Row]) -> Result<&Row, GuardError> {
     rows.first()
-        .ok_or_else(|| GuardError::invalid("the PostgreSQL statement returned no row"))
+        .ok_or_else(|| failure(GuardErrorKind::Invalid, "the statement returned no row"))
 }
 
 fn lease_ms(lease: Duration) -> Result<i64, GuardError> {
     cronguard_schedule::check_lease(lease)
         .and_then(|()| i64::try_from(lease.as_millis()).map_err(|e| e.to_string()))
-        .map_err(|e| GuardError::invalid(format!("the lease of {lease:?} {e}")))
+        .map_err(|e| {
+            failure(
+                GuardErrorKind::Invalid,
+                format!("the lease of {lease:?} {e}"),
+            )
+        })
 }
 
 /// The guard of one job.
@@ -633,7 +638,8 @@ impl Guard for PostgresGuard {
                 }))
                 .await?;
             let batch::Reply::Claim(answer, value, ignored, paused) = reply else {
-                return Err(GuardError::invalid(
+                return Err(failure(
+                    GuardErrorKind::Invalid,
                     "the batch answered a claim with another kind of answer".to_owned(),
                 ));
             };
@@ -654,7 +660,8 @@ impl Guard for PostgresGuard {
                 },
                 6 => {
                     let (at, by) = paused.ok_or_else(|| {
-                        GuardError::invalid(
+                        failure(
+                            GuardErrorKind::Invalid,
                             "the claim function answered paused without the pause".to_owned(),
                         )
                     })?;
@@ -677,7 +684,7 @@ impl Guard for PostgresGuard {
                     sent_at,
                 })),
                 other => {
-                    return Err(GuardError::invalid(format!(
+                    return Err(failure(GuardErrorKind::Invalid, format!(
                         "the claim function answered {other}, which this version of cronguard does not know; run one version of cronguard against one schema, or set another with `Builder::postgres_schema`"
                     )))
                 }
@@ -873,7 +880,7 @@ impl GuardControls for PostgresGuard {
                     sent_at,
                 })),
                 other => {
-                    return Err(GuardError::invalid(format!(
+                    return Err(failure(GuardErrorKind::Invalid, format!(
                         "the manual claim function answered {other}, which this version of cronguard does not know; run one version of cronguard against one schema, or set another with `Builder::postgres_schema`"
                     )))
                 }
@@ -946,9 +953,12 @@ fn history_entry(job: &str, row: &Row) -> Result<HistoryEntry, GuardError> {
     let get_err = |e: tokio_postgres::Error| pg_err(&e);
     let outcome: String = row.try_get(5).map_err(get_err)?;
     let outcome = Outcome::from_name(&outcome).ok_or_else(|| {
-        GuardError::invalid(format!(
+        failure(
+            GuardErrorKind::Invalid,
+            format!(
             "the history holds an outcome `{outcome}` that this version of cronguard does not know"
-        ))
+        ),
+        )
     })?;
     let fence: Option<i64> = row.try_get(2).map_err(get_err)?;
     let lateness: Option<i64> = row.try_get(7).map_err(get_err)?;
@@ -1005,7 +1015,8 @@ impl Lease for PostgresLease {
                 batch::Reply::Renew(2) => Renewal::CancelRequested,
                 batch::Reply::Renew(_) => Renewal::Renewed,
                 _ => {
-                    return Err(GuardError::invalid(
+                    return Err(failure(
+                        GuardErrorKind::Invalid,
                         "the batch answered a renewal with another kind of answer".to_owned(),
                     ))
                 }
