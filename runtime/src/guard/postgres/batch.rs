@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
-use super::{pg_err, Database, CLAIM_AHEAD_TOLERANCE_MS};
+use super::{pg_err, Database, Failed, CLAIM_AHEAD_TOLERANCE_MS};
 use crate::guard::batching::Queue;
 use crate::guard::{GuardError, GuardErrorKind};
 
@@ -150,17 +150,42 @@ enum Kind {
     Release,
 }
 
-/// One statement for `batch` (all of `kind`); every operation gets its answer or the error.
+/// One statement for `batch` (all of `kind`); every operation gets its answer or the error. When
+/// the statement waited too long for a job's row locked elsewhere, each operation is sent again
+/// alone, so that only the locked job's fails.
 async fn run(db: &Database, mut batch: Vec<Queued>, kind: Kind) {
     if batch.is_empty() {
         return;
     }
     batch.sort_by(|a, b| a.op.job().cmp(b.op.job()));
-    let result = match kind {
-        Kind::Claim => claims(db, &batch).await,
-        Kind::Renew => renewals(db, &batch).await,
-        Kind::Release => releases(db, &batch).await,
-    };
+    match statement(db, &batch, kind).await {
+        Err(failed) if failed.locked && batch.len() > 1 => {
+            tracing::warn!(
+                operations = batch.len(),
+                error = %crate::error::Chain(&failed.error),
+                "a job's row in PostgreSQL is locked by another session (an open transaction?); the batch is sent again one operation at a time"
+            );
+            let alone = batch.into_iter().map(|queued| async move {
+                let one = [queued];
+                let result = statement(db, &one, kind).await;
+                answer(one.into(), result.map_err(|failed| failed.error));
+            });
+            futures_util::future::join_all(alone).await;
+        }
+        result => answer(batch, result.map_err(|failed| failed.error)),
+    }
+}
+
+async fn statement(db: &Database, batch: &[Queued], kind: Kind) -> Result<Vec<Reply>, Failed> {
+    match kind {
+        Kind::Claim => claims(db, batch).await,
+        Kind::Renew => renewals(db, batch).await,
+        Kind::Release => releases(db, batch).await,
+    }
+}
+
+/// Hands each operation of `batch` its reply, or the statement's error.
+fn answer(batch: Vec<Queued>, result: Result<Vec<Reply>, GuardError>) {
     match result {
         Ok(replies) if replies.len() == batch.len() => {
             for (queued, reply) in batch.into_iter().zip(replies) {
@@ -195,7 +220,7 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Res
     row.try_get(i).map_err(|e| pg_err(&e))
 }
 
-async fn claims(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardError> {
+async fn claims(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, Failed> {
     let ops: Vec<&ClaimOp> = batch
         .iter()
         .filter_map(|q| match &q.op {
@@ -224,7 +249,7 @@ async fn claims(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardErro
         (&history, Type::BOOL_ARRAY),
         (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
     ];
-    let rows = db.query(&db.sql.claim_batch, &params).await?;
+    let rows = db.query_or_locked(&db.sql.claim_batch, &params).await?;
     rows.iter()
         .map(|row| {
             let at: Option<DateTime<Utc>> = get(row, 3)?;
@@ -236,10 +261,11 @@ async fn claims(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardErro
                 at.map(|at| (at, by.unwrap_or_default())),
             ))
         })
-        .collect()
+        .collect::<Result<_, GuardError>>()
+        .map_err(Failed::from)
 }
 
-async fn renewals(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardError> {
+async fn renewals(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, Failed> {
     let mut jobs = Vec::with_capacity(batch.len());
     let mut tokens = Vec::with_capacity(batch.len());
     let mut leases = Vec::with_capacity(batch.len());
@@ -256,7 +282,7 @@ async fn renewals(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardEr
         }
     }
     let rows = db
-        .query(
+        .query_or_locked(
             &db.sql.renew_batch,
             &[
                 (&jobs, Type::TEXT_ARRAY),
@@ -267,10 +293,11 @@ async fn renewals(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardEr
         .await?;
     rows.iter()
         .map(|row| Ok(Reply::Renew(get(row, 0)?)))
-        .collect()
+        .collect::<Result<_, GuardError>>()
+        .map_err(Failed::from)
 }
 
-async fn releases(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardError> {
+async fn releases(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, Failed> {
     let mut jobs = Vec::with_capacity(batch.len());
     let mut tokens = Vec::with_capacity(batch.len());
     for queued in batch {
@@ -280,12 +307,13 @@ async fn releases(db: &Database, batch: &[Queued]) -> Result<Vec<Reply>, GuardEr
         }
     }
     let rows = db
-        .query(
+        .query_or_locked(
             &db.sql.release_batch,
             &[(&jobs, Type::TEXT_ARRAY), (&tokens, Type::TEXT_ARRAY)],
         )
         .await?;
     rows.iter()
         .map(|row| Ok(Reply::Release(get(row, 0)?)))
-        .collect()
+        .collect::<Result<_, GuardError>>()
+        .map_err(Failed::from)
 }

@@ -59,6 +59,17 @@ const CLAIM_AHEAD_TOLERANCE_MS: i64 = 1000;
 /// turns into errors, never into a stuck scheduler.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Opens the transaction each statement runs in, with server-side limits below
+/// [`STATEMENT_TIMEOUT`]: the server ends a statement that waits for a row lock longer than
+/// 800 ms, or runs longer than 1.5 s, and frees its locks before the client gives up on it and
+/// drops the connection (a backend waiting for a lock does not notice a closed socket, and would
+/// go on waiting with the locks it already holds). A row locked elsewhere (an operator's
+/// `SELECT … FOR UPDATE` left open) fails the statement with `lock_not_available`, and a batch
+/// then retries its operations one by one (see `batch.rs`). `SET LOCAL` holds for the
+/// transaction only, so that it works through PgBouncer in transaction mode (which drops the
+/// startup `options`) and leaves nothing on a pooled connection.
+const LIMITS: &str = "BEGIN; SET LOCAL lock_timeout = 800; SET LOCAL statement_timeout = 1500";
+
 /// Connections kept by one process: claims of many jobs share them.
 const POOL_SIZE: usize = 8;
 
@@ -268,6 +279,21 @@ fn kind_of(e: &tokio_postgres::Error) -> GuardErrorKind {
     }
 }
 
+/// A failed statement, and whether a row lock held elsewhere made it fail.
+struct Failed {
+    error: GuardError,
+    locked: bool,
+}
+
+impl From<GuardError> for Failed {
+    fn from(error: GuardError) -> Self {
+        Failed {
+            error,
+            locked: false,
+        }
+    }
+}
+
 fn pg_err(e: &tokio_postgres::Error) -> GuardError {
     failure(kind_of(e), describe(e))
 }
@@ -385,6 +411,14 @@ impl Database {
     /// but a database error (a timeout, a dropped socket) is taken out of the pool and closed, so
     /// that no later statement waits behind an answer that may never come.
     async fn query(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, GuardError> {
+        self.query_or_locked(sql, params)
+            .await
+            .map_err(|failed| failed.error)
+    }
+
+    /// [`query`](Self::query), telling apart a statement that failed because a row it needed
+    /// was locked elsewhere for longer than the lock timeout of [`LIMITS`]; it took no effect.
+    async fn query_or_locked(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, Failed> {
         let client = tokio::time::timeout(STATEMENT_TIMEOUT, self.pool.get())
             .await
             .map_err(|_| too_slow("no connection within 2 s"))?
@@ -393,7 +427,20 @@ impl Database {
         self.ensure_schema(&mut client).await?;
         self.statements
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        match tokio::time::timeout(STATEMENT_TIMEOUT, client.query_typed(sql, params)).await {
+        // Sent together, so still one round trip: the three requests are written before any
+        // answer is read. After a failed statement `COMMIT` ends the transaction as a rollback.
+        let in_transaction = async {
+            let (begun, rows, committed) = tokio::join!(
+                client.batch_execute(LIMITS),
+                client.query_typed(sql, params),
+                client.batch_execute("COMMIT"),
+            );
+            let rows = rows?;
+            begun?;
+            committed?;
+            Ok::<_, tokio_postgres::Error>(rows)
+        };
+        match tokio::time::timeout(STATEMENT_TIMEOUT, in_transaction).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => {
                 let missing = e.code().is_some_and(|c| {
@@ -412,14 +459,18 @@ impl Database {
                 } else if e.as_db_error().is_none() {
                     drop(Object::take(client));
                 }
-                Err(pg_err(&e))
+                Err(Failed {
+                    locked: e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE),
+                    error: pg_err(&e),
+                })
             }
             Err(_) => {
                 drop(Object::take(client));
                 Err(too_slow(format_args!(
                     "no answer within {} s",
                     STATEMENT_TIMEOUT.as_secs()
-                )))
+                ))
+                .into())
             }
         }
     }

@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cronguard_testkit::{PgBouncer, PostgresServer};
 
 use super::{Database, PostgresGuard};
-use crate::guard::{Claim, Guard, GuardControls};
+use crate::guard::{Claim, Guard, GuardControls, GuardErrorKind};
 use crate::history::Outcome;
 use crate::options::Overlap;
 
@@ -945,4 +945,130 @@ async fn a_schema_made_before_missed_fires_gets_them_at_start() {
         Claim::DroppedByAnother
     ));
     acquired(&g, at(4)).await;
+}
+
+/// Backends waiting for a lock, polled until there are none or `within` passed.
+async fn lock_waiters_after(server: &PostgresServer, within: Duration) -> i64 {
+    let watcher = client(server).await;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .expect("reads pg_stat_activity")
+            .get(0);
+        if waiting == 0 || tokio::time::Instant::now() >= deadline {
+            return waiting;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An operator's `SELECT … FOR UPDATE` left open on one job's row: the claims of the other jobs
+/// are answered, also in a batch with the locked job, and the locked job's claim fails as a
+/// timeout that the server ended itself, leaving no backend waiting.
+async fn check_a_row_locked_elsewhere(server: &PostgresServer, url: &str) {
+    let db = Arc::new(Database::connect(url, "cronguard").await.expect("connects"));
+    let (free, held) = (
+        guard(&db, "free", 30_000, false),
+        guard(&db, "held", 30_000, false),
+    );
+    let mut fire = now() - TimeDelta::seconds(30);
+    for g in [&free, &held] {
+        match g.claim(fire).await.expect("answers") {
+            Claim::Acquired(lease) => lease.release().await.expect("release"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut operator = client(server).await;
+    let open = operator.transaction().await.expect("begins");
+    open.execute(
+        "SELECT * FROM cronguard.jobs WHERE job = 'held' FOR UPDATE",
+        &[],
+    )
+    .await
+    .expect("locks the row");
+
+    let deadline = Duration::from_secs(10);
+    fire += TimeDelta::seconds(1);
+    match tokio::time::timeout(deadline, free.claim(fire))
+        .await
+        .expect("the claim of the free job is answered")
+    {
+        Ok(Claim::Acquired(lease)) => lease.release().await.expect("release"),
+        other => panic!("the free job alone: {other:?}"),
+    }
+    let alone = tokio::time::timeout(deadline, held.claim(fire))
+        .await
+        .expect("the claim of the locked job is answered");
+    match alone {
+        Err(e) => assert_eq!(e.kind(), GuardErrorKind::Timeout, "{e}"),
+        Ok(other) => panic!("the locked job alone: {other:?}"),
+    }
+    assert_eq!(
+        lock_waiters_after(server, Duration::from_secs(1)).await,
+        0,
+        "a backend still waits for the row after the claim failed"
+    );
+
+    fire += TimeDelta::seconds(1);
+    let before = db.statements();
+    let (a, b) = tokio::time::timeout(deadline, async {
+        tokio::join!(free.claim(fire), held.claim(fire))
+    })
+    .await
+    .expect("the claims of both jobs are answered");
+    assert_eq!(
+        db.statements() - before,
+        3,
+        "the two claims go out in one statement, then each alone"
+    );
+    match a {
+        Ok(Claim::Acquired(lease)) => lease.release().await.expect("release"),
+        other => panic!("the free job with the locked one: {other:?}"),
+    }
+    match b {
+        Err(e) => assert_eq!(e.kind(), GuardErrorKind::Timeout, "{e}"),
+        Ok(other) => panic!("the locked job with the free one: {other:?}"),
+    }
+    assert_eq!(
+        lock_waiters_after(server, Duration::from_secs(1)).await,
+        0,
+        "a backend still waits for the row after the batch failed"
+    );
+
+    open.rollback()
+        .await
+        .expect("ends the operator's transaction");
+    fire += TimeDelta::seconds(1);
+    match held
+        .claim(fire)
+        .await
+        .expect("answers once the row is free")
+    {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("the locked job once free: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_row_locked_elsewhere_stalls_only_its_own_job() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    check_a_row_locked_elsewhere(&server, &server.url()).await;
+}
+
+#[tokio::test]
+async fn a_row_locked_elsewhere_stalls_only_its_own_job_through_pgbouncer() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let Some(bouncer) = PgBouncer::start(&server) else {
+        return;
+    };
+    check_a_row_locked_elsewhere(&server, &bouncer.url()).await;
 }
