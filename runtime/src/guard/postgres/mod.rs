@@ -155,7 +155,7 @@ struct Statements {
     abandon: String,
     first_report: String,
     last_claimed: String,
-    fate_point: String,
+    fate_point_batch: String,
     report_missed: String,
     run_ended: String,
     dropped: String,
@@ -202,7 +202,10 @@ impl Statements {
                 "SELECT CASE WHEN lapsed IS DISTINCT FROM last_fire THEN last_fire END \
                  FROM {s}.jobs WHERE job = $1"
             ),
-            fate_point: format!("SELECT {s}.fate_point_v1($1, $2)"),
+            fate_point_batch: format!(
+                "SELECT {s}.fate_point_v1(b.job, $2) FROM unnest($1::text[]) WITH ORDINALITY \
+                 AS b(job, ord) ORDER BY b.ord"
+            ),
             report_missed: format!("SELECT {s}.report_missed_v1($1, $2, $3)"),
             run_ended: format!(
                 "UPDATE {s}.runs SET ended = clock_timestamp(), outcome = $4, error = $5 \
@@ -798,16 +801,13 @@ impl Guard for PostgresGuard {
         let db = Arc::clone(&self.db);
         let job = Arc::clone(&self.job);
         Box::pin(async move {
-            let rows = db
-                .query(
-                    &db.sql.fate_point,
-                    &[
-                        (&&*job, Type::TEXT),
-                        (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
-                    ],
-                )
-                .await?;
-            first(&rows)?.try_get(0).map_err(|e| pg_err(&e))
+            match db.batched(batch::Op::FatePoint { job }).await? {
+                batch::Reply::FatePoint(point) => Ok(point),
+                _ => Err(failure(
+                    GuardErrorKind::Invalid,
+                    "the batch answered a fate point with another kind of answer",
+                )),
+            }
         })
     }
 
