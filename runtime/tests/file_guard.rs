@@ -295,6 +295,79 @@ async fn a_fire_skipped_as_busy_is_not_run_by_a_replica_standing_by() {
 }
 
 /// Lock dirs that another local user could tamper with are refused at start.
+/// A process stuck while it holds `<job>.state` (frozen, or `flock <lock dir>/<job>.state sleep
+/// 1000`): the job's claims time out instead of hanging, and its fire is reported as misfired,
+/// saying what to look for, once its grace is over. On the real clock: the guard waits for the
+/// state lock on a blocking thread.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_holder_of_the_state_file_gets_fires_reported_as_misfired() {
+    use fs2::FileExt;
+    use std::os::unix::fs::DirBuilderExt;
+
+    let dir = lock_dir("stuck");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .expect("lock dir");
+    let state = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join("stuck.state"))
+        .expect("state file");
+    state.lock_exclusive().expect("state lock");
+    let events = Arc::new(Mutex::new(Vec::<Event>::new()));
+    let sink = Arc::clone(&events);
+    let job = Job::new(
+        "stuck",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .lock(Lock::File)
+    .misfire_grace(Duration::from_secs(2))
+    .run(|_| async {});
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .lock_dir(&dir)
+        .on_event(move |e| sink.lock().expect("lock").push(e.clone()))
+        .job(job)
+        .start()
+        .await
+        .expect("starts");
+    let misfired = |events: &[Event]| {
+        events.iter().find_map(|e| match &e.kind {
+            cronguard::EventKind::Misfired { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let reason = loop {
+        if let Some(reason) = misfired(&events.lock().expect("lock")) {
+            break Some(reason);
+        }
+        if std::time::Instant::now() > deadline {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    drop(state);
+    handle.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let reason = reason.expect("a fire is reported as misfired within 30 s");
+    assert!(
+        reason.contains("stuck.state") && reason.contains("fuser"),
+        "{reason}"
+    );
+    let ran = events
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|e| e.kind.name() == "started")
+        .count();
+    assert_eq!(ran, 0, "no fire started while the state lock was stuck");
+}
+
 #[cfg(unix)]
 mod private_lock_dir {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};

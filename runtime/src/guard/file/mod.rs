@@ -8,7 +8,10 @@
 //!   eight dropped fires reported (so that a drop is reported at warn level once), the newest fire
 //!   reported missed (see below) and the holder of the run lock (its pid, its start time and the
 //!   device and inode of the lock file it locked). It is read and written only under its own
-//!   exclusive `flock`, held for the few microseconds of a claim.
+//!   exclusive `flock`, held for the few microseconds of a claim. A call waits for that lock
+//!   for [`STATE_LOCK_WAIT`] at most and then answers a [`GuardErrorKind::Timeout`] that names
+//!   the file: a holder stuck on it makes the job's claims fail (and its fires, once their grace
+//!   runs out, be reported as misfired) instead of hanging them and the blocking pool.
 //!
 //! Both are opened with `O_NOFOLLOW` and created with mode 0600 (the lock dir itself is checked
 //! at start: see `config::check_lock_dir`), so a link planted in their place is an error, never
@@ -47,7 +50,7 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use fs2::FileExt;
@@ -67,6 +70,17 @@ use crate::registry::BoxFuture;
 /// How many times a claim opens a lock file again when its path no longer names the inode it
 /// locked (the file was removed or replaced between the open and the lock).
 const REOPEN_TRIES: usize = 8;
+
+/// How long a call waits for the lock of `<job>.state`, which a claim holds for microseconds:
+/// only a stuck holder (a frozen process, a `flock` someone runs on the file) keeps it longer.
+/// Then the call answers a [`GuardErrorKind::Timeout`] and its blocking thread is free again;
+/// the scheduler retries a claim until the misfire grace (60 s by default) runs out and then
+/// reports the fire as misfired. Under the 2 s that the scheduler and health checks wait for a
+/// guard, so that they report this error rather than no answer.
+const STATE_LOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// The longest pause between two tries of the state lock while waiting for it.
+const STATE_LOCK_PAUSE: Duration = Duration::from_millis(20);
 
 #[derive(Clone)]
 pub(crate) struct FileGuard {
@@ -266,8 +280,8 @@ impl FileGuard {
         Ok(Claim::Busy { first_report })
     }
 
-    /// Opens and locks `<job>.state` (waiting for the lock), making sure the path still names the
-    /// locked inode.
+    /// Opens and locks `<job>.state` (waiting for the lock up to [`STATE_LOCK_WAIT`]), making
+    /// sure the path still names the locked inode.
     fn lock_state(&self) -> Result<Locked, GuardError> {
         self.lock_state_with(true)?
             .ok_or_else(|| self.state_err(std::io::Error::from(std::io::ErrorKind::WouldBlock)))
@@ -275,16 +289,27 @@ impl FileGuard {
 
     /// [`Self::lock_state`]; without `wait`, `None` when another claim holds the state lock.
     fn lock_state_with(&self, wait: bool) -> Result<Option<Locked>, GuardError> {
+        let deadline = Instant::now() + STATE_LOCK_WAIT;
         for _ in 0..REOPEN_TRIES {
             let file = open(&self.state_path)?;
-            if wait {
-                file.lock_exclusive().map_err(|e| self.state_err(e))?;
-            } else {
+            // Never `lock_exclusive`: a blocking `flock` cannot be given up, so a stuck holder
+            // would keep this thread of the blocking pool for good.
+            let mut pause = Duration::from_millis(1);
+            loop {
                 match file.try_lock_exclusive() {
-                    Ok(()) => {}
-                    Err(e) if is_contended(&e) => return Ok(None),
+                    Ok(()) => break,
+                    Err(e) if is_contended(&e) => {}
                     Err(e) => return Err(self.state_err(e)),
                 }
+                if !wait {
+                    return Ok(None);
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(self.state_lock_timeout());
+                }
+                std::thread::sleep(pause.min(left));
+                pause = (pause * 2).min(STATE_LOCK_PAUSE);
             }
             let file = Locked(file);
             if still_at(&file, &self.state_path)
@@ -335,6 +360,20 @@ impl FileGuard {
 
     fn state_err(&self, source: std::io::Error) -> GuardError {
         file_error(&self.state_path, source)
+    }
+
+    /// The state lock stayed taken for all of [`STATE_LOCK_WAIT`].
+    fn state_lock_timeout(&self) -> GuardError {
+        let path = self.state_path.display();
+        GuardError::new(
+            GuardErrorKind::Timeout,
+            format!(
+                "the lock of `{path}` stayed taken for {} ms, where a claim holds it for \
+                 microseconds: a process holding `{path}` is stuck (frozen, or a `flock` run on \
+                 it); find it with `fuser {path}` or `lsof {path}`",
+                STATE_LOCK_WAIT.as_millis()
+            ),
+        )
     }
 
     fn lock_err(&self, source: std::io::Error) -> GuardError {
@@ -1526,6 +1565,166 @@ mod long_names {
         for lease in held {
             lease.release().await.expect("release");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod stuck_state_lock {
+    use super::*;
+    use chrono::TimeDelta;
+
+    /// Ample for a call that waits at most [`STATE_LOCK_WAIT`], on a loaded machine; a call
+    /// that waits for the lock without a bound fails the test instead of hanging it.
+    const ANSWERED_WITHIN: Duration = Duration::from_secs(15);
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::days(20_000) + TimeDelta::seconds(s)
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cronguard-ss-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir
+    }
+
+    /// A stuck holder of the state lock, as a frozen process would be: an open file description
+    /// of its own, so the `flock` conflicts with the guard's as another process's would.
+    fn hold_state(guard: &FileGuard) -> File {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&guard.state_path)
+            .expect("state file");
+        file.lock_exclusive().expect("state lock");
+        file
+    }
+
+    /// A runtime whose blocking pool is small, so that leaked blocking threads would use it up.
+    fn small_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(4)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn a_claim_times_out_while_the_state_lock_is_stuck_and_acquires_once_it_is_let_go() {
+        let dir = scratch("claim");
+        let guard = FileGuard::new(&dir, "job");
+        let holder = hold_state(&guard);
+        let rt = small_runtime();
+        let started = Instant::now();
+        let stuck =
+            rt.block_on(async { tokio::time::timeout(ANSWERED_WITHIN, guard.claim(t(1))).await });
+        let waited = started.elapsed();
+        // Let go before any assertion, so that a claim still waiting lets the runtime stop.
+        drop(holder);
+        let after =
+            rt.block_on(async { tokio::time::timeout(ANSWERED_WITHIN, guard.claim(t(1))).await });
+        let Ok(stuck) = stuck else {
+            panic!("no answer within {ANSWERED_WITHIN:?} while the state lock was held");
+        };
+        let error = match stuck {
+            Err(e) => e,
+            Ok(claim) => panic!("{claim:?} while the state lock was held"),
+        };
+        assert_eq!(error.kind(), GuardErrorKind::Timeout, "{error}");
+        let message = error.to_string();
+        let path = guard.state_path.display().to_string();
+        assert!(
+            message.contains(&path) && message.contains("fuser"),
+            "{message}"
+        );
+        assert!(waited >= STATE_LOCK_WAIT, "gave up after {waited:?}");
+        match after {
+            Ok(Ok(Claim::Acquired(lease))) => {
+                rt.block_on(lease.release()).expect("release");
+            }
+            other => panic!("{other:?} once the state lock was let go, expected Acquired"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A release while the state lock is stuck frees the run at once and answers the timeout
+    /// for the record it could not clear; the record's holder is then known to be gone.
+    #[test]
+    fn a_release_while_the_state_lock_is_stuck_times_out_and_leaves_the_job_free() {
+        let dir = scratch("release");
+        let guard = FileGuard::new(&dir, "job");
+        let rt = small_runtime();
+        let lease = match rt.block_on(guard.claim(t(1))) {
+            Ok(Claim::Acquired(lease)) => lease,
+            other => panic!("{other:?}, expected Acquired"),
+        };
+        let holder = hold_state(&guard);
+        let released =
+            rt.block_on(async { tokio::time::timeout(ANSWERED_WITHIN, lease.release()).await });
+        drop(holder);
+        let kind = released
+            .expect("the release answers while the state lock is stuck")
+            .map_err(|e| e.kind());
+        assert_eq!(kind, Err(GuardErrorKind::Timeout));
+        match rt.block_on(guard.claim(t(2))) {
+            Ok(Claim::Acquired(lease)) => rt.block_on(lease.release()).expect("release"),
+            other => panic!("{other:?} after the release, expected Acquired"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// More calls than blocking threads, of every kind that reads the state: each answers, and
+    /// the pool is then free for other work (a plain `fn` job) while the lock is still stuck.
+    #[test]
+    fn calls_while_the_state_lock_is_stuck_do_not_use_up_the_blocking_pool() {
+        let dir = scratch("pool");
+        let guard = FileGuard::new(&dir, "job");
+        let holder = hold_state(&guard);
+        let rt = small_runtime();
+        let (answers, plain) = rt.block_on(async {
+            let mut calls = tokio::task::JoinSet::new();
+            for i in 0..12_i64 {
+                let g = guard.clone();
+                calls.spawn(async move {
+                    match i % 6 {
+                        0 => g.claim(t(i)).await.map(drop),
+                        1 => g.last_claimed().await.map(drop),
+                        2 => g.fate_point().await.map(drop),
+                        3 => g.first_report(t(i)).await.map(drop),
+                        4 => g.report_missed(t(0), t(i)).await.map(drop),
+                        _ => g.pause().await.map(drop),
+                    }
+                });
+            }
+            let answers = tokio::time::timeout(ANSWERED_WITHIN, async {
+                let mut kinds = Vec::new();
+                while let Some(done) = calls.join_next().await {
+                    kinds.push(done.expect("the call does not panic").map_err(|e| e.kind()));
+                }
+                kinds
+            })
+            .await;
+            let plain =
+                tokio::time::timeout(ANSWERED_WITHIN, tokio::task::spawn_blocking(|| 7)).await;
+            (answers, plain)
+        });
+        drop(holder);
+        let answers = answers.expect("every call answers while the state lock is stuck");
+        assert_eq!(answers.len(), 12);
+        assert!(
+            answers.iter().all(|a| *a == Err(GuardErrorKind::Timeout)),
+            "{answers:?}"
+        );
+        assert_eq!(
+            plain
+                .expect("a plain blocking task runs")
+                .expect("no panic"),
+            7
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
