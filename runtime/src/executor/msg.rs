@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::control::{ManualRun, Pause};
 use crate::events::EventKind;
 use crate::guard::{Claim, GuardError};
-use crate::model::{MissedFires, RunEnd, RunId, Verdict};
+use crate::model::{MissedFires, Reported, RunEnd, RunId, Verdict};
 
 /// A report to a shard about one of its jobs.
 pub(crate) struct Msg {
@@ -22,11 +22,11 @@ pub(crate) enum Report {
         result: Result<Claim, GuardError>,
         latency: Duration,
     },
-    /// The shared guard said whether this process reports a dropped fire first.
+    /// The shared guard said who reports a dropped fire.
     Reported {
         fire: DateTime<Utc>,
         kind: EventKind,
-        first_report: bool,
+        reported: Reported,
     },
     /// The shared guard's fate point of the job, read when it started following its schedule.
     FatePoint(Option<DateTime<Utc>>),

@@ -23,14 +23,15 @@ use crate::context::JobContext;
 use crate::events::EventKind;
 use crate::events::Occurrence;
 use crate::fire::fmt_time;
-use crate::guard::{Claim, Guard, GuardError, Lease};
+use crate::guard::{Claim, DropReport, Guard, GuardError, Lease};
 use crate::history::{HistoryEntry, Outcome};
 use crate::job::Body;
 use crate::job::Job;
 use crate::metrics::{ClaimSeries, JobMetrics};
 use crate::model::limits::Limits;
 use crate::model::{
-    Action, Answer, JobModel, Now, RunEnd, RunId, Settings, SettingsPool, Spec, ABANDON_ATTEMPTS,
+    Action, Answer, JobModel, Now, Reported, RunEnd, RunId, Settings, SettingsPool, Spec,
+    ABANDON_ATTEMPTS,
 };
 use crate::status::{JobStatus, StatusRecord};
 
@@ -386,8 +387,8 @@ impl JobSlot {
             Report::Reported {
                 fire,
                 kind,
-                first_report,
-            } => self.model.on_reported(fire, kind, first_report, now, out),
+                reported,
+            } => self.model.on_reported(fire, kind, reported, now, out),
             Report::FatePoint(point) => {
                 self.guard_answered(cx.shared.instant(now.mono));
                 self.model.on_fate_point(point, now, out)
@@ -721,13 +722,17 @@ impl JobSlot {
                     let (tx, job) = (cx.tx.clone(), cx.idx);
                     cx.shared.tasks.spawn(async move {
                         let asked =
-                            tokio::time::timeout(Duration::from_secs(1), guard.first_report(fire));
-                        // When the guard cannot tell, reporting twice beats not reporting.
-                        let first_report = !matches!(asked.await, Ok(Ok(false)));
+                            tokio::time::timeout(Duration::from_secs(1), guard.report_drop(fire));
+                        let reported = match asked.await {
+                            Ok(Ok(DropReport::ReportedElsewhere)) => Reported::ByAnother,
+                            Ok(Ok(DropReport::ClaimedElsewhere)) => Reported::ClaimedElsewhere,
+                            // When the guard cannot tell, reporting twice beats not reporting.
+                            _ => Reported::First,
+                        };
                         let report = Report::Reported {
                             fire,
                             kind,
-                            first_report,
+                            reported,
                         };
                         let _ = tx.send(Msg { job, report });
                     });

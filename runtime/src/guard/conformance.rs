@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{Claim, Guard, GuardErrorKind, GuardSpec, Lease, Renewal};
+use super::{Claim, DropReport, Guard, GuardErrorKind, GuardSpec, Lease, Renewal};
 use crate::control::{ManualRun, Pause};
 use crate::options::Overlap;
 
@@ -219,15 +219,24 @@ async fn renew(check: &'static str, lease: &dyn Lease) -> Outcome<Renewal> {
         .map_err(|e| fail(check, format!("a renewal failed: {e}")))
 }
 
+async fn report_drop(
+    check: &'static str,
+    guard: &dyn Guard,
+    fire: DateTime<Utc>,
+) -> Outcome<DropReport> {
+    guard
+        .report_drop(fire)
+        .await
+        .map_err(|e| fail(check, format!("report_drop({fire}) failed: {e}")))
+}
+
+/// Whether this process reports the drop of `fire` first.
 async fn first_report(
     check: &'static str,
     guard: &dyn Guard,
     fire: DateTime<Utc>,
 ) -> Outcome<bool> {
-    guard
-        .first_report(fire)
-        .await
-        .map_err(|e| fail(check, format!("first_report({fire}) failed: {e}")))
+    Ok(report_drop(check, guard, fire).await? == DropReport::First)
 }
 
 async fn fate_point(check: &'static str, guard: &dyn Guard) -> Outcome<Option<DateTime<Utc>>> {

@@ -32,12 +32,17 @@
 //!   [`Claim::AlreadyRan`] — even after the lease was released. `ClaimedByAnother` is never the
 //!   answer for a fire nobody claimed.
 //! - **A reported drop decides the fire**: once a claimant recorded fire `T` as dropped (a busy
-//!   answer under `overlap = "skip"`, a paused answer, or [`Guard::first_report`]), a claim of
+//!   answer under `overlap = "skip"`, a paused answer, or [`Guard::report_drop`]), a claim of
 //!   `T` by any other claimant answers [`Claim::DroppedByAnother`] (or, while the job is paused,
 //!   [`Claim::Paused`] without the report), even once the lease is free: a fire reported as
 //!   skipped never runs elsewhere a moment later. The claimant's own record does not stop its
 //!   own claim (its busy answer may have been lost on the way back), and a claim granted to it
 //!   clears the record, so that it reports the fire if it gives it up.
+//! - **A claimed fire is not reported dropped by another**: [`Guard::report_drop`] of a fire
+//!   whose claim by another claimant took effect answers [`DropReport::ClaimedElsewhere`] and
+//!   records nothing (as far as the guard knows who claimed it: the recent claims), so that a
+//!   fire that waited in one process (queued behind a run, its claims unanswered) and ran in
+//!   another is not reported as misfired at warn level.
 //! - **Missed fires are decided once**: [`Guard::report_missed`] moves the job's fate point
 //!   forward in one step and answers where it was, so that of several processes starting
 //!   together after a downtime each missed fire is reported by one; a fire it recorded never
@@ -116,6 +121,22 @@ pub struct GuardSpec {
 pub type GuardFactory =
     std::sync::Arc<dyn Fn(&GuardSpec) -> std::sync::Arc<dyn Guard> + Send + Sync>;
 
+/// A guard's answer to [`Guard::report_drop`]: who reports a dropped fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DropReport {
+    /// The report is recorded, and it is the fire's fate: the process reports the drop at warn
+    /// level, and no claim of the fire succeeds afterwards.
+    First,
+    /// Another process recorded its report of this fire first; this process reports it at info
+    /// level.
+    ReportedElsewhere,
+    /// Another claimant's claim of this fire took effect: the fire ran (or runs) there, or that
+    /// claimant reports it. Nothing is recorded; this process reports the fire as claimed
+    /// elsewhere.
+    ClaimedElsewhere,
+}
+
 /// A guard's answer to a claim.
 #[non_exhaustive]
 pub enum Claim {
@@ -134,7 +155,7 @@ pub enum Claim {
     Superseded,
     /// Another claimant recorded this fire as dropped and reported it (it found the job busy
     /// under `overlap = "skip"`, found it paused, or reported it through
-    /// [`Guard::first_report`]): the fire does not run, and this claimant does not report it
+    /// [`Guard::report_drop`]): the fire does not run, and this claimant does not report it
     /// again. A guard that keeps no record of reports never answers it.
     DroppedByAnother,
     /// An instance of the job is running, so no slot is free.
@@ -208,12 +229,16 @@ pub trait Guard: Send + Sync + 'static {
     /// same claimant (see the module documentation).
     fn claim(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>>;
 
-    /// Records that fire `fire_time` was dropped; `true` when no *other* process recorded it
-    /// before, so that a drop seen by several processes is reported at warn level once. Asking
-    /// again for the same fire from the same guard value answers `true` again.
-    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+    /// Records that fire `fire_time` was dropped, unless its fate is decided already: another
+    /// process reported it first ([`DropReport::ReportedElsewhere`]), or another claimant's claim
+    /// of it took effect ([`DropReport::ClaimedElsewhere`]: it ran or runs there, or that
+    /// claimant reports it). So a drop seen by several processes is reported at warn level once,
+    /// and a fire that started is never reported as dropped. Asking again for the same fire from
+    /// the same guard value answers [`DropReport::First`] again. The default records nothing and
+    /// answers `First`: every process reports its own drops.
+    fn report_drop(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<DropReport, GuardError>> {
         let _ = fire_time;
-        Box::pin(async { Ok(true) })
+        Box::pin(async { Ok(DropReport::First) })
     }
 
     /// Gives up fire `fire_time`, which this guard value may have claimed without seeing the
@@ -233,7 +258,7 @@ pub trait Guard: Send + Sync + 'static {
 
     /// The job's **fate point**: the newest fire up to which every fire has a fate in the store
     /// — the newest fire claimed (also one given up unstarted: it was reported by its
-    /// claimant), reported dropped ([`first_report`](Guard::first_report), a busy or paused
+    /// claimant), reported dropped ([`report_drop`](Guard::report_drop), a busy or paused
     /// claim) or reported missed ([`report_missed`](Guard::report_missed)); `None` when the store
     /// holds no record of the job (a new job, a renamed one, or a store that lost its data).
     ///
@@ -253,7 +278,7 @@ pub trait Guard: Send + Sync + 'static {
     /// after that point, so that processes starting together report each missed fire once.
     ///
     /// Once recorded, a claim of a fire from the range that nobody claimed answers
-    /// [`Claim::DroppedByAnother`], and [`first_report`](Guard::first_report) of such a fire
+    /// [`Claim::DroppedByAnother`], and [`report_drop`](Guard::report_drop) of such a fire
     /// answers `false`: a fire reported missed never starts, and is reported once. The default
     /// records nothing and answers `None`, so that every process that finds the fires missed
     /// reports them (twice, rather than never).

@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::file::FileGuard;
 use super::GuardSpec;
 #[cfg_attr(not(feature = "redis"), allow(unused_imports))]
-use super::{Claim, Guard, Lease, Renewal};
+use super::{Claim, DropReport, Guard, Lease, Renewal};
 #[cfg(any(feature = "redis", feature = "postgres"))]
 use super::{GuardError, GuardErrorKind};
 
@@ -143,13 +143,23 @@ async fn busy_is_first_reported_once(processes: &[&dyn Guard]) {
 /// `other` is another process's guard of the same job.
 async fn drops_are_reported_once_and_claims_are_visible(guard: &dyn Guard, other: &dyn Guard) {
     assert_eq!(guard.last_claimed().await.expect("answers"), None);
-    assert!(guard.first_report(t(300)).await.expect("answers"));
-    assert!(
-        !other.first_report(t(300)).await.expect("answers"),
+    assert_eq!(
+        guard.report_drop(t(300)).await.expect("answers"),
+        DropReport::First
+    );
+    assert_ne!(
+        other.report_drop(t(300)).await.expect("answers"),
+        DropReport::First,
         "another process reported it first"
     );
-    assert!(other.first_report(t(301)).await.expect("answers"));
-    assert!(!guard.first_report(t(301)).await.expect("answers"));
+    assert_eq!(
+        other.report_drop(t(301)).await.expect("answers"),
+        DropReport::First
+    );
+    assert_ne!(
+        guard.report_drop(t(301)).await.expect("answers"),
+        DropReport::First
+    );
     acquire(guard, 302).await.release().await.expect("release");
     assert_eq!(guard.last_claimed().await.expect("answers"), Some(t(302)));
     assert_eq!(other.last_claimed().await.expect("answers"), Some(t(302)));
@@ -691,18 +701,32 @@ mod redis {
         let mut conn = raw(&server).await;
         let g = guard(&server, "reports", 30_000).await;
         let other_process = guard(&server, "reports", 30_000).await;
-        assert!(g.first_report(t(7)).await.expect("answers"));
-        assert!(
-            g.first_report(t(5)).await.expect("answers"),
+        assert_eq!(
+            g.report_drop(t(7)).await.expect("answers"),
+            DropReport::First
+        );
+        assert_eq!(
+            g.report_drop(t(5)).await.expect("answers"),
+            DropReport::First,
             "an older fire is a fire of its own, not covered by a later one"
         );
-        assert!(
-            g.first_report(t(7)).await.expect("answers"),
+        assert_eq!(
+            g.report_drop(t(7)).await.expect("answers"),
+            DropReport::First,
             "the same guard value asking again (its reply was lost) is still first"
         );
-        assert!(!other_process.first_report(t(7)).await.expect("answers"));
-        assert!(!other_process.first_report(t(5)).await.expect("answers"));
-        assert!(other_process.first_report(t(6)).await.expect("answers"));
+        assert_ne!(
+            other_process.report_drop(t(7)).await.expect("answers"),
+            DropReport::First
+        );
+        assert_ne!(
+            other_process.report_drop(t(5)).await.expect("answers"),
+            DropReport::First
+        );
+        assert_eq!(
+            other_process.report_drop(t(6)).await.expect("answers"),
+            DropReport::First
+        );
         let key = format!("cronguard:{{reports}}:reported:{}", t(7).timestamp_millis());
         let left = pttl(&mut conn, &key).await;
         assert!(
@@ -726,8 +750,14 @@ mod redis {
             ),
             "another process's report decides the fire"
         );
-        assert!(!g.first_report(t(101)).await.expect("answers"));
-        assert!(other_process.first_report(t(101)).await.expect("answers"));
+        assert_ne!(
+            g.report_drop(t(101)).await.expect("answers"),
+            DropReport::First
+        );
+        assert_eq!(
+            other_process.report_drop(t(101)).await.expect("answers"),
+            DropReport::First
+        );
         held.release().await.expect("release");
         // The lease is free, and the fire stays dropped for every other process; the reporter
         // itself may still take it (its busy answer may never have reached it).
@@ -751,11 +781,15 @@ mod redis {
             assert_eq!(answer(&third, 2).await, "busy");
             // Its grace ran out: the misfire is reported at warn level once, not "already
             // reported by another process" everywhere.
-            assert!(
-                waiting.first_report(t(2)).await.expect("answers"),
+            assert_eq!(
+                waiting.report_drop(t(2)).await.expect("answers"),
+                DropReport::First,
                 "{overlap:?}: the busy claims did not consume the report"
             );
-            assert!(!third.first_report(t(2)).await.expect("answers"));
+            assert_ne!(
+                third.report_drop(t(2)).await.expect("answers"),
+                DropReport::First
+            );
             held.release().await.expect("release");
         }
     }

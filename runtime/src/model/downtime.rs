@@ -40,11 +40,13 @@ impl JobModel {
         let since = self.extra.as_deref_mut().and_then(|e| e.catching_up.take());
         let (Some(since), Some(point)) = (since, point) else {
             // The fires taken meanwhile were held back for the walk.
+            self.ask_deferred_reports(None, now, out);
             self.try_start(now, out);
             self.tidy();
             return;
         };
         if self.stopping || !self.spec.enabled {
+            self.ask_deferred_reports(None, now, out);
             self.try_start(now, out);
             self.tidy();
             return;
@@ -74,6 +76,7 @@ impl JobModel {
             }));
         }
         self.come_due(walk.caught, now, out);
+        self.ask_deferred_reports(None, now, out);
         self.try_start(now, out);
         self.tidy();
     }
@@ -172,6 +175,10 @@ impl JobModel {
             count,
             walked_all,
         } = missed;
+        let covered = match &before {
+            Ok(p) if p.is_none_or(|p| p < last) => Some((*p, last)),
+            _ => None,
+        };
         let (first, count, first_report, failure) = match before {
             Ok(Some(p)) if p >= last => (first, count, false, None),
             Ok(Some(p)) if p >= first => {
@@ -210,6 +217,7 @@ impl JobModel {
             first,
         };
         self.emit_drop(last, kind, first_report, now, out);
+        self.ask_deferred_reports(covered, now, out);
         // The fires held back for the report may be claimed now.
         self.try_start(now, out);
         self.tidy();

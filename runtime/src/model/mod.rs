@@ -134,6 +134,18 @@ pub(crate) type RunId = u32;
 /// again, no longer knows who claimed it (docs/design/guarantees.md).
 pub(crate) const UNKNOWN_CLAIMANT: &str = "an earlier claim of this fire by this process got no answer, and the guard no longer knows whose claim it took (this process was paused or its clock jumped back): the fire ran elsewhere or did not run at all";
 
+/// A shared guard's answer to a report of a dropped fire, as the model sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reported {
+    /// This process reports the drop (the guard recorded it, or could not be asked).
+    First,
+    /// Another process reported the drop first.
+    ByAnother,
+    /// Another claimant's claim of the fire took effect: the fire ran there, or that claimant
+    /// reports it.
+    ClaimedElsewhere,
+}
+
 /// A shared guard's answer to a claim, as the model sees it.
 #[derive(Debug)]
 pub(crate) enum Answer {
@@ -374,6 +386,9 @@ struct Extra {
     /// Reports of missed fires waiting for the guard's answer (counted in `pending_reports`
     /// too).
     reporting_missed: u32,
+    /// Drop reports held back while the walk after downtime is not done (counted in
+    /// `pending_reports` too): asked once it is (see `walking`).
+    deferred_reports: Vec<(DateTime<Utc>, EventKind)>,
     trouble: Trouble,
     controls: Controls,
 }
@@ -936,8 +951,9 @@ impl JobModel {
             self.report_drop(m.last, kind, now, out);
         } else {
             // The guard records reports fire by fire; one answer cannot speak for a range in
-            // which other processes may have reported some fires and not others. The pause is
-            // this process's own story: it tells it, at warn level.
+            // which other processes may have run, reported or passed over some fires and not
+            // others (docs/design/guarantees.md). The pause is this process's own story: it
+            // tells it, at warn level.
             self.emit_drop(m.last, kind, true, now, out);
         }
     }
@@ -998,19 +1014,23 @@ impl JobModel {
                     "not started within the misfire grace of {grace}: no instance slot became free"
                 ),
             };
-            let ours = self.uncertain() == Some(fire.t);
             self.give_up(fire, out);
-            let kind = EventKind::misfired(reason, fire.t);
             let too_early = self
                 .extra
                 .as_deref_mut()
                 .is_some_and(|e| std::mem::take(&mut e.trouble.too_early));
-            if too_early || ours {
+            let reason = match too_early && !reason.contains("clock is ahead") {
+                true => format!("{reason}; the guard refused a claim of it as too early, so this host's clock is ahead"),
+                false => reason,
+            };
+            let kind = EventKind::misfired(reason, fire.t);
+            if too_early {
                 // Only this process's clock is wrong: the other processes may still run the
-                // fire, and must be free to report it if they cannot. Or this process's claim
-                // may have taken effect unseen: then only it knows that the fire may be lost.
+                // fire, and must be free to report it if they cannot.
                 self.emit_drop(fire.t, kind, true, now, out);
             } else {
+                // Also when this process's own claim may have taken effect unseen: the guard
+                // knows whose claim took the fire, and answers `ClaimedElsewhere` for another's.
                 self.report_drop(fire.t, kind, now, out);
             }
         }
@@ -1235,21 +1255,15 @@ impl JobModel {
                 self.hold(fire, *token, *deadline, out);
                 return;
             }
-            let ours = matches!(answer, Answer::Acquired { .. } | Answer::Failed(_));
-            if ours {
-                self.if_trouble(|t| t.uncertain = None);
-                out.push(Action::Abandon(fire));
-            }
-            if ahead && matches!(answer, Answer::TooEarly(_)) {
-                // Nothing was decided and its instant has not come: the processes that go on
-                // claim and report it.
+            let open = match &answer {
+                Answer::Acquired { .. } | Answer::Failed(_) | Answer::TooEarly(_) => true,
+                Answer::Busy { .. } => self.spec.overlap != Overlap::Skip,
+                _ => false,
+            };
+            if open {
+                self.apply_claim_stopping(fire, ahead, answer, now, out);
                 return;
             }
-            let reason =
-                "the scheduler shut down, or the job was removed, before the fire could start"
-                    .to_owned();
-            self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
-            return;
         }
         let was_uncertain = scheduled && self.uncertain() == Some(fire.t);
         if scheduled && self.shared() {
@@ -1380,6 +1394,55 @@ impl JobModel {
                 t.last_guard_error = Some(e.into());
                 self.wait_and_retry(fire, now, out);
             }
+        }
+    }
+
+    /// The answer to a claim that came while the scheduler stops and left the fire open here: it
+    /// does not start here.
+    /// A fire this process holds a claim of (granted, or perhaps granted unseen) is given back
+    /// and reported through the guard; a fire the guard decided elsewhere is reported as it
+    /// decided; a fire still open (busy under `queue` or `replace`) is left to the processes
+    /// that go on, and to the walk of the next start when none does (docs/guide/downtime.md).
+    fn apply_claim_stopping(
+        &mut self,
+        fire: Fire,
+        ahead: bool,
+        answer: Answer,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        let why = "the scheduler shut down, or the job was removed, before the fire could start";
+        match answer {
+            Answer::Acquired { .. } => {
+                // Granted to this process: nobody else runs or reports it.
+                self.if_trouble(|t| t.uncertain = None);
+                out.push(Action::Abandon(fire));
+                let kind = EventKind::misfired(why.to_owned(), fire.t);
+                self.emit_drop_of(&fire, kind, true, now, out);
+            }
+            Answer::Failed(_) => {
+                // Perhaps granted unseen: the guard says whose claim took the fire.
+                self.if_trouble(|t| t.uncertain = None);
+                out.push(Action::Abandon(fire));
+                let kind = EventKind::misfired(why.to_owned(), fire.t);
+                self.report_drop_of(&fire, kind, now, out);
+            }
+            Answer::TooEarly(_) if ahead => {
+                // Nothing was decided and its instant has not come: the processes that go on
+                // claim and report it.
+            }
+            Answer::Busy { .. } => {
+                let reason = format!("{why}; it waited for the running job, and the processes that go on run or report it");
+                self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), false, now, out);
+            }
+            Answer::TooEarly(ahead) => {
+                let reason = format!(
+                    "{why}; the guard refused its claim: the fire lies {} ahead of the guard's clock, so this host's clock is ahead",
+                    human(ahead)
+                );
+                self.emit_drop_of(&fire, EventKind::misfired(reason, fire.t), true, now, out);
+            }
+            _ => {}
         }
     }
 
@@ -1595,19 +1658,25 @@ impl JobModel {
         self.try_start(now, out);
     }
 
-    /// The shared guard said whether this process reports a dropped fire first.
+    /// The shared guard said who reports a dropped fire.
     pub(crate) fn on_reported(
         &mut self,
         fire: DateTime<Utc>,
         kind: EventKind,
-        first_report: bool,
+        reported: Reported,
         now: Now,
         out: &mut Vec<Action>,
     ) {
         if let Some(e) = self.extra.as_deref_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
         }
-        self.emit_drop(fire, kind, first_report, now, out);
+        match reported {
+            Reported::First => self.emit_drop(fire, kind, true, now, out),
+            Reported::ByAnother => self.emit_drop(fire, kind, false, now, out),
+            Reported::ClaimedElsewhere => {
+                self.emit_drop(fire, EventKind::ClaimedElsewhere, true, now, out)
+            }
+        }
         self.tidy();
     }
 
@@ -1654,6 +1723,16 @@ impl JobModel {
             })
             .map(|f| f.t)
             .collect();
+        // Drop reports held back for the walk are not asked any more: told on this process's word.
+        if let Some(extra) = self.extra.as_deref_mut() {
+            let deferred = std::mem::take(&mut extra.deferred_reports);
+            extra.pending_reports = extra
+                .pending_reports
+                .saturating_sub(u32::try_from(deferred.len()).unwrap_or(u32::MAX));
+            for (fire, kind) in deferred {
+                self.emit_drop(fire, kind, true, now, out);
+            }
+        }
         self.stopping = true;
         self.keep_held = keep_held;
         self.next_fire = None;
@@ -1668,14 +1747,29 @@ impl JobModel {
             .map(|c| std::mem::take(&mut c.manual))
             .unwrap_or_default();
         for fire in self.take_due().into_iter().chain(manual) {
-            if fire.manual().is_none() && now.wall < fire.t && self.uncertain() != Some(fire.t) {
+            let uncertain = fire.manual().is_none() && self.uncertain() == Some(fire.t);
+            if fire.manual().is_none() && now.wall < fire.t && !uncertain {
                 // Taken ahead of its instant, and no claim of it took effect: the processes that
                 // go on claim and report it.
                 continue;
             }
             self.give_up(fire, out);
-            let first_report = !(fire.manual().is_none() && standing_by.contains(&fire.t));
-            let reason = if first_report {
+            if uncertain {
+                // A claim of it may have taken effect unseen: this process gave it back, and the
+                // guard says who reports it.
+                let kind = EventKind::misfired(why.to_owned(), fire.t);
+                self.report_drop(fire.t, kind, now, out);
+                continue;
+            }
+            // A shared guard's other processes have the same fire (and manual run) waiting: they
+            // claim it, and report it if it cannot run; when none goes on, the next start walks
+            // it from the store's fate point (docs/guide/downtime.md). Nothing was recorded
+            // here, so the guard still lets them run it.
+            let left = self.shared();
+            let first_report = !left && !standing_by.contains(&fire.t);
+            let reason = if left {
+                format!("{why}; the processes that go on claim it, or the next start reports it")
+            } else if first_report {
                 why.to_owned()
             } else {
                 format!("{why}, while this process stood by for it (the process that claims the job first claims it)")
@@ -1729,14 +1823,47 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        if self.shared() && !self.walking() {
+        if !self.shared() {
+            self.emit_drop(fire, kind, true, now, out);
+        } else if self.walking() {
+            // While the walk after downtime is not done, a report recorded in the guard would
+            // move the fate point past the fires it walks (see `walking`): it is asked after.
+            let extra = self.extra_mut();
+            extra.pending_reports += 1;
+            extra.deferred_reports.push((fire, kind));
+        } else {
             self.extra_mut().pending_reports += 1;
             out.push(Action::AskReport { fire, kind });
-        } else {
-            // While the walk after downtime is not done, a report recorded in the guard would
-            // move the fate point past the fires it walks (see `walking`): this process reports
-            // the fire on its own word.
-            self.emit_drop(fire, kind, true, now, out);
+        }
+    }
+
+    /// Asks the guard about the drop reports held back during the walk, once it is done. A fire
+    /// inside `covered` (after the fate point, up to the last missed fire, that this process's
+    /// report of missed fires just recorded) is this process's to report: the record decided it.
+    pub(super) fn ask_deferred_reports(
+        &mut self,
+        covered: Option<(Option<DateTime<Utc>>, DateTime<Utc>)>,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        if self.walking() {
+            return;
+        }
+        let Some(extra) = self.extra.as_deref_mut() else {
+            return;
+        };
+        let deferred = std::mem::take(&mut extra.deferred_reports);
+        extra.pending_reports = extra
+            .pending_reports
+            .saturating_sub(u32::try_from(deferred.len()).unwrap_or(u32::MAX));
+        for (fire, kind) in deferred {
+            let ours =
+                covered.is_some_and(|(point, last)| point.is_none_or(|p| p < fire) && fire <= last);
+            if ours {
+                self.emit_drop(fire, kind, true, now, out);
+            } else {
+                self.report_drop(fire, kind, now, out);
+            }
         }
     }
 

@@ -225,7 +225,7 @@ fn a_fire_passed_over_by_a_later_claim_is_reported() {
             reason: "x".into(),
             paused: false,
         },
-        false,
+        crate::model::Reported::ByAnother,
         now(11),
         &mut out,
     );

@@ -423,6 +423,67 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         }
     }
 
+    // 12. One fate per fire across the cluster: a fire that started is never reported at warn
+    // level (a first report of a skip or a misfire) by any process (outside a data-loss window),
+    // unless the report is the process's own word, as its text says: the guard did not answer
+    // the report (or could not record missed fires), the process's clock is ahead of the
+    // server's, its own claim of the fire may have taken effect unseen, or its timer woke past
+    // several fires at once (a pause: its own story, told as one report without asking the
+    // guard; docs/design/guarantees.md lists it as not holding yet).
+    // Not a gate yet: a few seeds in 4,000 still break it (a "no instance slot" misfire; see
+    // docs/design/guarantees.md), so it is checked when `CRONGUARD_SIM_STRICT_FATE` is set.
+    let strict = std::env::var_os("CRONGUARD_SIM_STRICT_FATE").is_some();
+    for (at, r, inc, e) in rec.events.iter().filter(|_| strict) {
+        if !e.first_report || rec.own_word.contains(&(*r, *inc, ms_of(e.fire_time))) {
+            continue;
+        }
+        let own_word = |reason: &str| {
+            reason.contains("the guard could not record them")
+                || (reason.contains("fires from") && reason.contains("the timer woke"))
+                || reason.contains("clock is ahead")
+                || reason == UNKNOWN_CLAIMANT
+        };
+        match &e.kind {
+            EventKind::Misfired { reason, .. } | EventKind::Skipped { reason, .. }
+                if own_word(reason) =>
+            {
+                continue
+            }
+            _ => {}
+        }
+        let (first, last) = match &e.kind {
+            EventKind::Misfired { count, first, .. } if *count > 1 => {
+                (ms_of(*first), ms_of(e.fire_time))
+            }
+            EventKind::Misfired { .. } | EventKind::Skipped { .. } => {
+                (ms_of(e.fire_time), ms_of(e.fire_time))
+            }
+            _ => continue,
+        };
+        // The guard knows who claimed a fire while fewer than eight later fires were claimed
+        // (as invariant 6); after that a report is the process's word on a fire it lost track of.
+        let forgotten = |fire: Ms| {
+            rec.taken
+                .iter()
+                .filter(|(t, f)| *t <= *at && *f > fire)
+                .count()
+                >= 8
+        };
+        for s in rec
+            .starts
+            .iter()
+            .filter(|s| first <= s.fire && s.fire <= last && !forgotten(s.fire))
+        {
+            let recordable = s.fire - super::server::AHEAD_TOLERANCE - 1;
+            if !loss_between(recordable.min(s.claimed), s.at.max(*at)) {
+                broken.push(format!(
+                    "12: at {at} ms replica {r} reported fire {} at warn level ({:?}), and {:?} started it at {} ms",
+                    s.fire, e.kind, s.key, s.at
+                ));
+            }
+        }
+    }
+
     if broken.is_empty() {
         return Ok(());
     }

@@ -29,7 +29,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::events::{EventKind, Occurrence};
 use crate::health::{judge, HealthState};
 use crate::model::{
-    Action, Answer, JobModel, MissedFires, Now, RunEnd, RunId, Settings, Spec, Verdict,
+    Action, Answer, JobModel, MissedFires, Now, Reported, RunEnd, RunId, Settings, Spec, Verdict,
 };
 use crate::options::{Lock, Overlap};
 use cronguard_schedule::Schedule;
@@ -325,6 +325,9 @@ pub(super) struct Record {
     /// Drop reports the server answered first without recording them (replica, incarnation,
     /// fire): the fire lay further ahead of its clock than a claim may.
     pub(super) unrecorded: std::collections::BTreeSet<(usize, u32, Ms)>,
+    /// Drop reports a process made on its own word (replica, incarnation, fire): the guard did not
+    /// answer, or answered without a record (a clock ahead).
+    pub(super) own_word: std::collections::BTreeSet<(usize, u32, Ms)>,
     /// Every answer to a report of missed fires that reached the model (after its tries).
     pub(super) missed_heard: Vec<MissedHeard>,
     /// When the store got its first record of the job (at the start, or after a data loss).
@@ -931,7 +934,7 @@ impl Sim {
             (Req::Claim { fire, .. }, Resp::Busy { .. }) => {
                 self.record.decided.push((self.now, *fire));
             }
-            (Req::Report { fire, .. }, Resp::Reported(true))
+            (Req::Report { fire, .. }, Resp::Reported(Reported::First))
                 if *fire > self.now + server::AHEAD_TOLERANCE =>
             {
                 // Answered without a record (a clock ahead): the reporter's own word.
@@ -1002,17 +1005,23 @@ impl Sim {
             }
             Pending::Renew { run, sent } => self.renewed(r, run, sent, resp, &mut out),
             Pending::Report { fire, kind } => {
-                let first = !matches!(resp, Some(Resp::Reported(false)));
+                let reported = match resp {
+                    Some(Resp::Reported(reported)) => reported,
+                    // When the guard cannot tell, reporting twice beats not reporting.
+                    _ => Reported::First,
+                };
                 let inc = self.replicas[r].inc;
                 let recorded = !self.record.unrecorded.contains(&(r, inc, ms_of(fire)));
-                if resp == Some(Resp::Reported(true)) && recorded {
+                if resp == Some(Resp::Reported(Reported::First)) && recorded {
                     self.record
                         .guard_reports
                         .push((self.now, r, inc, ms_of(fire)));
+                } else if reported == Reported::First {
+                    self.record.own_word.insert((r, inc, ms_of(fire)));
                 }
                 self.replicas[r]
                     .model
-                    .on_reported(fire, kind, first, now, &mut out);
+                    .on_reported(fire, kind, reported, now, &mut out);
             }
             Pending::Abandon { fire, attempt } => {
                 if resp.is_none() && attempt < ABANDON_ATTEMPTS {

@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::Reported;
+
 /// Milliseconds of simulated true time (the server's clock is true time).
 pub(super) type Ms = i64;
 
@@ -72,7 +74,7 @@ pub(super) enum Resp {
     CancelRequested,
     Lost,
     Done,
-    Reported(bool),
+    Reported(Reported),
     /// The fate point (before the report, for [`Req::ReportMissed`]).
     Point(Option<Ms>),
     /// The request failed at the server (a report of missed fires ahead of its clock).
@@ -227,12 +229,22 @@ impl JobState {
             Req::Report { fire, nonce } => {
                 if *fire > now + AHEAD_TOLERANCE {
                     // From a clock that is ahead: reported on its own word, nothing recorded.
-                    return Resp::Reported(true);
+                    return Resp::Reported(Reported::First);
                 }
-                if self.gone.is_some_and(|g| g >= *fire) {
-                    return Resp::Reported(false);
+                // Another claimant's claim of the fire took effect: it ran there, or that
+                // claimant reports it.
+                let own = format!("{nonce:x}:");
+                if self.claimant(*fire).is_some_and(|t| !t.starts_with(&own)) {
+                    return Resp::Reported(Reported::ClaimedElsewhere);
                 }
-                Resp::Reported(self.report(*fire, *nonce))
+                // Its own report first (a busy answer it never got), as the missed fires after.
+                if self.reported.get(fire) != Some(nonce) && self.gone.is_some_and(|g| g >= *fire) {
+                    return Resp::Reported(Reported::ByAnother);
+                }
+                Resp::Reported(match self.report(*fire, *nonce) {
+                    true => Reported::First,
+                    false => Reported::ByAnother,
+                })
             }
             Req::FatePoint => Resp::Point(self.fate_point(now)),
             Req::ReportMissed { last, .. } => {
@@ -247,6 +259,15 @@ impl JobState {
                 Resp::Point(point)
             }
         }
+    }
+
+    /// Who claimed `fire`, as far as the recent claims tell (as the Redis guard: the ring is read
+    /// only when a later fire was claimed since).
+    fn claimant(&self, fire: Ms) -> Option<&str> {
+        self.last
+            .filter(|l| *l >= fire)
+            .and_then(|_| self.claims.get(&fire))
+            .map(String::as_str)
     }
 
     /// Whether the store holds any record of the job.

@@ -116,7 +116,7 @@ impl FileGuard {
         pause: Pause,
     ) -> Result<Claim, GuardError> {
         let before = record.reported;
-        let first_report = self.report_first(record, fire);
+        let first_report = self.report_first(record, fire) == super::DropReport::First;
         if record.reported != before {
             record.write(state_file).map_err(|e| self.state_err(e))?;
         }

@@ -62,7 +62,7 @@ mod store;
 pub(crate) use feed::FileFeed;
 pub(crate) use store::{check_lock_dir, FileStore};
 
-use super::{Claim, Guard, GuardControls, GuardError, GuardErrorKind, Lease};
+use super::{Claim, DropReport, Guard, GuardControls, GuardError, GuardErrorKind, Lease};
 use crate::clock::{epoch_millis, system_micros, Clock};
 use crate::control::{ManualRun, Pause};
 use crate::registry::BoxFuture;
@@ -173,23 +173,27 @@ impl FileGuard {
     }
 
     /// Whether this guard value reports `fire` first, remembering it if so.
-    fn report_first(&self, record: &mut Record, fire: i64) -> bool {
+    fn report_first(&self, record: &mut Record, fire: i64) -> DropReport {
         let mut here = self
             .reported_here
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if here.contains(&fire) {
-            return true;
+            return DropReport::First;
+        }
+        // The record names the claimant of the last claimed fire only.
+        if record.last_fire == fire && record.claimant != 0 && record.claimant != self.nonce {
+            return DropReport::ClaimedElsewhere;
         }
         if record.reported.contains(&fire) || record.missed(fire) {
-            return false;
+            return DropReport::ReportedElsewhere;
         }
         record.add_report(fire);
         if here.len() == REPORTED_HERE {
             here.pop_front();
         }
         here.push_back(fire);
-        true
+        DropReport::First
     }
 
     fn claim_blocking(&self, fire: i64) -> Result<Claim, GuardError> {
@@ -273,7 +277,7 @@ impl FileGuard {
             });
         }
         let before = record.reported;
-        let first_report = self.report_first(record, fire);
+        let first_report = self.report_first(record, fire) == DropReport::First;
         if record.reported != before {
             record.write(state_file).map_err(|e| self.state_err(e))?;
         }
@@ -409,7 +413,7 @@ impl Guard for FileGuard {
         self.blocking(move |g| g.claim_blocking(fire))
     }
 
-    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+    fn report_drop(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<DropReport, GuardError>> {
         let fire = epoch_millis(fire_time);
         self.blocking(move |g| {
             g.with_record(|r| {
@@ -1179,7 +1183,10 @@ mod missed_fires {
             late.claim(t(3)).await.expect("answers"),
             Claim::DroppedByAnother
         ));
-        assert!(!starting.first_report(t(3)).await.expect("answers"));
+        assert_ne!(
+            starting.report_drop(t(3)).await.expect("answers"),
+            DropReport::First
+        );
         assert_eq!(late.fate_point().await.expect("answers"), Some(t(3)));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -1694,7 +1701,7 @@ mod stuck_state_lock {
                         0 => g.claim(t(i)).await.map(drop),
                         1 => g.last_claimed().await.map(drop),
                         2 => g.fate_point().await.map(drop),
-                        3 => g.first_report(t(i)).await.map(drop),
+                        3 => g.report_drop(t(i)).await.map(drop),
                         4 => g.report_missed(t(0), t(i)).await.map(drop),
                         _ => g.pause().await.map(drop),
                     }

@@ -45,7 +45,8 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{NoTls, Row};
 
 use super::{
-    Claim, Guard, GuardControls, GuardError, GuardErrorKind, GuardHistory, Lease, Renewal,
+    Claim, DropReport, Guard, GuardControls, GuardError, GuardErrorKind, GuardHistory, Lease,
+    Renewal,
 };
 use crate::control::{ManualRun, Pause};
 use crate::history::{HistoryEntry, Outcome, HISTORY_LIMIT};
@@ -197,7 +198,7 @@ impl Statements {
                  CROSS JOIN LATERAL {s}.release_v1(b.job, b.token) AS r(released) ORDER BY b.ord"
             ),
             abandon: format!("SELECT {s}.abandon_v1($1, $2, $3)"),
-            first_report: format!("SELECT {s}.first_report_v1($1, $2, $3)"),
+            first_report: format!("SELECT {s}.first_report_v2($1, $2, $3)"),
             last_claimed: format!(
                 "SELECT CASE WHEN lapsed IS DISTINCT FROM last_fire THEN last_fire END \
                  FROM {s}.jobs WHERE job = $1"
@@ -746,7 +747,7 @@ impl Guard for PostgresGuard {
         })
     }
 
-    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+    fn report_drop(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<DropReport, GuardError>> {
         let db = Arc::clone(&self.db);
         let job = Arc::clone(&self.job);
         let nonce = Arc::clone(&self.nonce);
@@ -761,7 +762,15 @@ impl Guard for PostgresGuard {
                     ],
                 )
                 .await?;
-            first(&rows)?.try_get(0).map_err(|e| pg_err(&e))
+            let answer: i32 = first(&rows)?.try_get(0).map_err(|e| pg_err(&e))?;
+            match answer {
+                0 => Ok(DropReport::ReportedElsewhere),
+                1 => Ok(DropReport::First),
+                2 => Ok(DropReport::ClaimedElsewhere),
+                other => Err(GuardError::invalid(format!(
+                    "first_report_v2 answered {other}, which this version of cronguard does not know; run one version of cronguard against one schema, or set another schema with `Builder::postgres_schema`"
+                ))),
+            }
         })
     }
 

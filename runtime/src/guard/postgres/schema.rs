@@ -108,6 +108,7 @@ const FUNCTIONS: &[&str] = &[
     "claim_v4",
     "claim_v5",
     "first_report_v1",
+    "first_report_v2",
     "report_missed_v1",
     "fate_point_v1",
     "claim_manual_v1",

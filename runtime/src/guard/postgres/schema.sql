@@ -111,9 +111,12 @@ BEGIN
     v_last := NULL;
     ignored := true;
   END IF;
+  -- An older fire's claimant is looked up in the recent claims also when the last claim lies far
+  -- ahead of the database's clock and is ignored (the clock was set back, or a failover went to a
+  -- server whose clock is behind): the fires they remember were claimed.
   IF v_last = p_fire THEN
     v_claimed_by := r.holder;
-  ELSIF v_last > p_fire THEN
+  ELSIF r.last_fire > p_fire THEN
     FOR i IN 1 .. coalesce(cardinality(r.recent_fires), 0) LOOP
       IF r.recent_fires[i] = p_fire THEN
         v_claimed_by := r.recent_tokens[i];
@@ -145,12 +148,17 @@ BEGIN
     v_missed := NOT EXISTS (SELECT 1 FROM {schema}.reports
                             WHERE job = p_job AND fire = p_fire AND reporter = p_nonce);
   END IF;
+  IF v_claimed_by IS NOT NULL THEN
+    -- Another claimant's claim took this very fire.
+    answer := 7;
+    RETURN;
+  END IF;
+  -- With the last claim ignored, a fire older than every claim remembered is past, as below.
+  IF ignored AND v_oldest IS NOT NULL AND p_fire < v_oldest
+     AND coalesce(cardinality(r.recent_fires), 0) >= 8 THEN
+    RETURN;
+  END IF;
   IF v_last >= p_fire THEN
-    IF v_claimed_by IS NOT NULL THEN
-      -- Another claimant's claim took this very fire.
-      answer := 7;
-      RETURN;
-    END IF;
     -- Passed over: nobody claimed it, which the ring tells for fires inside it, and for every
     -- fire while it holds all the claims ever made (fewer than eight).
     IF v_last > p_fire
@@ -215,8 +223,11 @@ BEGIN
     RETURN;
   END IF;
   v_fence := greatest(r.fence + 1, floor(extract(epoch FROM v_now) * 1000000)::bigint);
+  -- last_fire never moves back: an older fire's claim is remembered in the recent claims only.
   UPDATE {schema}.jobs SET
-    last_fire = p_fire, fence = v_fence, holder = p_token, lease_holder = p_token,
+    last_fire = greatest(r.last_fire, p_fire),
+    holder = CASE WHEN r.last_fire > p_fire THEN r.holder ELSE p_token END,
+    fence = v_fence, lease_holder = p_token,
     lease_until = v_now + p_lease_ms * interval '1 millisecond', cancel_holder = NULL,
     recent_fires = (r.recent_fires || p_fire)[greatest(1, cardinality(r.recent_fires) - 6):],
     recent_tokens = (r.recent_tokens || p_token)[greatest(1, cardinality(r.recent_tokens) - 6):]
@@ -331,6 +342,44 @@ BEGIN
   UPDATE {schema}.jobs SET reported_through = greatest(reported_through, p_fire)
     WHERE job = p_job;
   RETURN true;
+END
+$first_report$;
+
+-- first_report_v1 with a third answer: 1 this process reports the drop first (also when it asks
+-- again), 0 another reported it first or it was reported missed, 2 another claimant's claim of the
+-- fire took effect (it ran there, or that claimant reports it): nothing is recorded.
+CREATE OR REPLACE FUNCTION {schema}.first_report_v2(p_job text, p_fire timestamptz, p_nonce text)
+RETURNS integer LANGUAGE plpgsql AS $first_report$
+DECLARE
+  r {schema}.jobs%ROWTYPE;
+  v_claimed_by text;
+BEGIN
+  IF p_fire > clock_timestamp() + interval '1 second' THEN
+    RETURN 1;
+  END IF;
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN CASE WHEN {schema}.first_report_v1(p_job, p_fire, p_nonce) THEN 1 ELSE 0 END;
+  END IF;
+  IF r.last_fire = p_fire THEN
+    v_claimed_by := r.holder;
+  ELSIF r.last_fire > p_fire THEN
+    FOR i IN 1 .. coalesce(cardinality(r.recent_fires), 0) LOOP
+      IF r.recent_fires[i] = p_fire THEN
+        v_claimed_by := r.recent_tokens[i];
+      END IF;
+    END LOOP;
+  END IF;
+  IF v_claimed_by IS NOT NULL AND left(v_claimed_by, length(p_nonce) + 1) <> p_nonce || ':' THEN
+    RETURN 2;
+  END IF;
+  IF v_claimed_by IS NOT NULL THEN
+    -- Its own claim of the fire: the fire is this claimant's to report, whatever was recorded since.
+    INSERT INTO {schema}.reports (job, fire, reporter) VALUES (p_job, p_fire, p_nonce)
+      ON CONFLICT (job, fire) DO NOTHING;
+    RETURN 1;
+  END IF;
+  RETURN CASE WHEN {schema}.first_report_v1(p_job, p_fire, p_nonce) THEN 1 ELSE 0 END;
 END
 $first_report$;
 

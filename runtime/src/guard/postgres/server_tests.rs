@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cronguard_testkit::{PgBouncer, PostgresServer};
 
 use super::{Database, PostgresGuard};
-use crate::guard::{Claim, Guard, GuardControls, GuardErrorKind};
+use crate::guard::{Claim, DropReport, Guard, GuardControls, GuardErrorKind};
 use crate::history::Outcome;
 use crate::options::Overlap;
 
@@ -807,10 +807,13 @@ async fn replicas_starting_together_report_each_missed_fire_once() {
             guard(&db, &job, 30_000, false),
         );
         let (first, before) = tokio::join!(
-            dropping.first_report(at(3)),
+            dropping.report_drop(at(3)),
             starting.report_missed(at(1), at(3))
         );
-        let (first, before) = (first.expect("answers"), before.expect("answers"));
+        let (first, before) = (
+            first.expect("answers") == DropReport::First,
+            before.expect("answers"),
+        );
         let missed_reports_it = before.is_some_and(|p| p < at(3));
         assert!(
             first != missed_reports_it,
@@ -834,7 +837,10 @@ async fn the_fate_point_outlives_the_reports() {
     let base = now() - TimeDelta::minutes(10);
     let at = |s: i64| base + TimeDelta::seconds(s);
     assert_eq!(a.fate_point().await.expect("answers"), None);
-    assert!(b.first_report(at(5)).await.expect("answers"));
+    assert_eq!(
+        b.report_drop(at(5)).await.expect("answers"),
+        DropReport::First
+    );
     assert_eq!(a.fate_point().await.expect("answers"), Some(at(5)));
     acquired(&a, at(1)).await;
     let raw = client(&server).await;
@@ -844,7 +850,10 @@ async fn the_fate_point_outlives_the_reports() {
     .await
     .expect("ages the reports");
     // The next report deletes those older than an hour.
-    assert!(a.first_report(at(2)).await.expect("answers"));
+    assert_eq!(
+        a.report_drop(at(2)).await.expect("answers"),
+        DropReport::First
+    );
     let left: i64 = raw
         .query_one(
             "SELECT count(*) FROM cronguard.reports WHERE job = 'kept'",
@@ -909,7 +918,10 @@ async fn older_binaries_keep_and_cannot_remove_the_check_of_missed_fires() {
         g.claim(at(4)).await.expect("answers"),
         Claim::DroppedByAnother
     ));
-    assert!(!g.first_report(at(5)).await.expect("answers"));
+    assert_ne!(
+        g.report_drop(at(5)).await.expect("answers"),
+        DropReport::First
+    );
     acquired(&g, at(6)).await;
 }
 

@@ -58,7 +58,7 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
 use tokio::time::Instant;
 
-use super::{Claim, Guard, GuardControls, GuardError, Lease, Renewal};
+use super::{Claim, DropReport, Guard, GuardControls, GuardError, Lease, Renewal};
 use crate::clock::epoch_millis;
 use crate::control::{ManualRun, Pause};
 use crate::options::Overlap;
@@ -487,7 +487,7 @@ impl Guard for RedisGuard {
         })
     }
 
-    fn first_report(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
+    fn report_drop(&self, fire_time: DateTime<Utc>) -> BoxFuture<Result<DropReport, GuardError>> {
         let batcher = Arc::clone(&self.batcher);
         let fire = epoch_millis(fire_time);
         let key = Arg::Joined(Arc::clone(&self.reported_prefix), fire);
@@ -499,7 +499,14 @@ impl Guard for RedisGuard {
                 keys: vec![key, state],
                 args: vec![nonce, Arg::Int(REPORT_TTL_MS as i64), Arg::Int(fire)],
             };
-            Ok(call_one(&batcher, op).await? == 1)
+            match call_one(&batcher, op).await? {
+                0 => Ok(DropReport::ReportedElsewhere),
+                1 => Ok(DropReport::First),
+                2 => Ok(DropReport::ClaimedElsewhere),
+                other => Err(GuardError::invalid(format!(
+                    "the report script answered {other}, which this version of cronguard does not know; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+                ))),
+            }
         })
     }
 

@@ -114,18 +114,21 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     return {4, fire - now, 0}
   end
   local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep', 'gone')
-  local last = tonumber(state[1])
+  local stored = tonumber(state[1])
+  local last = stored
   local ignored = 0
   if last and last > now + tolerance then
     last = nil
     ignored = 1
   end
   -- Who claimed this fire: the hash names the last claim's holder; an older fire's claimant is
-  -- looked up in the recent claims only when a later fire was claimed since.
+  -- looked up in the recent claims only when a later fire was claimed since — also when that
+  -- later fire lies far ahead of the server's clock and is ignored (the clock was set back, or
+  -- a failover went to a server whose clock is behind): the fires it remembers were claimed.
   local claimed_by, oldest = false, nil
   if last == fire then
     claimed_by = state[3]
-  elseif last and last > fire then
+  elseif stored and stored > fire then
     claimed_by, oldest = recent_claimant(state_key, fire)
   end
   if claimed_by == token then
@@ -142,11 +145,15 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
     redis.call('PEXPIRE', lock, px)
     return {2, fence, ignored}
   end
+  if claimed_by then
+    -- Another claimant's claim took this very fire.
+    return {7, 0, ignored}
+  end
+  -- With the last claim ignored, a fire older than every claim remembered is past, as below.
+  if ignored == 1 and oldest and fire < oldest and (tonumber(state[4]) or 0) > 8 then
+    return {0, 0, ignored}
+  end
   if last and last >= fire then
-    if claimed_by then
-      -- Another claimant's claim took this very fire.
-      return {7, 0, ignored}
-    end
     -- Passed over: nobody claimed it, which the ring tells for fires inside it, and for every fire
     -- while it holds all the claims ever made (fewer than nine).
     if last > fire and ((oldest and fire > oldest) or (tonumber(state[4]) or 0) <= 8) then
@@ -196,8 +203,14 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   end
   local fence = math.max((tonumber(state[2]) or 0) + 1, now_us)
   local n = tonumber(state[4]) or 0
-  redis.call('HSET', state_key, 'last', fire_arg, 'fence', string.format('%.0f', fence), 'holder', token,
-    'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
+  if stored and stored > fire then
+    -- `last` never moves back: the claim is remembered in the ring only.
+    redis.call('HSET', state_key, 'fence', string.format('%.0f', fence), 'n', n + 1,
+      'r' .. (n % 8), fire_arg .. ' ' .. token)
+  else
+    redis.call('HSET', state_key, 'last', fire_arg, 'fence', string.format('%.0f', fence), 'holder', token,
+      'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
+  end
   -- The claimant's own report of this fire (a busy answer it never got) gives way: it reports the
   -- fire if it gives it up.
   if reported then
@@ -302,16 +315,34 @@ local function abandon(lock, state_key, cancel, fire_arg, token)
 end
 
 -- `1` when this guard value is the first to report the fire (also when it asks again); `0` for a
--- fire reported missed. A fire further ahead of the server's clock than a claim may be comes from
--- a host whose clock is ahead: it reports on its own word, and nothing is recorded.
+-- fire another reported first, or reported missed; `2` for a fire another claimant's claim took
+-- (it ran there, or that claimant reports it): nothing is recorded. A fire further ahead of the
+-- server's clock than a claim may be comes from a host whose clock is ahead: it reports on its own
+-- word, and nothing is recorded.
 local function first_report(report, state_key, nonce, ttl, fire_arg)
   local fire = tonumber(fire_arg)
   if fire > now + TOLERANCE_MS then
     return {1}
   end
-  local state = redis.call('HMGET', state_key, 'rep', 'gone')
+  local state = redis.call('HMGET', state_key, 'rep', 'gone', 'last', 'holder')
+  local last = tonumber(state[3])
+  local claimed_by = false
+  if last == fire then
+    claimed_by = state[4]
+  elseif last and last > fire then
+    claimed_by = recent_claimant(state_key, fire)
+  end
+  if claimed_by then
+    if string.sub(claimed_by, 1, #nonce + 1) ~= nonce .. ':' then
+      return {2}
+    end
+    -- Its own claim of the fire: the fire is this claimant's to report, whatever was recorded since.
+    report_once(report, state_key, state[1], fire, nonce, ttl)
+    return {1}
+  end
+  -- Its own report first (a busy answer it never got), as the missed fires recorded after it.
   local gone = tonumber(state[2])
-  if gone and gone >= fire then
+  if gone and gone >= fire and redis.call('GET', report) ~= nonce then
     return {0}
   end
   return {report_once(report, state_key, state[1], fire, nonce, ttl)}
