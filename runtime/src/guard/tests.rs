@@ -638,6 +638,101 @@ mod redis {
         assert_eq!(g.last_claimed().await.expect("answers"), Some(soon));
     }
 
+    /// The server's clock set back (an NTP step, a failover to a server whose clock is behind):
+    /// the last claim lies far ahead of it. A fire the ring of recent claims remembers is not
+    /// claimed again, and `last` does not move back.
+    #[tokio::test]
+    async fn redis_a_claimed_fire_is_not_claimed_again_after_the_server_clock_went_back() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let base = now() - TimeDelta::seconds(20);
+        let ms = |s: i64| (base + TimeDelta::seconds(s)).timestamp_millis();
+        // Fires base+0..base+9 s were claimed; then the clock went back by an hour, which to the
+        // server is the same as the last claim lying an hour ahead.
+        let ahead = (now() + TimeDelta::hours(1)).timestamp_millis();
+        let mut fields: Vec<(String, String)> = vec![
+            ("last".into(), ahead.to_string()),
+            ("holder".into(), format!("other:{ahead}")),
+            ("fence".into(), "100".into()),
+            ("n".into(), "10".into()),
+        ];
+        for i in 2..10 {
+            fields.push((format!("r{}", i % 8), format!("{} other:{}", ms(i), ms(i))));
+        }
+        let () = ::redis::cmd("HSET")
+            .arg("cronguard:{stepped}:state")
+            .arg(&fields)
+            .query_async(&mut conn)
+            .await
+            .expect("HSET");
+        let g = guard(&server, "stepped", 30_000).await;
+        let at = |s: i64| base + TimeDelta::seconds(s);
+        assert!(
+            matches!(
+                g.claim(at(5)).await.expect("answers"),
+                Claim::ClaimedByAnother
+            ),
+            "a fire the ring remembers is not claimed again"
+        );
+        assert!(
+            matches!(g.claim(at(1)).await.expect("answers"), Claim::AlreadyRan),
+            "a fire older than every claim remembered is past"
+        );
+        // A fire after the remembered ones runs: the job is not silenced.
+        let lease = acquire_at(&g, at(15)).await;
+        lease.release().await.expect("release");
+        let last: String = ::redis::cmd("HGET")
+            .arg("cronguard:{stepped}:state")
+            .arg("last")
+            .query_async(&mut conn)
+            .await
+            .expect("HGET");
+        assert_eq!(last, ahead.to_string(), "`last` does not move back");
+        let other = guard(&server, "stepped", 30_000).await;
+        assert!(
+            matches!(
+                other.claim(at(15)).await.expect("answers"),
+                Claim::ClaimedByAnother
+            ),
+            "the fire claimed behind it is claimed once"
+        );
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(at(15)));
+    }
+
+    /// A report of a fire another process claimed answers `ClaimedElsewhere` and records
+    /// nothing; a report of a fire this claimant's own claim took is its own to make.
+    #[tokio::test]
+    async fn redis_a_report_of_a_fire_claimed_elsewhere_is_not_a_first_report() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let runner = guard(&server, "queued", 30_000).await;
+        let waiter = guard(&server, "queued", 30_000).await;
+        let fire = now();
+        let lease = acquire_at(&runner, fire).await;
+        assert_eq!(
+            waiter.report_drop(fire).await.expect("answers"),
+            DropReport::ClaimedElsewhere
+        );
+        assert_eq!(
+            runner.report_drop(fire).await.expect("answers"),
+            DropReport::First,
+            "the claimant's own claim"
+        );
+        lease.release().await.expect("release");
+        let later = fire + TimeDelta::seconds(1);
+        assert_eq!(
+            waiter.report_drop(later).await.expect("answers"),
+            DropReport::First
+        );
+        assert_eq!(
+            runner.report_drop(later).await.expect("answers"),
+            DropReport::ReportedElsewhere
+        );
+    }
+
     #[tokio::test]
     async fn redis_a_stored_fire_far_ahead_of_the_server_clock_does_not_silence_the_job() {
         let Some(server) = RedisServer::start() else {

@@ -171,9 +171,18 @@ fn a_failed_claim_is_retried_and_given_up_when_its_grace_ends() {
     m.on_wake(now(13), &mut out);
     assert_eq!(said(&mut out), ["claim 10"]);
     m.on_claimed(Answer::Failed("timeout".into()), now(15), &mut out);
-    // The claim may have taken effect unseen: it is given up, and only this process can know
-    // that the fire may be lost, so it reports it itself.
-    assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
+    // The claim may have taken effect unseen: it is given up, and the guard says who reports
+    // it — this process when its claim took the fire or none did, nobody at warn level when
+    // another's did (the fire ran there).
+    assert_eq!(said(&mut out), ["abandon 10", "ask report 10 misfired"]);
+    m.on_reported(
+        t(10),
+        EventKind::misfired("x".into(), t(10)),
+        crate::model::Reported::ClaimedElsewhere,
+        now(15),
+        &mut out,
+    );
+    assert_eq!(said(&mut out), ["claimed_elsewhere 10"]);
 }
 
 /// The answer to a claim of fire 10 asked again at second 13, after the first claim got no
@@ -849,7 +858,54 @@ fn a_shutdown_while_standing_by_leaves_the_report_to_the_process_that_got_the_la
     m.on_claimed(Answer::Failed("timeout".into()), now(23), &mut out);
     said(&mut out);
     m.stop(now_ms(23_100), &mut out);
-    assert_eq!(said(&mut out), ["abandon 20", "misfired 20"]);
+    assert_eq!(said(&mut out), ["abandon 20", "ask report 20 misfired"]);
+}
+
+/// A shutdown leaves a due fire this process never claimed to the processes that go on (and to
+/// the next start's walk): reported at info level, nothing recorded, so that another process
+/// still runs it (docs/design/guarantees.md).
+#[test]
+fn a_shutdown_leaves_a_fire_it_never_claimed_to_the_processes_that_go_on() {
+    let mut m = model(Lock::Redis, Overlap::Queue);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(
+        Answer::Busy {
+            first_report: false,
+        },
+        now(10),
+        &mut out,
+    );
+    said(&mut out);
+    m.stop(now_ms(10_100), &mut out);
+    let told = said(&mut out);
+    assert_eq!(told, ["misfired 10 (reported elsewhere)"], "{told:?}");
+}
+
+/// Answers that come while stopping are reported as the guard decided: a fire another process
+/// claimed is not reported as misfired at warn level.
+#[test]
+fn a_claim_answered_while_stopping_is_reported_as_the_guard_decided() {
+    for (answer, expected) in [
+        (Answer::ClaimedByAnother, "claimed_elsewhere 10"),
+        (Answer::AlreadyRan, "claimed_elsewhere 10"),
+        (Answer::DroppedByAnother, "skipped 10 (reported elsewhere)"),
+        (
+            Answer::Busy {
+                first_report: false,
+            },
+            "misfired 10 (reported elsewhere)",
+        ),
+    ] {
+        let mut m = model(Lock::Redis, Overlap::Queue);
+        let mut out = Vec::new();
+        m.on_timer(now(10), &mut out);
+        assert_eq!(said(&mut out), ["claim 10"]);
+        m.stop(now_ms(10_050), &mut out);
+        said(&mut out);
+        m.on_claimed(answer, now_ms(10_100), &mut out);
+        assert_eq!(said(&mut out), [expected]);
+    }
 }
 
 #[test]
@@ -1039,7 +1095,7 @@ fn a_stop_before_the_instant_starts_a_held_fire_at_its_instant() {
         (
             Answer::Busy { first_report: true },
             false,
-            vec!["misfired 10"],
+            vec!["skipped 10"],
         ),
         (acquired(5), false, vec!["hold"]),
         (acquired(5), true, vec!["abandon 10", "misfired 10"]),
@@ -1119,8 +1175,8 @@ fn a_claim_sent_at_the_instant_is_not_taken_for_one_ahead_after_the_clock_steppe
     m.on_claimed(Answer::Busy { first_report: true }, now_ms(8_000), &mut out);
     assert_eq!(
         said(&mut out),
-        ["misfired 10"],
-        "a busy answer at the stop is reported, whatever the clock says"
+        ["skipped 10"],
+        "a busy skip at the stop is reported as the guard decided, whatever the clock says"
     );
 }
 

@@ -200,7 +200,11 @@ impl Statements {
             abandon: format!("SELECT {s}.abandon_v1($1, $2, $3)"),
             first_report: format!("SELECT {s}.first_report_v2($1, $2, $3)"),
             last_claimed: format!(
-                "SELECT CASE WHEN lapsed IS DISTINCT FROM last_fire THEN last_fire END \
+                "SELECT CASE \
+                   WHEN last_fire > clock_timestamp() + interval '1 second' THEN \
+                     (SELECT max(f) FROM unnest(recent_fires) AS f \
+                      WHERE f <= clock_timestamp() + interval '1 second') \
+                   WHEN lapsed IS DISTINCT FROM last_fire THEN last_fire END \
                  FROM {s}.jobs WHERE job = $1"
             ),
             fate_point_batch: format!(

@@ -181,6 +181,98 @@ async fn claims_survive_a_database_restart_and_tokens_keep_rising() {
     }
 }
 
+/// The database's clock set back (an NTP step, a failover to a server whose clock is behind):
+/// the last claim lies far ahead of it. A fire the recent claims remember is not claimed again,
+/// and `last_fire` does not move back.
+#[tokio::test]
+async fn a_claimed_fire_is_not_claimed_again_after_the_database_clock_went_back() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let raw = client(&server).await;
+    let base = now() - TimeDelta::seconds(20);
+    let at = |s: i64| base + TimeDelta::seconds(s);
+    let fires: Vec<DateTime<Utc>> = (2..10).map(at).collect();
+    let tokens: Vec<String> = (2..10).map(|i| format!("other:{i}")).collect();
+    raw.execute(
+        "INSERT INTO cronguard.jobs (job, last_fire, holder, fence, recent_fires, recent_tokens) \
+         VALUES ('stepped', now() + interval '1 hour', 'other:ahead', 100, $1, $2)",
+        &[&fires, &tokens],
+    )
+    .await
+    .expect("insert");
+    let g = guard(&db, "stepped", 30_000, false);
+    assert!(
+        matches!(
+            g.claim(at(5)).await.expect("answers"),
+            Claim::ClaimedByAnother
+        ),
+        "a fire the recent claims remember is not claimed again"
+    );
+    assert!(
+        matches!(g.claim(at(1)).await.expect("answers"), Claim::AlreadyRan),
+        "a fire older than every claim remembered is past"
+    );
+    match g.claim(at(15)).await.expect("answers") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("a fire after the remembered ones: {other:?}"),
+    }
+    let ahead: bool = raw
+        .query_one(
+            "SELECT last_fire > now() + interval '50 minutes' FROM cronguard.jobs WHERE job = 'stepped'",
+            &[],
+        )
+        .await
+        .expect("select")
+        .get(0);
+    assert!(ahead, "`last_fire` does not move back");
+    let other = guard(&db, "stepped", 30_000, false);
+    assert!(
+        matches!(
+            other.claim(at(15)).await.expect("answers"),
+            Claim::ClaimedByAnother
+        ),
+        "the fire claimed behind it is claimed once"
+    );
+    assert_eq!(g.last_claimed().await.expect("answers"), Some(at(15)));
+}
+
+/// A report of a fire another process claimed answers `ClaimedElsewhere` and records nothing; a
+/// report of a fire this claimant's own claim took is its own to make.
+#[tokio::test]
+async fn a_report_of_a_fire_claimed_elsewhere_is_not_a_first_report() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let runner = guard(&db, "queued", 30_000, false);
+    let waiter = guard(&db, "queued", 30_000, false);
+    let fire = now();
+    let lease = match runner.claim(fire).await.expect("answers") {
+        Claim::Acquired(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        waiter.report_drop(fire).await.expect("answers"),
+        DropReport::ClaimedElsewhere
+    );
+    assert_eq!(
+        runner.report_drop(fire).await.expect("answers"),
+        DropReport::First
+    );
+    lease.release().await.expect("release");
+    let later = fire + TimeDelta::seconds(1);
+    assert_eq!(
+        waiter.report_drop(later).await.expect("answers"),
+        DropReport::First
+    );
+    assert_eq!(
+        runner.report_drop(later).await.expect("answers"),
+        DropReport::ReportedElsewhere
+    );
+}
+
 #[tokio::test]
 async fn a_stored_fire_far_ahead_of_the_database_clock_does_not_silence_the_job() {
     let Some(server) = PostgresServer::start() else {

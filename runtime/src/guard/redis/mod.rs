@@ -535,15 +535,35 @@ impl Guard for RedisGuard {
         let state_key = Arc::clone(&self.state_key);
         let mut conn = self.conn.clone();
         Box::pin(async move {
-            let (last, lapsed): (Option<i64>, Option<i64>) = redis::cmd("HMGET")
+            let fields: Vec<Option<String>> = redis::cmd("HMGET")
                 .arg(&*state_key)
-                .arg("last")
-                .arg("lapsed")
+                .arg(&[
+                    "last", "lapsed", "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7",
+                ])
                 .query_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
-            // A last claim given up unstarted says nothing about which earlier fire ran.
-            let last = last.filter(|l| lapsed != Some(*l));
+            let number = |i: usize| {
+                fields
+                    .get(i)
+                    .and_then(|v| v.as_deref())
+                    .and_then(|v| v.parse::<i64>().ok())
+            };
+            let (last, lapsed) = (number(0), number(1));
+            let horizon = Utc::now().timestamp_millis() + CLAIM_AHEAD_TOLERANCE_MS as i64;
+            let last = match last {
+                // Far ahead of the clock (the server's clock was set back): `last` never moves
+                // back, and the newest claim the ring remembers up to now answers.
+                Some(l) if l > horizon => fields
+                    .iter()
+                    .skip(2)
+                    .flatten()
+                    .filter_map(|entry| entry.split(' ').next()?.parse::<i64>().ok())
+                    .filter(|f| *f <= horizon)
+                    .max(),
+                // A last claim given up unstarted says nothing about which earlier fire ran.
+                last => last.filter(|l| lapsed != Some(*l)),
+            };
             Ok(last.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
     }
