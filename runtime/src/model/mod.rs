@@ -1723,14 +1723,23 @@ impl JobModel {
             })
             .map(|f| f.t)
             .collect();
-        // Drop reports held back for the walk are not asked any more: told on this process's word.
+        // Drop reports held back for the walk are not asked any more. Nothing was recorded, so
+        // the processes that go on decide those fires, or the next start's walk reports them.
         if let Some(extra) = self.extra.as_deref_mut() {
             let deferred = std::mem::take(&mut extra.deferred_reports);
             extra.pending_reports = extra
                 .pending_reports
                 .saturating_sub(u32::try_from(deferred.len()).unwrap_or(u32::MAX));
             for (fire, kind) in deferred {
-                self.emit_drop(fire, kind, true, now, out);
+                let kind = match kind {
+                    EventKind::Misfired { reason, count, first } => EventKind::Misfired {
+                        reason: format!("{reason}; {why} before the guard could be asked, so the processes that go on claim it, or the next start reports it"),
+                        count,
+                        first,
+                    },
+                    kind => kind,
+                };
+                self.emit_drop(fire, kind, false, now, out);
             }
         }
         self.stopping = true;

@@ -430,10 +430,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // server's, its own claim of the fire may have taken effect unseen, or its timer woke past
     // several fires at once (a pause: its own story, told as one report without asking the
     // guard; docs/design/guarantees.md lists it as not holding yet).
-    // Not a gate yet: a few seeds in 4,000 still break it (a "no instance slot" misfire; see
-    // docs/design/guarantees.md), so it is checked when `CRONGUARD_SIM_STRICT_FATE` is set.
-    let strict = std::env::var_os("CRONGUARD_SIM_STRICT_FATE").is_some();
-    for (at, r, inc, e) in rec.events.iter().filter(|_| strict) {
+    for (at, r, inc, e) in &rec.events {
         if !e.first_report || rec.own_word.contains(&(*r, *inc, ms_of(e.fire_time))) {
             continue;
         }
