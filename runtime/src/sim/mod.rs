@@ -121,6 +121,18 @@ pub(super) enum Fault {
         down: Ms,
         lose_data: bool,
     },
+    /// The server's clock steps by `by` (an NTP step, a failover to a server whose clock is
+    /// off): a step back leaves the last claim ahead of it (docs/operations/redis.md).
+    ServerClockStep {
+        by: Ms,
+    },
+    /// One replica is stopped as at a rolling deploy (the scheduler stops, runs go on until the
+    /// shutdown deadline, the process exits once idle) and starts again `down` later, while the
+    /// others go on.
+    Stop {
+        replica: usize,
+        down: Ms,
+    },
     /// Every replica goes down at once (docs/guide/downtime.md): crashed, or stopped as at the end
     /// of the run (`graceful`: the scheduler stops, runs go on until the shutdown deadline, and
     /// the process exits once nothing is going on). Replica `r` starts again `down` plus
@@ -207,6 +219,29 @@ impl Scenario {
         for _ in 0..rng.usize(0..=2) {
             if let Some(fault) = Scenario::draw_all_down(&mut rng, period, grace, replicas) {
                 faults.push(fault);
+            }
+        }
+        // Drawn after everything else, so that the seeds drawn before keep their other settings:
+        // rolling restarts, and the server's clock stepping.
+        for replica in 0..replicas {
+            if rng.u32(0..3) == 0 {
+                let down = rng.i64(100..=4_000);
+                faults.push((at(&mut rng), Fault::Stop { replica, down }));
+            }
+        }
+        if rng.u32(0..4) == 0 {
+            if rng.bool() {
+                // A small step either way, as NTP makes.
+                let by = rng.i64(-3_000..=3_000);
+                faults.push((at(&mut rng), Fault::ServerClockStep { by }));
+            } else {
+                // Ahead for a while, then set right (a clock corrected, a failover back): the
+                // claims made meanwhile lie ahead of the server's clock (fault of
+                // docs/operations/redis.md: a claim is not granted twice).
+                let by = rng.i64(3_000..=60_000);
+                let (a, b) = (at(&mut rng), at(&mut rng));
+                faults.push((a.min(b), Fault::ServerClockStep { by }));
+                faults.push((a.max(b) + 1, Fault::ServerClockStep { by: -by }));
             }
         }
         faults.sort_by_key(|(t, _)| *t);
@@ -303,6 +338,8 @@ pub(super) struct Record {
     pub(super) health: Vec<HealthRecord>,
     /// Instants at which the server lost its data.
     pub(super) data_losses: Vec<Ms>,
+    /// The server's clock steps: (true time, by).
+    pub(super) server_steps: Vec<(Ms, Ms)>,
     /// When the server stalled or was down: (from, until).
     pub(super) outages: Vec<(Ms, Ms)>,
     /// Every claim sent: (true time, fire, replica).
@@ -594,6 +631,8 @@ pub(super) struct Sim {
     server_down_until: Ms,
     /// Counts server restarts: a request queued before one is lost with its connection.
     server_epoch: u32,
+    /// How far the server's clock is off true time (its steps: [`Fault::ServerClockStep`]).
+    server_skew: Ms,
     actions: Vec<Action>,
     pub(super) record: Record,
     tracing: bool,
@@ -624,6 +663,7 @@ impl Sim {
             server_stalled_until: 0,
             server_down_until: 0,
             server_epoch: 0,
+            server_skew: 0,
             actions: Vec::new(),
             record: Record::default(),
             tracing,
@@ -922,7 +962,8 @@ impl Sim {
             return;
         }
         let had_record = self.server.has_record();
-        let resp = self.server.apply(&req, self.now);
+        let server_now = self.now + self.server_skew;
+        let resp = self.server.apply(&req, server_now);
         if !had_record && self.server.has_record() {
             self.record.first_records.push(self.now);
         }
@@ -932,10 +973,10 @@ impl Sim {
                 self.record.taken.push((self.now, *fire));
             }
             (Req::Claim { fire, .. }, Resp::Busy { .. }) => {
-                self.record.decided.push((self.now, *fire));
+                self.record.decided.push((server_now, *fire));
             }
             (Req::Report { fire, .. }, Resp::Reported(Reported::First))
-                if *fire > self.now + server::AHEAD_TOLERANCE =>
+                if *fire > server_now + server::AHEAD_TOLERANCE =>
             {
                 // Answered without a record (a clock ahead): the reporter's own word.
                 self.record.unrecorded.insert((r, inc, *fire));
@@ -1400,26 +1441,7 @@ impl Sim {
                         self.go_down(r);
                         continue;
                     }
-                    // As at the end of the run: the scheduler stops, runs go on until the
-                    // shutdown deadline, and the process exits once nothing is going on.
-                    let inc = rep.inc;
-                    self.replicas[r].draining = true;
-                    self.replicas[r].stopping = true;
-                    let now = self.local_now(r);
-                    let mut out = std::mem::take(&mut self.actions);
-                    self.replicas[r].model.stop(now, &mut out);
-                    self.perform(r, &mut out);
-                    self.actions = out;
-                    self.note_if_nobody_runs();
-                    self.push(self.now + SHUTDOWN_TIMEOUT, Ev::CancelRuns { r, inc });
-                    self.push(
-                        self.now,
-                        Ev::Exit {
-                            r,
-                            inc,
-                            force: false,
-                        },
-                    );
+                    self.stop_gracefully(r);
                 }
             }
             Fault::ClockStep { replica, by } => {
@@ -1430,6 +1452,20 @@ impl Sim {
                 // The executor's timers were armed on the old clock; they fire and re-check.
                 self.push(self.now, Ev::Timer { r: replica, inc });
                 self.push(self.now, Ev::Wake { r: replica, inc });
+            }
+            Fault::ServerClockStep { by } => {
+                self.server_skew += by;
+                self.record.server_steps.push((self.now, by));
+            }
+            Fault::Stop { replica, down } => {
+                let rep = &self.replicas[replica];
+                if !rep.alive || rep.draining || rep.down_until > self.now {
+                    return;
+                }
+                let restart_at = self.now + down;
+                self.replicas[replica].down_until = restart_at;
+                self.push(restart_at, Ev::Restart { r: replica });
+                self.stop_gracefully(replica);
             }
             Fault::ServerStall { length } => {
                 self.server_stalled_until = self.server_stalled_until.max(self.now + length);
@@ -1446,6 +1482,29 @@ impl Sim {
                 self.push(self.now + down, Ev::ServerUp);
             }
         }
+    }
+
+    /// As at the end of the run: the scheduler stops, runs go on until the shutdown deadline,
+    /// and the process exits once nothing is going on.
+    fn stop_gracefully(&mut self, r: usize) {
+        let inc = self.replicas[r].inc;
+        self.replicas[r].draining = true;
+        self.replicas[r].stopping = true;
+        let now = self.local_now(r);
+        let mut out = std::mem::take(&mut self.actions);
+        self.replicas[r].model.stop(now, &mut out);
+        self.perform(r, &mut out);
+        self.actions = out;
+        self.note_if_nobody_runs();
+        self.push(self.now + SHUTDOWN_TIMEOUT, Ev::CancelRuns { r, inc });
+        self.push(
+            self.now,
+            Ev::Exit {
+                r,
+                inc,
+                force: false,
+            },
+        );
     }
 
     /// The replica's process is gone (it crashed, or exited after a stop): whatever it had in

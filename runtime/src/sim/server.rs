@@ -85,9 +85,12 @@ pub(super) enum Resp {
 #[derive(Debug, Default, Clone)]
 pub(super) struct JobState {
     last: Option<Ms>,
-    /// Who claimed the last [`RECENT_CLAIMS`] fires: a retry is recognised even after a later
-    /// fire was claimed, and a fire nobody claimed is told apart from one that ran.
-    claims: BTreeMap<Ms, String>,
+    /// The last [`RECENT_CLAIMS`] claims (fire, token), written at `claimed % RECENT_CLAIMS`:
+    /// a retry is recognised even after a later fire was claimed, and a fire nobody claimed is
+    /// told apart from one that ran.
+    ring: Vec<Option<(Ms, String)>>,
+    /// Who claimed `last` (`holder`).
+    holder: Option<String>,
     /// How many claims were ever made: while the recent claims hold all of them, a fire that is
     /// not among them was never claimed.
     claimed: u64,
@@ -121,31 +124,45 @@ impl JobState {
                 replace,
                 nonce,
             } => {
+                // Line by line as `claim` in the Redis guard's batch script.
                 if *fire > now + AHEAD_TOLERANCE {
                     return Resp::TooEarly { ahead: fire - now };
                 }
-                if self.claims.get(fire).is_some_and(|t| t == token) {
-                    if self.lock_holder(now) == Some(token) {
-                        self.lock = Some((token.clone(), now + lease));
-                        return Resp::Acquired { fence: self.fence };
+                let stored = self.last;
+                let last = stored.filter(|l| *l <= now + AHEAD_TOLERANCE);
+                let ignored = stored.is_some() && last.is_none();
+                let (claimed_by, oldest) = if last == Some(*fire) {
+                    (self.holder.clone(), None)
+                } else if stored.is_some_and(|l| l > *fire) {
+                    self.recent_claimant(*fire)
+                } else {
+                    (None, None)
+                };
+                if claimed_by.as_deref() == Some(token.as_str()) {
+                    if self.lock_holder(now) != Some(token) {
+                        if last == Some(*fire) {
+                            self.lapsed = Some(*fire);
+                        }
+                        return Resp::Lapsed;
                     }
-                    if self.last == Some(*fire) {
-                        self.lapsed = Some(*fire);
-                    }
-                    return Resp::Lapsed;
+                    self.lock = Some((token.clone(), now + lease));
+                    return Resp::Acquired { fence: self.fence };
                 }
-                let last = self.last.filter(|l| *l <= now + AHEAD_TOLERANCE);
-                if last.is_some_and(|l| l >= *fire) && self.claims.contains_key(fire) {
+                if claimed_by.is_some() {
                     return Resp::ClaimedByAnother;
+                }
+                if ignored
+                    && oldest.is_some_and(|o| *fire < o)
+                    && self.claimed > RECENT_CLAIMS as u64
+                {
+                    return Resp::AlreadyRan;
                 }
                 if last.is_some_and(|l| l >= *fire) {
                     // A fire among the recent claims that nobody claimed was passed over; an
                     // older one is simply past (a process whose clock is far behind stays quiet).
-                    let oldest = self.claims.keys().next().copied();
                     let all_known = self.claimed <= RECENT_CLAIMS as u64;
                     let passed_over = last.is_some_and(|l| l > *fire)
-                        && (all_known || oldest.is_some_and(|o| *fire > o))
-                        && !self.claims.contains_key(fire);
+                        && (all_known || oldest.is_some_and(|o| *fire > o));
                     if passed_over {
                         return Resp::Superseded;
                     }
@@ -154,11 +171,7 @@ impl JobState {
                 // Reported missed while no process ran the job: decided, never started — unless
                 // this claimant reported the fire itself first (a busy answer it never got).
                 let own_report = self.reported.get(fire) == Some(nonce);
-                if !own_report
-                    && self
-                        .gone
-                        .is_some_and(|g| g >= *fire && g <= now + AHEAD_TOLERANCE)
-                {
+                if !own_report && self.gone.is_some_and(|g| g >= *fire) {
                     return Resp::DroppedByAnother;
                 }
                 if self.reported.get(fire).is_some_and(|by| by != nonce) {
@@ -183,13 +196,22 @@ impl JobState {
                     };
                 }
                 self.lock = Some((token.clone(), now + lease));
-                self.last = Some(*fire);
-                self.reported.remove(fire);
-                self.claims.insert(*fire, token.clone());
-                self.claimed += 1;
-                while self.claims.len() > RECENT_CLAIMS {
-                    self.claims.pop_first();
+                if stored.is_none_or(|l| l <= *fire) {
+                    // `last` never moves back: an older fire's claim is in the ring only.
+                    self.last = Some(*fire);
+                    self.holder = Some(token.clone());
                 }
+                self.reported.remove(fire);
+                if stored.is_some_and(|l| l > *fire) {
+                    self.remember_older(*fire, token);
+                } else {
+                    let slot = (self.claimed % RECENT_CLAIMS as u64) as usize;
+                    if self.ring.len() <= slot {
+                        self.ring.resize(slot + 1, None);
+                    }
+                    self.ring[slot] = Some((*fire, token.clone()));
+                }
+                self.claimed += 1;
                 self.fence = (self.fence + 1).max(u64::try_from(now).unwrap_or(0) * 1_000);
                 Resp::Acquired { fence: self.fence }
             }
@@ -216,7 +238,12 @@ impl JobState {
                 Resp::Done
             }
             Req::Abandon { fire, token } => {
-                let ours = self.claims.get(fire).is_some_and(|t| t == token);
+                let claimant = if self.last == Some(*fire) {
+                    self.holder.clone()
+                } else {
+                    self.recent_claimant(*fire).0
+                };
+                let ours = claimant.as_deref() == Some(token.as_str());
                 if ours && self.last == Some(*fire) {
                     self.lapsed = Some(*fire);
                 }
@@ -233,9 +260,16 @@ impl JobState {
                 }
                 // Another claimant's claim of the fire took effect: it ran there, or that
                 // claimant reports it.
+                // This claimant's own claim of it: the fire is its own to report, whatever was
+                // recorded since.
                 let own = format!("{nonce:x}:");
-                if self.claimant(*fire).is_some_and(|t| !t.starts_with(&own)) {
-                    return Resp::Reported(Reported::ClaimedElsewhere);
+                match self.claimant(*fire).map(|t| t.starts_with(&own)) {
+                    Some(true) => {
+                        self.report(*fire, *nonce);
+                        return Resp::Reported(Reported::First);
+                    }
+                    Some(false) => return Resp::Reported(Reported::ClaimedElsewhere),
+                    None => {}
                 }
                 // Its own report first (a busy answer it never got), as the missed fires after.
                 if self.reported.get(fire) != Some(nonce) && self.gone.is_some_and(|g| g >= *fire) {
@@ -263,11 +297,44 @@ impl JobState {
 
     /// Who claimed `fire`, as far as the recent claims tell (as the Redis guard: the ring is read
     /// only when a later fire was claimed since).
-    fn claimant(&self, fire: Ms) -> Option<&str> {
-        self.last
-            .filter(|l| *l >= fire)
-            .and_then(|_| self.claims.get(&fire))
-            .map(String::as_str)
+    fn claimant(&self, fire: Ms) -> Option<String> {
+        match self.last {
+            Some(l) if l == fire => self.holder.clone(),
+            Some(l) if l > fire => self.recent_claimant(fire).0,
+            _ => None,
+        }
+    }
+
+    /// Remembers the claim of a fire older than `last` (the server's clock went back): the ring
+    /// keeps the newest fires claimed, rewritten in fire order so that the next claims overwrite
+    /// the oldest first (as `remember_older` in the Redis guard's script).
+    fn remember_older(&mut self, fire: Ms, token: &str) {
+        let mut entries: Vec<(Ms, String)> = self.ring.iter().flatten().cloned().collect();
+        entries.push((fire, token.to_owned()));
+        entries.sort_by_key(|(f, _)| *f);
+        let keep = entries.len().min(RECENT_CLAIMS);
+        let entries = entries.split_off(entries.len() - keep);
+        let next = ((self.claimed + 1) % RECENT_CLAIMS as u64) as usize;
+        self.ring = vec![None; RECENT_CLAIMS];
+        // The oldest kept goes where the next claim writes, unless the ring has room.
+        let start = if keep < RECENT_CLAIMS { 0 } else { next };
+        for (i, entry) in entries.into_iter().enumerate() {
+            self.ring[(start + i) % RECENT_CLAIMS] = Some(entry);
+        }
+    }
+
+    /// Who claimed `fire` among the recent claims, and the oldest fire they hold (as
+    /// `recent_claimant` in the Redis guard's script: a ring written in claim order).
+    fn recent_claimant(&self, fire: Ms) -> (Option<String>, Option<Ms>) {
+        let mut who = None;
+        let mut oldest: Option<Ms> = None;
+        for (f, token) in self.ring.iter().flatten() {
+            if *f == fire {
+                who = Some(token.clone());
+            }
+            oldest = Some(oldest.map_or(*f, |o| o.min(*f)));
+        }
+        (who, oldest)
     }
 
     /// Whether the store holds any record of the job.
@@ -275,14 +342,10 @@ impl JobState {
         self.last.is_some() || self.rep.is_some() || self.gone.is_some()
     }
 
-    /// The newest fire claimed (also one given up), reported dropped or reported missed, left
-    /// out what lies further ahead of the server's clock than a claim may (as the Redis guard).
-    pub(super) fn fate_point(&self, now: Ms) -> Option<Ms> {
-        [self.last, self.rep, self.gone]
-            .into_iter()
-            .flatten()
-            .filter(|v| *v <= now + AHEAD_TOLERANCE)
-            .max()
+    /// The newest fire claimed (also one given up), reported dropped or reported missed, also
+    /// when it lies ahead of the server's clock (as the Redis guard).
+    pub(super) fn fate_point(&self, _now: Ms) -> Option<Ms> {
+        [self.last, self.rep, self.gone].into_iter().flatten().max()
     }
 
     fn report(&mut self, fire: Ms, nonce: u64) -> bool {

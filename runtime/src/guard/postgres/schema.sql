@@ -384,10 +384,10 @@ END
 $first_report$;
 
 -- The job's fate point: the newest fire claimed, reported dropped or reported missed. The
--- reports count too: binaries that predate reported_through record drops only there. A value
--- further ahead of the database's clock than p_tolerance_ms was written by a host whose clock
--- was ahead, or before the database's clock was set back: it proves nothing about the fires
--- before it, and is left out.
+-- reports count too: binaries that predate reported_through record drops only there. Also a
+-- value ahead of the database's clock: claims and reports that far ahead are refused, so it was
+-- written before the database's clock was set back, and the fires up to it were decided then
+-- (p_tolerance_ms is kept for the binaries that call it).
 CREATE OR REPLACE FUNCTION {schema}.fate_point_v1(p_job text, p_tolerance_ms bigint)
 RETURNS timestamptz LANGUAGE sql STABLE AS $fate_point$
   SELECT max(v) FROM (
@@ -396,7 +396,7 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $fate_point$
     UNION ALL SELECT missed_through FROM {schema}.jobs WHERE job = p_job
     UNION ALL SELECT max(fire) FROM {schema}.reports WHERE job = p_job
   ) AS p(v)
-  WHERE v <= clock_timestamp() + p_tolerance_ms * interval '1 millisecond'
+  WHERE p_tolerance_ms IS NOT NULL
 $fate_point$;
 
 -- Records the fires up to p_last as missed: when the job's fate point lies before p_last (or

@@ -165,7 +165,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   -- unless this claimant reported the fire itself before (a busy answer it never got): then its
   -- report came first, and it may take the fire, as below.
   local gone = tonumber(state[7])
-  if gone and gone >= fire and gone <= now + tolerance then
+  if gone and gone >= fire then
     local newest_report = tonumber(state[6])
     local own = newest_report and newest_report >= fire and redis.call('GET', report) == nonce
     if not own then
@@ -348,15 +348,15 @@ local function first_report(report, state_key, nonce, ttl, fire_arg)
   return {report_once(report, state_key, state[1], fire, nonce, ttl)}
 end
 
--- The fate point: the newest fire claimed (also one given up), reported or reported missed. A
--- value further ahead of the server's clock than a claim may be was written by a host whose clock
--- was ahead, or before the server's clock was set back: it proves nothing, and is left out.
+-- The fate point: the newest fire claimed (also one given up), reported or reported missed. Also
+-- a value ahead of the server's clock: claims and reports that far ahead are refused, so it was
+-- written before the server's clock was set back, and the fires up to it were decided then.
 local function fate_point(state_key)
   local state = redis.call('HMGET', state_key, 'last', 'rep', 'gone')
   local point = nil
   for i = 1, 3 do
     local v = tonumber(state[i])
-    if v and v <= now + TOLERANCE_MS and (not point or v > point) then point = v end
+    if v and (not point or v > point) then point = v end
   end
   return point
 end
