@@ -647,7 +647,7 @@ mod redis {
             return;
         };
         let mut conn = raw(&server).await;
-        let base = now() - TimeDelta::seconds(20);
+        let base = now() - TimeDelta::seconds(60);
         let ms = |s: i64| (base + TimeDelta::seconds(s)).timestamp_millis();
         // Fires base+0..base+9 s were claimed; then the clock went back by an hour, which to the
         // server is the same as the last claim lying an hour ahead.
@@ -698,7 +698,20 @@ mod redis {
             ),
             "the fire claimed behind it is claimed once"
         );
-        assert_eq!(g.last_claimed().await.expect("answers"), Some(at(15)));
+        // Later fires claimed behind it push it out of the recent claims, oldest first: a claim of
+        // it then is past, never granted again.
+        for i in 16..26 {
+            match g.claim(at(i)).await.expect("answers") {
+                Claim::Acquired(lease) => lease.release().await.expect("release"),
+                other => panic!("fire {i}: {other:?}"),
+            }
+        }
+        let third = guard(&server, "stepped", 30_000).await;
+        match third.claim(at(15)).await.expect("answers") {
+            Claim::Acquired(_) => panic!("fire 15 was granted twice"),
+            other => assert!(matches!(other, Claim::AlreadyRan), "{other:?}"),
+        }
+        assert_eq!(g.last_claimed().await.expect("answers"), Some(at(25)));
     }
 
     /// A report of a fire another process claimed answers `ClaimedElsewhere` and records

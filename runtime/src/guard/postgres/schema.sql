@@ -229,8 +229,18 @@ BEGIN
     holder = CASE WHEN r.last_fire > p_fire THEN r.holder ELSE p_token END,
     fence = v_fence, lease_holder = p_token,
     lease_until = v_now + p_lease_ms * interval '1 millisecond', cancel_holder = NULL,
-    recent_fires = (r.recent_fires || p_fire)[greatest(1, cardinality(r.recent_fires) - 6):],
-    recent_tokens = (r.recent_tokens || p_token)[greatest(1, cardinality(r.recent_tokens) - 6):]
+    -- After the database's clock went back, an older fire's claim keeps the eight newest fires,
+    -- in fire order, so that later claims drop the oldest first.
+    recent_fires = CASE WHEN r.last_fire > p_fire THEN
+        ARRAY(SELECT f FROM (SELECT u.f FROM unnest(r.recent_fires || p_fire) AS u(f)
+                             ORDER BY u.f DESC LIMIT 8) AS k ORDER BY f)
+      ELSE (r.recent_fires || p_fire)[greatest(1, cardinality(r.recent_fires) - 6):] END,
+    recent_tokens = CASE WHEN r.last_fire > p_fire THEN
+        ARRAY(SELECT t FROM (SELECT u.f, u.t
+                             FROM unnest(r.recent_fires || p_fire, r.recent_tokens || p_token)
+                               AS u(f, t)
+                             ORDER BY u.f DESC LIMIT 8) AS k ORDER BY f)
+      ELSE (r.recent_tokens || p_token)[greatest(1, cardinality(r.recent_tokens) - 6):] END
     WHERE job = p_job;
   -- The claimant's own report of this fire (a busy answer it never got) gives way: it reports the
   -- fire if it gives it up.

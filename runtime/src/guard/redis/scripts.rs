@@ -91,6 +91,29 @@ local function recent_claimant(state_key, fire)
   return who, oldest
 end
 
+-- Remembers the claim `entry` (`<fire> <token>`) of a fire older than `last` (the server's clock
+-- went back): the ring keeps the eight newest fires claimed, rewritten in fire order from the
+-- field the next claim writes (n + 1), so that later claims overwrite the oldest first.
+local function remember_older(state_key, n, fire, entry)
+  local ring = redis.call('HMGET', state_key, 'r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7')
+  local entries = {{fire, entry}}
+  for i = 1, 8 do
+    local f = ring[i] and tonumber(string.match(ring[i], '^(%S+) '))
+    if f then entries[#entries + 1] = {f, ring[i]} end
+  end
+  table.sort(entries, function(a, b) return a[1] < b[1] end)
+  while #entries > 8 do table.remove(entries, 1) end
+  local start = 0
+  if #entries == 8 then start = (n + 1) % 8 end
+  local fields = {}
+  for i = 0, 7 do
+    local e = entries[i + 1]
+    fields[#fields + 1] = 'r' .. ((start + i) % 8)
+    fields[#fields + 1] = e and e[2] or ''
+  end
+  redis.call('HSET', state_key, unpack(fields))
+end
+
 -- Records this guard value's report of `fire` unless another's is: `1` when it is the first (also
 -- when it asks again). The state hash keeps the newest fire with a report record (`rep`, as read
 -- by the caller), so that a claim deletes a report record only where one may exist.
@@ -204,9 +227,10 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   local fence = math.max((tonumber(state[2]) or 0) + 1, now_us)
   local n = tonumber(state[4]) or 0
   if stored and stored > fire then
-    -- `last` never moves back: the claim is remembered in the ring only.
-    redis.call('HSET', state_key, 'fence', string.format('%.0f', fence), 'n', n + 1,
-      'r' .. (n % 8), fire_arg .. ' ' .. token)
+    -- `last` never moves back: the claim is remembered in the ring only, which keeps the newest
+    -- fires claimed, written in fire order so that the next claims overwrite the oldest first.
+    remember_older(state_key, n, fire, fire_arg .. ' ' .. token)
+    redis.call('HSET', state_key, 'fence', string.format('%.0f', fence), 'n', n + 1)
   else
     redis.call('HSET', state_key, 'last', fire_arg, 'fence', string.format('%.0f', fence), 'holder', token,
       'n', n + 1, 'r' .. (n % 8), fire_arg .. ' ' .. token)
