@@ -389,6 +389,9 @@ struct Extra {
     /// Drop reports held back while the walk after downtime is not done (counted in
     /// `pending_reports` too): asked once it is (see `walking`).
     deferred_reports: Vec<(DateTime<Utc>, EventKind)>,
+    /// Drop reports asked of the guard for fires this process's own claim may have taken unseen
+    /// (see `on_reported`).
+    unseen_claims: Vec<DateTime<Utc>>,
     trouble: Trouble,
     controls: Controls,
 }
@@ -1014,6 +1017,7 @@ impl JobModel {
                     "not started within the misfire grace of {grace}: no instance slot became free"
                 ),
             };
+            let unseen = self.uncertain() == Some(fire.t);
             self.give_up(fire, out);
             let too_early = self
                 .extra
@@ -1031,6 +1035,9 @@ impl JobModel {
             } else {
                 // Also when this process's own claim may have taken effect unseen: the guard
                 // knows whose claim took the fire, and answers `ClaimedElsewhere` for another's.
+                if unseen && self.shared() {
+                    self.extra_mut().unseen_claims.push(fire.t);
+                }
                 self.report_drop(fire.t, kind, now, out);
             }
         }
@@ -1670,8 +1677,20 @@ impl JobModel {
         if let Some(e) = self.extra.as_deref_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
         }
+        let unseen = self.extra.as_deref_mut().is_some_and(|e| {
+            let before = e.unseen_claims.len();
+            e.unseen_claims.retain(|f| *f != fire);
+            e.unseen_claims.len() != before
+        });
         match reported {
             Reported::First => self.emit_drop(fire, kind, true, now, out),
+            Reported::ByAnother if unseen => {
+                // This process's own claim may have taken the fire unseen, and the guard no
+                // longer knows whose claim did (more claims came since): only this process can
+                // say that the fire may be lost.
+                let kind = EventKind::misfired(UNKNOWN_CLAIMANT.to_owned(), fire);
+                self.emit_drop(fire, kind, true, now, out)
+            }
             Reported::ByAnother => self.emit_drop(fire, kind, false, now, out),
             Reported::ClaimedElsewhere => {
                 self.emit_drop(fire, EventKind::ClaimedElsewhere, true, now, out)
@@ -1707,7 +1726,20 @@ impl JobModel {
         if self.stopping {
             return;
         }
+        let before = out.len();
         self.take_fires(now, out);
+        // The newest fire whose drop this stop asks the guard about (taken late, or whose own
+        // claim got no answer): it moves the job's fate point, so the open fires before it are
+        // asked about too, or the next start's walk would take them as decided
+        // (docs/guide/downtime.md).
+        let asked_through = out[before..]
+            .iter()
+            .filter_map(|a| match a {
+                Action::AskReport { fire, .. } => Some(*fire),
+                _ => None,
+            })
+            .chain(self.uncertain())
+            .max();
         // Fires this process only stands by for and never asked the guard about: the process
         // that claims first (named first, or that got the last fire) claims them, and reports
         // them if it cannot run them. A fire this process claimed before (a retry is pending, or
@@ -1756,7 +1788,9 @@ impl JobModel {
             .map(|c| std::mem::take(&mut c.manual))
             .unwrap_or_default();
         for fire in self.take_due().into_iter().chain(manual) {
-            let uncertain = fire.manual().is_none() && self.uncertain() == Some(fire.t);
+            let uncertain = fire.manual().is_none()
+                && asked_through.is_some_and(|u| fire.t <= u)
+                && self.shared();
             if fire.manual().is_none() && now.wall < fire.t && !uncertain {
                 // Taken ahead of its instant, and no claim of it took effect: the processes that
                 // go on claim and report it.
@@ -1766,6 +1800,9 @@ impl JobModel {
             if uncertain {
                 // A claim of it may have taken effect unseen: this process gave it back, and the
                 // guard says who reports it.
+                if self.uncertain() == Some(fire.t) {
+                    self.extra_mut().unseen_claims.push(fire.t);
+                }
                 let kind = EventKind::misfired(why.to_owned(), fire.t);
                 self.report_drop(fire.t, kind, now, out);
                 continue;

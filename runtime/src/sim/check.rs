@@ -92,6 +92,14 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         }
     }
 
+    // The server's clock stepped forward after `a` was claimed and before `b` started: Redis
+    // expires keys on its wall clock (docs/operations/redis.md), so `a`'s lease ended early.
+    let stepped_forward = |a: &super::Start, b: &super::Start| {
+        rec.server_steps
+            .iter()
+            .any(|(t, by)| *by > 0 && a.claimed.min(b.claimed) <= *t && *t <= a.at.max(b.at))
+    };
+
     // 2. No step of a run after a later run started.
     let mut last_step: BTreeMap<RunKey, Ms> = BTreeMap::new();
     for (at, key) in &rec.steps {
@@ -102,14 +110,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             continue;
         };
         for b in &rec.starts[i + 1..] {
-            // The server's clock stepping forward expires leases early: Redis expires keys on
-            // its wall clock (docs/operations/redis.md), and the fencing token tells the runs
-            // apart.
-            let stepped = rec
-                .server_steps
-                .iter()
-                .any(|(t, by)| *by > 0 && a.claimed <= *t && *t <= b.at);
-            if b.key != a.key && *a_last > b.at && !loss_around(a, b) && !stepped {
+            if b.key != a.key && *a_last > b.at && !loss_around(a, b) && !stepped_forward(a, b) {
                 broken.push(format!(
                     "2: run {:?} (fire {}) took a step at {a_last} ms, after run {:?} (fire {}) started at {} ms",
                     a.key, a.fire, b.key, b.fire, b.at
@@ -222,6 +223,15 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         let unwalked = end >= rec.stop_at;
         forgot || passed_over || unwalked || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
     };
+    // Taken early: while the server's clock was ahead, a replica whose clock was ahead too
+    // claimed a later fire before this one's instant (more than a claim's tolerance early), and
+    // the other replicas took this one as past (docs/design/guarantees.md, "What does not
+    // hold"): nothing can tell two clocks wrong the same way.
+    let taken_early = |fire: Ms| {
+        rec.taken
+            .iter()
+            .any(|(at, f)| *f > fire && *at + super::server::AHEAD_TOLERANCE < fire)
+    };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;
     let mut fire = first;
@@ -231,6 +241,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             && !unheard.contains(&fire)
             && !forgotten(fire)
             && !unrecorded(fire)
+            && !taken_early(fire)
         {
             broken.push(format!(
                 "3: fire {fire} neither started nor was reported at warn level by any replica"
@@ -239,9 +250,14 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         fire += sc.period;
     }
 
-    // 4. Fencing tokens rise in start order.
+    // 4. Fencing tokens rise in start order (outside a data-loss window, and unless the
+    // server's clock stepped forward between the two claims and the later start: the earlier
+    // lease expired early, as for invariant 2).
     for pair in rec.starts.windows(2) {
-        if pair[1].token <= pair[0].token && !loss_around(&pair[0], &pair[1]) {
+        if pair[1].token <= pair[0].token
+            && !loss_around(&pair[0], &pair[1])
+            && !stepped_forward(&pair[1], &pair[0])
+        {
             broken.push(format!(
                 "4: fencing token {} (fire {}, at {} ms) is not above {} (fire {}, at {} ms)",
                 pair[1].token, pair[1].fire, pair[1].at, pair[0].token, pair[0].fire, pair[0].at
@@ -337,8 +353,13 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     }
 
     // 7. A fire reported skipped is never started, before or after the report.
-    for (at, r, _, e) in &rec.events {
+    for (at, r, inc, e) in &rec.events {
         if !(e.first_report && matches!(e.kind, EventKind::Skipped { .. })) {
+            continue;
+        }
+        // Answered without a record (the fire lay ahead of the server's clock): the reporter's
+        // own word, as for invariant 11.
+        if rec.unrecorded.contains(&(*r, *inc, ms_of(e.fire_time))) {
             continue;
         }
         let fire = ms_of(e.fire_time);
@@ -346,7 +367,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         // the process heard of it (it was frozen, or the answer was slow).
         let recordable = fire - super::server::AHEAD_TOLERANCE - 1;
         for s in rec.starts.iter().filter(|s| s.fire == fire) {
-            if !loss_between(recordable.min(s.claimed), s.at.max(*at)) {
+            if !loss_between(recordable.min(s.claimed).min(*at), s.at.max(*at)) {
                 broken.push(format!(
                     "7: at {at} ms replica {r} reported fire {fire} as skipped, and {:?} started it at {} ms",
                     s.key, s.at
@@ -479,7 +500,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             .filter(|s| first <= s.fire && s.fire <= last && !forgotten(s.fire))
         {
             let recordable = s.fire - super::server::AHEAD_TOLERANCE - 1;
-            if !loss_between(recordable.min(s.claimed), s.at.max(*at)) {
+            if !loss_between(recordable.min(s.claimed).min(*at), s.at.max(*at)) {
                 broken.push(format!(
                     "12: at {at} ms replica {r} reported fire {} at warn level ({:?}), and {:?} started it at {} ms",
                     s.fire, e.kind, s.key, s.at
