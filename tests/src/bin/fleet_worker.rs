@@ -1,0 +1,77 @@
+//! A replica with many Redis-guarded jobs, for the rolling-restart test: `JOBS` jobs
+//! (`fleet_0` …), each due every second, each run appending `start <job> <fire ms> <pid>` to the
+//! shared record, and every drop reported at warn level (the first report of a skip or a misfire)
+//! appending `warn <job> <last fire ms> <pid> <first fire ms>`. SIGTERM shuts the replica down
+//! gracefully, as a deploy stops it.
+//!
+//! Settings (environment): `RECORD`, `CRONGUARD_REDIS_URL`, `JOBS` (300), `WORK_MS` (20),
+//! `GRACE_MS` (2000), `LEASE_MS` (5000), `RUN_FOR_MS` (60000).
+
+use std::time::Duration;
+
+use cronguard::{EventKind, Job, Lock, Schedule};
+use cronguard_tests::{append_line, env_u64};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter("cronguard=warn")
+        .with_writer(std::io::stderr)
+        .init();
+    let record = std::env::var("RECORD")?;
+    let jobs = env_u64("JOBS", 300);
+    let work = Duration::from_millis(env_u64("WORK_MS", 20));
+    let grace = Duration::from_millis(env_u64("GRACE_MS", 2000));
+    let lease = Duration::from_millis(env_u64("LEASE_MS", 5000));
+    let run_for = Duration::from_millis(env_u64("RUN_FOR_MS", 60_000));
+    let pid = std::process::id();
+    let mut builder = cronguard::builder().registered_jobs(false);
+    for i in 0..jobs {
+        let record = record.clone();
+        let job = Job::new(
+            format!("fleet_{i}"),
+            Schedule::every(Duration::from_secs(1))?,
+        )
+        .lock(Lock::Redis)
+        .lease(lease)
+        .misfire_grace(grace)
+        .run(move |ctx| {
+            let record = record.clone();
+            async move {
+                let t = ctx.fire_time().timestamp_millis();
+                append_line(&record, &format!("start {i} {t} {pid}"))?;
+                tokio::time::sleep(work).await;
+                Ok::<(), std::io::Error>(())
+            }
+        });
+        builder = builder.job(job);
+    }
+    let events = record.clone();
+    let handle = builder
+        .on_event(move |e| {
+            if !e.first_report {
+                return;
+            }
+            let first = match &e.kind {
+                EventKind::Misfired { first, .. } => *first,
+                EventKind::Skipped { .. } => e.fire_time,
+                _ => return,
+            };
+            let job = e.job.trim_start_matches("fleet_");
+            let line = format!(
+                "warn {job} {} {pid} {}",
+                e.fire_time.timestamp_millis(),
+                first.timestamp_millis()
+            );
+            let _ = append_line(&events, &line);
+        })
+        .start()
+        .await?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        () = tokio::time::sleep(run_for) => {}
+        _ = term.recv() => {}
+    }
+    handle.shutdown_within(Duration::from_secs(5)).await;
+    Ok(())
+}
