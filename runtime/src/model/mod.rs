@@ -1405,7 +1405,7 @@ impl JobModel {
     }
 
     /// The answer to a claim that came while the scheduler stops and left the fire open here: it
-    /// does not start here.
+    /// starts here only when granted at its instant during a shutdown.
     /// A fire this process holds a claim of (granted, or perhaps granted unseen) is given back
     /// and reported through the guard; a fire the guard decided elsewhere is reported as it
     /// decided; a fire still open (busy under `queue` or `replace`) is left to the processes
@@ -1420,6 +1420,17 @@ impl JobModel {
     ) {
         let why = "the scheduler shut down, or the job was removed, before the fire could start";
         match answer {
+            Answer::Acquired { token, deadline } if self.keep_held && !ahead => {
+                // Granted to this process at its instant while the scheduler stops: the others
+                // take the fire as claimed, so it runs here, and the shutdown waits for it as
+                // for a run (a fire given back now would be lost).
+                self.if_trouble(|t| {
+                    t.uncertain = None;
+                    t.retries = 0;
+                    t.last_guard_error = None;
+                });
+                self.start_claimed(fire, token, deadline, now, out);
+            }
             Answer::Acquired { .. } => {
                 // Granted to this process: nobody else runs or reports it.
                 self.if_trouble(|t| t.uncertain = None);

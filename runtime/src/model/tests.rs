@@ -361,8 +361,11 @@ fn a_run_stopped_at_its_lease_deadline_is_a_lost_lease() {
     assert_eq!(said(&mut out), ["lease_lost 10", "cancelled 10"]);
 }
 
+/// A claim in flight when the scheduler stops runs if it is granted: the other processes take
+/// the fire as claimed, so giving it back would lose it; the shutdown waits for the run. When
+/// the job is removed, it is given back and reported.
 #[test]
-fn stopping_reports_waiting_fires_and_gives_up_claims_in_flight() {
+fn a_claim_granted_while_stopping_runs_and_one_granted_after_a_removal_is_given_back() {
     let mut m = model(Lock::Redis, Overlap::Skip);
     let mut out = Vec::new();
     m.on_timer(now(10), &mut out);
@@ -370,6 +373,14 @@ fn stopping_reports_waiting_fires_and_gives_up_claims_in_flight() {
     m.stop(now(11), &mut out);
     assert_eq!(said(&mut out), Vec::<String>::new());
     assert!(m.busy(), "the claim is still in flight");
+    m.on_claimed(acquired(1), now(11), &mut out);
+    assert_eq!(said(&mut out), ["started 10", "start 10 token 1"]);
+    assert!(m.busy(), "the shutdown waits for the run");
+
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    m.on_timer(now(10), &mut out);
+    said(&mut out);
+    m.remove(now(11), &mut out);
     m.on_claimed(acquired(1), now(11), &mut out);
     assert_eq!(said(&mut out), ["abandon 10", "misfired 10"]);
     assert!(!m.busy());

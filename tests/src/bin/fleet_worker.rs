@@ -5,7 +5,8 @@
 //! gracefully, as a deploy stops it.
 //!
 //! Settings (environment): `RECORD`, `CRONGUARD_REDIS_URL`, `JOBS` (300), `WORK_MS` (20),
-//! `GRACE_MS` (2000), `LEASE_MS` (5000), `RUN_FOR_MS` (60000).
+//! `GRACE_MS` (2000), `LEASE_MS` (5000), `RUN_FOR_MS` (60000), `STANDBY_MS` (the default
+//! standby when unset; 0: every replica claims every fire at its instant).
 
 use std::time::Duration;
 
@@ -24,6 +25,10 @@ async fn main() -> anyhow::Result<()> {
     let grace = Duration::from_millis(env_u64("GRACE_MS", 2000));
     let lease = Duration::from_millis(env_u64("LEASE_MS", 5000));
     let run_for = Duration::from_millis(env_u64("RUN_FOR_MS", 60_000));
+    let standby = std::env::var("STANDBY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis);
     let pid = std::process::id();
     let mut builder = cronguard::builder().registered_jobs(false);
     for i in 0..jobs {
@@ -34,8 +39,12 @@ async fn main() -> anyhow::Result<()> {
         )
         .lock(Lock::Redis)
         .lease(lease)
-        .misfire_grace(grace)
-        .run(move |ctx| {
+        .misfire_grace(grace);
+        let job = match standby {
+            Some(standby) => job.standby(standby),
+            None => job,
+        };
+        let job = job.run(move |ctx| {
             let record = record.clone();
             async move {
                 let t = ctx.fire_time().timestamp_millis();
