@@ -389,9 +389,6 @@ struct Extra {
     /// Drop reports held back while the walk after downtime is not done (counted in
     /// `pending_reports` too): asked once it is (see `walking`).
     deferred_reports: Vec<(DateTime<Utc>, EventKind)>,
-    /// Drop reports asked of the guard for fires this process's own claim may have taken unseen
-    /// (see `on_reported`).
-    unseen_claims: Vec<DateTime<Utc>>,
     trouble: Trouble,
     controls: Controls,
 }
@@ -1017,7 +1014,6 @@ impl JobModel {
                     "not started within the misfire grace of {grace}: no instance slot became free"
                 ),
             };
-            let unseen = self.uncertain() == Some(fire.t);
             self.give_up(fire, out);
             let too_early = self
                 .extra
@@ -1035,9 +1031,6 @@ impl JobModel {
             } else {
                 // Also when this process's own claim may have taken effect unseen: the guard
                 // knows whose claim took the fire, and answers `ClaimedElsewhere` for another's.
-                if unseen && self.shared() {
-                    self.extra_mut().unseen_claims.push(fire.t);
-                }
                 self.report_drop(fire.t, kind, now, out);
             }
         }
@@ -1688,20 +1681,8 @@ impl JobModel {
         if let Some(e) = self.extra.as_deref_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
         }
-        let unseen = self.extra.as_deref_mut().is_some_and(|e| {
-            let before = e.unseen_claims.len();
-            e.unseen_claims.retain(|f| *f != fire);
-            e.unseen_claims.len() != before
-        });
         match reported {
             Reported::First => self.emit_drop(fire, kind, true, now, out),
-            Reported::ByAnother if unseen => {
-                // This process's own claim may have taken the fire unseen, and the guard no
-                // longer knows whose claim did (more claims came since): only this process can
-                // say that the fire may be lost.
-                let kind = EventKind::misfired(UNKNOWN_CLAIMANT.to_owned(), fire);
-                self.emit_drop(fire, kind, true, now, out)
-            }
             Reported::ByAnother => self.emit_drop(fire, kind, false, now, out),
             Reported::ClaimedElsewhere => {
                 self.emit_drop(fire, EventKind::ClaimedElsewhere, true, now, out)
@@ -1811,9 +1792,6 @@ impl JobModel {
             if uncertain {
                 // A claim of it may have taken effect unseen: this process gave it back, and the
                 // guard says who reports it.
-                if self.uncertain() == Some(fire.t) {
-                    self.extra_mut().unseen_claims.push(fire.t);
-                }
                 let kind = EventKind::misfired(why.to_owned(), fire.t);
                 self.report_drop(fire.t, kind, now, out);
                 continue;

@@ -224,13 +224,18 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         forgot || passed_over || unwalked || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
     };
     // Taken early: while the server's clock was ahead, a replica whose clock was ahead too
-    // claimed a later fire before this one's instant (more than a claim's tolerance early), and
-    // the other replicas took this one as past (docs/design/guarantees.md, "What does not
+    // claimed, dropped or reported missed a later fire before this one's instant (more than a
+    // claim's tolerance early), and the other replicas took this one as past (docs/design/guarantees.md, "What does not
     // hold"): nothing can tell two clocks wrong the same way.
     let taken_early = |fire: Ms| {
-        rec.taken
-            .iter()
-            .any(|(at, f)| *f > fire && *at + super::server::AHEAD_TOLERANCE < fire)
+        let early = |at: Ms, f: Ms| f > fire && at + super::server::AHEAD_TOLERANCE < fire;
+        rec.taken.iter().any(|(at, f)| early(*at, *f))
+            || rec.decided.iter().any(|(at, f)| early(*at, *f))
+            || rec.reports_applied.iter().any(|(at, f)| early(*at, *f))
+            || rec
+                .missed_applied
+                .iter()
+                .any(|(at, _, _, _, _, last)| early(*at, *last))
     };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;

@@ -338,6 +338,8 @@ pub(super) struct Record {
     pub(super) health: Vec<HealthRecord>,
     /// Instants at which the server lost its data.
     pub(super) data_losses: Vec<Ms>,
+    /// Every drop report the server recorded: (true time, fire).
+    pub(super) reports_applied: Vec<(Ms, Ms)>,
     /// The server's clock steps: (true time, by).
     pub(super) server_steps: Vec<(Ms, Ms)>,
     /// When the server stalled or was down: (from, until).
@@ -980,6 +982,9 @@ impl Sim {
             {
                 // Answered without a record (a clock ahead): the reporter's own word.
                 self.record.unrecorded.insert((r, inc, *fire));
+            }
+            (Req::Report { fire, .. }, Resp::Reported(Reported::First)) => {
+                self.record.reports_applied.push((self.now, *fire));
             }
             (Req::ReportMissed { first, last }, Resp::Point(before))
                 if before.is_none_or(|p| p < *last) =>

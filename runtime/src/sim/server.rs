@@ -271,8 +271,17 @@ impl JobState {
                     Some(false) => return Resp::Reported(Reported::ClaimedElsewhere),
                     None => {}
                 }
-                // Its own report first (a busy answer it never got), as the missed fires after.
-                if self.reported.get(fire) != Some(nonce) && self.gone.is_some_and(|g| g >= *fire) {
+                // Reported missed: a fire nobody claimed, as a claim tells it (a claimed fire the
+                // ring forgot is not; its report is recorded). Its own report first (a busy
+                // answer it never got), as the missed fires after.
+                let (_, oldest) = self.recent_claimant(*fire);
+                let unclaimed = self.last.is_none_or(|l| *fire > l)
+                    || self.claimed <= RECENT_CLAIMS as u64
+                    || oldest.is_some_and(|o| *fire > o);
+                if self.reported.get(fire) != Some(nonce)
+                    && unclaimed
+                    && self.gone.is_some_and(|g| g >= *fire)
+                {
                     return Resp::Reported(Reported::ByAnother);
                 }
                 Resp::Reported(match self.report(*fire, *nonce) {

@@ -348,13 +348,13 @@ local function first_report(report, state_key, nonce, ttl, fire_arg)
   if fire > now + TOLERANCE_MS then
     return {1}
   end
-  local state = redis.call('HMGET', state_key, 'rep', 'gone', 'last', 'holder')
+  local state = redis.call('HMGET', state_key, 'rep', 'gone', 'last', 'holder', 'n')
   local last = tonumber(state[3])
-  local claimed_by = false
+  local claimed_by, oldest = false, nil
   if last == fire then
     claimed_by = state[4]
   elseif last and last > fire then
-    claimed_by = recent_claimant(state_key, fire)
+    claimed_by, oldest = recent_claimant(state_key, fire)
   end
   if claimed_by then
     if string.sub(claimed_by, 1, #nonce + 1) ~= nonce .. ':' then
@@ -364,9 +364,13 @@ local function first_report(report, state_key, nonce, ttl, fire_arg)
     report_once(report, state_key, state[1], fire, nonce, ttl)
     return {1}
   end
-  -- Its own report first (a busy answer it never got), as the missed fires recorded after it.
+  -- Reported missed: a fire nobody claimed, as a claim tells it (a claimed fire the ring forgot
+  -- is not; its report is recorded). Its own report first (a busy answer it never got), as the
+  -- missed fires recorded after it.
   local gone = tonumber(state[2])
-  if gone and gone >= fire and redis.call('GET', report) ~= nonce then
+  local unclaimed = not last or fire > last or (tonumber(state[5]) or 0) <= 8
+    or (oldest and fire > oldest)
+  if gone and gone >= fire and unclaimed and redis.call('GET', report) ~= nonce then
     return {0}
   end
   return {report_once(report, state_key, state[1], fire, nonce, ttl)}
