@@ -62,6 +62,8 @@ struct Found {
     lock: Lock,
     /// The job runs here (not only watched).
     enabled: bool,
+    /// How late a run asked for may still start.
+    misfire_grace: Duration,
 }
 
 impl ControlPlane {
@@ -78,6 +80,7 @@ impl ControlPlane {
                     guard: slot.guard(),
                     lock: slot.model().spec().lock.clone(),
                     enabled: slot.model().spec().enabled,
+                    misfire_grace: slot.model().spec().misfire_grace,
                 });
             }
         }
@@ -250,6 +253,8 @@ impl ControlPlane {
             guard: GuardView::Local(None),
             lock: Lock::Local,
             enabled: true,
+            // Only hands the new job its schedule: no run asked for goes through it.
+            misfire_grace: Duration::ZERO,
         };
         self.send(&found, JobControl::Schedule)?;
         if let Some((feed, entry)) = roster {
@@ -298,12 +303,24 @@ impl ControlPlane {
     }
 
     /// Hands a request read from the feed of guard kind `kind` to its job, if it runs here.
-    fn deliver(&self, kind: &str, request: ControlRequest) {
+    /// A request read again from the start of a feed that was recreated or restored (`replayed`)
+    /// is not handed on when it is a run whose misfire grace has passed: it was due when it was
+    /// made, and was read then (the job would only report it as a misfire now, although it ran).
+    fn deliver(&self, kind: &str, request: ControlRequest, replayed: bool) {
         let Ok(found) = self.find(&request.job) else {
             return;
         };
         if found.lock.as_str() != kind {
             return;
+        }
+        if let (true, ControlAction::Trigger(run)) = (replayed, &request.action) {
+            let since = (self.clock.now() - run.requested_at)
+                .to_std()
+                .unwrap_or_default();
+            if since > found.misfire_grace {
+                tracing::debug!(job = %request.job, run = %format!("{:016x}", run.id), "a run asked for, read again from the start of the control feed, is past its misfire grace; not taken again");
+                return;
+            }
         }
         let control = match request.action {
             ControlAction::Pause { by } => JobControl::SetPaused(Some(Pause::new(by, request.at))),
@@ -377,6 +394,8 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
     let mut announced = announce(kind, feed, plane).await;
     let mut cursor: Option<String> = None;
     let mut failing = false;
+    // Reading a feed again from its start (it was recreated or restored), until caught up.
+    let mut replaying = false;
     let mut tick = tokio::time::interval(FEED_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut present: Option<usize> = None;
@@ -391,16 +410,23 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
             // are not replayed.
             let first = cursor.is_none();
             match feed.read(cursor.clone()).await {
-                Ok((requests, next)) => {
+                Ok(read) => {
                     if failing {
                         tracing::info!(guard = kind, "control feed readable again");
                         failing = false;
                     }
-                    let full = requests.len() >= FEED_BATCH;
-                    for request in requests {
-                        plane.deliver(kind, request);
+                    if read.restarted {
+                        tracing::warn!(guard = kind, "the control feed was emptied, recreated or restored since it was last read; reading it again from its start, so that the controls made since are not missed (runs asked for are not run twice)");
+                        replaying = true;
                     }
-                    cursor = Some(next);
+                    let full = read.requests.len() >= FEED_BATCH;
+                    for request in read.requests {
+                        plane.deliver(kind, request, replaying);
+                    }
+                    cursor = Some(read.cursor);
+                    if !full {
+                        replaying = false;
+                    }
                     if !full || first {
                         break;
                     }
