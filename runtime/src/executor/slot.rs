@@ -468,8 +468,21 @@ impl JobSlot {
                         None => boot.saturating_sub(mono - lease_sent),
                     }
                 });
-                let deadline =
-                    expiry.map(|(length, lease_sent)| cx.shared.mono(lease_sent + length));
+                let deadline = expiry.map(|(length, lease_sent)| {
+                    let suspended_past = boot_sent.is_some_and(|b| {
+                        cx.shared
+                            .boot
+                            .now()
+                            .is_some_and(|now| now >= b.saturating_add(length))
+                    });
+                    // The host was suspended while the claim was out, past the lease: the
+                    // server expired it, so the model takes the answer as come too late.
+                    if suspended_past {
+                        Duration::ZERO
+                    } else {
+                        cx.shared.mono(lease_sent + length)
+                    }
+                });
                 let claimed = Claimed { lease, boot_sent };
                 if let Some(stale) = cx.lease.borrow_mut().replace(claimed) {
                     cx.errands.borrow_mut().release(stale.lease, job.clone());

@@ -203,3 +203,35 @@ async fn a_run_whose_host_was_suspended_past_its_lease_is_stopped_as_having_lost
     );
     handle.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_answered_after_a_suspend_longer_than_the_lease_does_not_start_the_run() {
+    let clock = Clock::anchored(t0());
+    let ran = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&ran);
+    let job = Job::new(
+        "suspended-claim",
+        Schedule::every(Duration::from_secs(60)).expect("valid"),
+    )
+    .run(move |_ctx| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<(), String>(()) }
+    });
+    let permits = Arc::new(Semaphore::new(0));
+    let (asked, mut claims) = mpsc::unbounded_channel();
+    let renewals = Arc::new(AtomicU32::new(0));
+    let gate = Some((Arc::clone(&permits), asked));
+    let (handle, mut stream) = start(&clock, job, &renewals, gate).await;
+    claims.recv().await.expect("the claim goes out");
+    // The host sleeps with the claim out; the answer comes at the resume.
+    clock.suspend(SUSPEND);
+    permits.add_permits(1);
+    let fire = t0() + TimeDelta::seconds(60);
+    let seen = until_the_fire_ends(&mut stream, fire).await;
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "the run did not start");
+    assert!(
+        matches!(seen.as_slice(), [EventKind::Misfired { reason, .. }] if reason.contains("lease had run out")),
+        "{seen:?}"
+    );
+    handle.shutdown().await;
+}
