@@ -499,6 +499,7 @@ impl Builder {
         }
 
         let shared = Shared {
+            boot: self.clock.boot(),
             clock: self.clock,
             events: EventSink::new(self.hooks),
             instance: Arc::clone(&instance),
