@@ -331,8 +331,8 @@ impl ControlPlane {
     }
 }
 
-/// Starts one task per feed: it announces this replica's jobs in the roster, then reads the feed
-/// every [`FEED_POLL`] until the scheduler stops.
+/// Starts one task per feed: it takes the feed's end, announces this replica's jobs in the
+/// roster, then reads the feed every [`FEED_POLL`] until the scheduler stops.
 pub(crate) fn spawn_feed_readers(plane: &Arc<ControlPlane>) {
     for (kind, feed) in &plane.feeds {
         let (kind, feed, this) = (*kind, Arc::clone(feed), Arc::clone(plane));
@@ -390,8 +390,11 @@ async fn attend(
 }
 
 async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) {
-    // A store that is down at start gets the roster once it answers.
-    let mut announced = announce(kind, feed, plane).await;
+    // The roster is written after the first read, which takes the feed's end: other processes
+    // address controls to these jobs only once the roster lists them, so those controls lie past
+    // this replica's cursor and are read (announced before it, a control made in between was
+    // never read here). A store that is down at start gets the roster once it answers.
+    let mut announced = false;
     let mut cursor: Option<String> = None;
     let mut failing = false;
     // Reading a feed again from its start (it was recreated or restored), until caught up.
@@ -401,9 +404,6 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
     let mut present: Option<usize> = None;
     loop {
         tick.tick().await;
-        if !announced {
-            announced = announce(kind, feed, plane).await;
-        }
         present = attend(kind, feed, &plane.presence, present).await;
         loop {
             // Until the first read works, the feed's end is not known: requests made before it
@@ -439,6 +439,9 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
                     break;
                 }
             }
+        }
+        if !announced {
+            announced = announce(kind, feed, plane).await;
         }
     }
 }
