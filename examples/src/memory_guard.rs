@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use cronguard::guard::{Claim, Guard, GuardError, GuardSpec, Lease, Renewal};
+use cronguard::guard::{Claim, DropReport, Guard, GuardError, GuardSpec, Lease, Renewal};
 use cronguard::Overlap;
 use tokio::time::Instant;
 
@@ -195,12 +195,37 @@ impl Guard for MemoryGuard {
         Box::pin(async move { Ok(claim) })
     }
 
-    fn first_report(&self, fire: DateTime<Utc>) -> BoxFuture<Result<bool, GuardError>> {
-        let first = self.store.with(&self.job, |s| {
-            !s.missed(fire)
-                && s.reports.entry(fire).or_insert_with(|| self.nonce.clone()) == &self.nonce
+    fn report_drop(&self, fire: DateTime<Utc>) -> BoxFuture<Result<DropReport, GuardError>> {
+        let own = format!("{}:", self.nonce);
+        let answer = self.store.with(&self.job, |s| {
+            // Another claimant's claim of the fire took effect: it ran there, or that claimant
+            // reports it. This claimant's own claim makes the fire its own to report.
+            let claimed_by = match s.last {
+                Some(last) if last == fire => Some(s.holder.clone()),
+                Some(last) if last > fire => s
+                    .recent
+                    .iter()
+                    .find(|(f, _)| *f == fire)
+                    .map(|(_, t)| t.clone()),
+                _ => None,
+            };
+            match claimed_by {
+                Some(token) if !token.starts_with(&own) => return DropReport::ClaimedElsewhere,
+                Some(_) => {
+                    s.reports.entry(fire).or_insert_with(|| self.nonce.clone());
+                    return DropReport::First;
+                }
+                None => {}
+            }
+            let first = !s.missed(fire)
+                && s.reports.entry(fire).or_insert_with(|| self.nonce.clone()) == &self.nonce;
+            if first {
+                DropReport::First
+            } else {
+                DropReport::ReportedElsewhere
+            }
         });
-        Box::pin(async move { Ok(first) })
+        Box::pin(async move { Ok(answer) })
     }
 
     fn abandon(&self, fire: DateTime<Utc>) -> BoxFuture<Result<(), GuardError>> {

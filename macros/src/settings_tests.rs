@@ -130,9 +130,10 @@ fn case(name: &str, value: Option<&str>) -> Case {
             without: r#"cron = "0 0 * * *""#.to_owned(),
             with: format!(r#"cron = "0 0 * * *", {written}"#),
         },
+        // Fires a minute apart: room for the sample jitter.
         _ => Case {
-            without: format!(r#"every = "1s"{prerequisite}"#),
-            with: format!(r#"every = "1s"{prerequisite}, {written}"#),
+            without: format!(r#"every = "1m"{prerequisite}"#),
+            with: format!(r#"every = "1m"{prerequisite}, {written}"#),
         },
     }
 }

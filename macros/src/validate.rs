@@ -418,6 +418,9 @@ fn check_args(args: &Args, syntax_ok: bool, errors: &mut Errors) -> Option<Job> 
         .map(|lit| duration_or_report(&lit, errors))
         .unwrap_or(Some(DEFAULT_MISFIRE_GRACE_MILLIS));
     let limits = check_limits(args, errors);
+    if let (Some(schedule), Some(limits)) = (&schedule, &limits) {
+        check_jitter_gap(args, schedule, limits, errors);
+    }
     let name = args.string("name", errors);
     if let Some(name) = &name {
         if let Err(message) = check_name(&name.value()) {
@@ -671,6 +674,35 @@ fn check_limits(args: &Args, errors: &mut Errors) -> Option<Limits> {
         jitter_millis: jitter_millis?,
         standby_millis: standby_millis?,
     })
+}
+
+/// A `jitter` at least as long as the shortest gap between two fires of the schedule
+/// (`Schedule::shortest_gap`, the rule the runtime applies to jobs from code and configuration):
+/// a fire could then start after the next one is due.
+fn check_jitter_gap(args: &Args, schedule: &Schedule, limits: &Limits, errors: &mut Errors) {
+    let Some(arg) = args.get("jitter").filter(|_| limits.jitter_millis > 0) else {
+        return;
+    };
+    let built = match schedule {
+        Schedule::Cron { expr, tz } => {
+            let tz = tz.as_ref().map_or_else(|| "UTC".to_owned(), LitStr::value);
+            cronguard_schedule::Schedule::cron(&expr.value(), &tz)
+        }
+        Schedule::Every { millis } => {
+            cronguard_schedule::Schedule::every(std::time::Duration::from_millis(*millis))
+        }
+    };
+    // Checked above; a schedule that does not build has been reported there.
+    let Ok(schedule) = built else {
+        return;
+    };
+    let jitter = std::time::Duration::from_millis(limits.jitter_millis);
+    if let (Err(gap), Value::Lit(Lit::Str(lit))) = (
+        cronguard_schedule::check_jitter_for(jitter, &schedule),
+        &arg.value,
+    ) {
+        errors.on(lit, format!("`jitter = \"{}\"` {gap}", lit.value()));
+    }
 }
 
 /// `standby`: `Some(None)` when not given, `None` (reported) when wrong. Zero is a value here:
@@ -1503,6 +1535,14 @@ mod tests {
                 "`jitter = \"25h\"` is out of range; give a duration from 1ms to 24h",
             ),
             (quote!(every = "1s", jitter = "0s"), "is zero"),
+            (
+                quote!(every = "30s", jitter = "30s"),
+                "`jitter = \"30s\"` is not shorter than the shortest gap between two fires of the schedule (30s)",
+            ),
+            (
+                quote!(cron = "0 8,20 * * *", tz = "Europe/Berlin", jitter = "12h"),
+                "give a jitter below 12h",
+            ),
             (
                 quote!(every = "1s", standby = "2h"),
                 "`standby = \"2h\"` is out of range; give a duration from 0s",

@@ -1,5 +1,8 @@
-//! The wall clock the scheduler reads, and how it maps a fire instant to a timer deadline.
+//! The wall clock the scheduler reads, how it maps a fire instant to a timer deadline, and the
+//! clock that counts the time a host spends suspended.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -31,7 +34,12 @@ pub struct Clock {
 #[derive(Debug, Clone)]
 enum Source {
     System,
-    Anchored { wall: DateTime<Utc>, at: Instant },
+    Anchored {
+        wall: DateTime<Utc>,
+        at: Instant,
+        /// Nanoseconds the host "was suspended", as a test simulates it (see [`BootClock`]).
+        suspended: Arc<AtomicU64>,
+    },
 }
 
 /// The longest single timer wait. The monotonic clock stops while a machine is suspended, so a
@@ -53,6 +61,7 @@ impl Clock {
             source: Source::Anchored {
                 wall,
                 at: Instant::now(),
+                suspended: Arc::default(),
             },
             offset: TimeDelta::zero(),
         }
@@ -68,7 +77,11 @@ impl Clock {
     pub fn now(&self) -> DateTime<Utc> {
         let raw = match &self.source {
             Source::System => Utc::now(),
-            Source::Anchored { wall, at } => after(*wall, at.elapsed()),
+            Source::Anchored {
+                wall,
+                at,
+                suspended,
+            } => after(*wall, at.elapsed() + nanos(suspended)),
         };
         if self.offset.is_zero() {
             return raw;
@@ -82,6 +95,86 @@ impl Clock {
         let wait = (wall - self.now()).to_std().unwrap_or(Duration::ZERO);
         Instant::now() + wait.min(MAX_TIMER_WAIT)
     }
+
+    /// The clock that goes on while the host is suspended, for the lease deadlines
+    /// (see [`BootClock`]).
+    pub(crate) fn boot(&self) -> BootClock {
+        match &self.source {
+            Source::System => BootClock::Host,
+            Source::Anchored { at, suspended, .. } => BootClock::Virtual {
+                at: *at,
+                suspended: Arc::clone(suspended),
+            },
+        }
+    }
+
+    /// Simulates a suspend of the host for `length` on an anchored clock: tokio's clock (the
+    /// monotonic one) stands still while the wall clock and the [`BootClock`] move on by
+    /// `length`. Nothing happens on a system clock.
+    #[cfg(test)]
+    pub(crate) fn suspend(&self, length: Duration) {
+        if let Source::Anchored { suspended, .. } = &self.source {
+            let add = u64::try_from(length.as_nanos()).unwrap_or(u64::MAX);
+            let _ = suspended.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_add(add))
+            });
+        }
+    }
+}
+
+fn nanos(cell: &AtomicU64) -> Duration {
+    Duration::from_nanos(cell.load(Ordering::Acquire))
+}
+
+/// Time that goes on while the host is suspended, which tokio's clock does not count: tokio's
+/// `Instant` is the monotonic clock (`CLOCK_MONOTONIC` on Linux), which stands still while a host
+/// or VM is suspended, while the guard's server goes on and expires the lease. A lease counts as
+/// lost once this clock says that the lease has passed since its acquire or last renewal was
+/// sent (docs/design/guarantees.md, guarantee 2).
+///
+/// A reading is a duration from an origin of the clock's own, comparable only with readings of
+/// the same `BootClock`; `None` when the clock cannot be read, and then nothing is judged by it.
+#[derive(Debug, Clone)]
+pub(crate) enum BootClock {
+    /// The host's: `CLOCK_BOOTTIME` on Linux and Android. Elsewhere the wall clock, which also
+    /// goes on while the host is suspended: a step of it forward (a clock set by hand, NTP
+    /// correcting a clock far behind) may make a lease count as lost, and the run is then
+    /// cancelled and reported; a step back hides a suspend of the same length
+    /// (docs/design/guarantees.md, "What does not hold").
+    Host,
+    /// tokio's clock from `at` plus the suspends simulated through [`Clock::suspend`]: the
+    /// clock of [`Clock::anchored`].
+    Virtual {
+        at: Instant,
+        suspended: Arc<AtomicU64>,
+    },
+}
+
+impl BootClock {
+    /// The current reading.
+    pub(crate) fn now(&self) -> Option<Duration> {
+        match self {
+            BootClock::Host => host_boot_time(),
+            BootClock::Virtual { at, suspended } => Some(at.elapsed() + nanos(suspended)),
+        }
+    }
+}
+
+/// `CLOCK_BOOTTIME`: the monotonic clock plus the time the host spent suspended.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn host_boot_time() -> Option<Duration> {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_BOOTTIME)
+        .ok()
+        .map(Duration::from)
+}
+
+/// The wall clock, where no clock that counts suspend is read (see [`BootClock::Host`]).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn host_boot_time() -> Option<Duration> {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
 }
 
 impl Default for Clock {
@@ -181,6 +274,30 @@ mod tests {
             Duration::from_secs(u64::MAX / 2),
             Duration::MAX,
         ]
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_simulated_suspend_moves_the_wall_and_boot_clocks_but_not_tokios() {
+        let wall = DateTime::<Utc>::UNIX_EPOCH;
+        let clock = Clock::anchored(wall);
+        let boot = clock.boot();
+        let (mono, booted) = (Instant::now(), boot.now());
+        clock.suspend(Duration::from_secs(90));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(mono.elapsed(), Duration::from_secs(1));
+        assert_eq!(clock.now(), after(wall, Duration::from_secs(91)));
+        assert_eq!(
+            boot.now().zip(booted).map(|(now, then)| now - then),
+            Some(Duration::from_secs(91))
+        );
+        Clock::system().suspend(Duration::from_secs(90)); // nothing to simulate
+    }
+
+    #[test]
+    fn the_hosts_boot_clock_reads_and_goes_forward() {
+        let first = BootClock::Host.now().expect("the host's clock reads");
+        let second = BootClock::Host.now().expect("the host's clock reads");
+        assert!(second >= first);
     }
 
     #[test]

@@ -201,14 +201,26 @@ impl Builder {
         self
     }
 
-    /// Makes every claim of a `redis` job wait until `replicas` replicas of the Redis primary have
-    /// it (Redis `WAIT replicas timeout`, sent with the claim in the same round trip) before its
-    /// run starts. A claim that fewer replicas acknowledged within `timeout` does not start the
-    /// run: it fails with `GuardError::NotReplicated` and is retried (as the same claimant) until
-    /// the fire's grace runs out, and then reported as a misfire. `replicas` is at least 1 and
-    /// `timeout` from 1 ms to 1 s; anything else is a start error. `WAIT` blocks the connection it
-    /// is sent on, so these claims go through a connection of their own; while the replicas lag,
-    /// claims of jobs due together wait one after the other, so keep `timeout` short.
+    /// Makes every claim of a `redis` job — of a scheduled fire or of a run asked for with
+    /// [`Monitor::trigger`](crate::Monitor::trigger) — wait until `replicas` replicas of the Redis
+    /// primary have it (Redis `WAIT replicas timeout`, sent with the claim in the same round trip)
+    /// before its run starts. A claim that fewer replicas acknowledged within `timeout` does not
+    /// start the run: it fails with an error of kind
+    /// [`GuardErrorKind::NotReplicated`](crate::guard::GuardErrorKind::NotReplicated) and is
+    /// retried (as the same claimant) until the fire's grace runs out, and then reported as a
+    /// misfire. `replicas` is at least 1 and `timeout` from 1 ms to 1 s; anything else is a start
+    /// error.
+    ///
+    /// The renewals of a run's lease wait the same way, and extend the lease only once
+    /// acknowledged: the lease counts from the last renewal that `replicas` replicas
+    /// acknowledged, and a run whose renewals are not acknowledged within its lease loses it
+    /// (`lease_lost`, then `cancelled`), as when Redis does not answer. So after a failover to one
+    /// of those replicas, no run goes on past the lease that the new primary knows of.
+    ///
+    /// `WAIT` blocks the connection it is sent on, so claims go through a connection of their own
+    /// and renewals through another (batched: runs that renew together share one `WAIT`); while
+    /// the replicas lag, claims of jobs due together wait one after the other, so keep `timeout`
+    /// short. Without this setting nothing waits, and a renewal costs no extra round trip.
     ///
     /// Redis replicates asynchronously: without this, a failover can lose the last claim and hand
     /// the same fire to a second replica. With it, a claim whose run started is on `replicas`
@@ -487,6 +499,7 @@ impl Builder {
         }
 
         let shared = Shared {
+            boot: self.clock.boot(),
             clock: self.clock,
             events: EventSink::new(self.hooks),
             instance: Arc::clone(&instance),

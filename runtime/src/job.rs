@@ -456,6 +456,14 @@ impl Job {
                 ));
             }
         }
+        if let Some(jitter) = self
+            .jitter
+            .filter(|j| cronguard_schedule::check_jitter(*j).is_ok())
+        {
+            if let Err(gap) = cronguard_schedule::check_jitter_for(jitter, &self.schedule) {
+                problems.push(format!("job `{name}`: `jitter` of {jitter:?} {gap}"));
+            }
+        }
     }
 
     /// Converts a `#[scheduled]` registration. Its settings were validated at compile time by the

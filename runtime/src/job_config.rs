@@ -140,9 +140,10 @@ impl JobConfig {
         // The combinations (`lease` without `redis`, `max_instances` with a shared guard, the
         // name, the lease's range) are the checks every job passes at start: run them now, also
         // when the schedule is invalid (on a stand-in), so that every problem is reported at once.
-        let checked = schedule
-            .clone()
-            .or_else(|| Schedule::every(Duration::from_secs(60)).ok());
+        // The stand-in's fires are further apart than any jitter: it adds no problem of its own.
+        let checked = schedule.clone().or_else(|| {
+            Schedule::every(cronguard_schedule::MAX_JITTER + Duration::from_secs(1)).ok()
+        });
         if let (Some(checked), Some(lock), Some(overlap), Some(lease), Some(grace)) =
             (checked, lock, overlap, lease, grace)
         {
@@ -513,6 +514,35 @@ mod tests {
         let backoff_alone = problems(config(|c| c.backoff = Some("10s".to_owned())));
         assert_eq!(backoff_alone.len(), 1, "{backoff_alone:?}");
         assert!(backoff_alone[0].contains("`backoff` is the pause between retries, but the job has no `retries`; add `retries = N`"), "{backoff_alone:?}");
+    }
+
+    #[test]
+    fn a_jitter_as_long_as_the_gap_between_fires_is_refused_with_what_to_give() {
+        let every_minute = |jitter: &str| {
+            config(|c| {
+                c.cron = None;
+                c.every = Some("1m".to_owned());
+                c.jitter = Some(jitter.to_owned());
+            })
+        };
+        assert!(every_minute("59s").into_job().is_ok());
+        let wrong = problems(every_minute("1m"));
+        assert_eq!(wrong.len(), 1, "{wrong:?}");
+        assert!(
+            wrong[0].contains("`jitter` of 60s is not shorter than the shortest gap between two fires of the schedule (1m)")
+                && wrong[0].contains("give a jitter below 1m"),
+            "{wrong:?}"
+        );
+        let quarterly = config(|c| {
+            c.cron = Some("0,15,30,45 * * * *".to_owned());
+            c.jitter = Some("20m".to_owned());
+        });
+        assert!(problems(quarterly)[0].contains("(15m)"));
+        let broken = config(|c| {
+            c.cron = Some("61 * * * *".to_owned());
+            c.jitter = Some("24h".to_owned());
+        });
+        assert_eq!(problems(broken).len(), 1, "only the cron expression");
     }
 
     #[test]

@@ -232,7 +232,8 @@ pub mod __bench {
         }
 
         /// Acquired claims wait until `replicas` replicas have them (`WAIT`), as with
-        /// `Builder::redis_wait_for_replicas`; they go through `conn`.
+        /// `Builder::redis_wait_for_replicas`; they go through `conn`, and so do renewals.
+        /// Must be called inside a tokio runtime.
         pub fn waiting_for_replicas(
             self,
             replicas: u32,
@@ -240,9 +241,8 @@ pub mod __bench {
             conn: RedisConnection,
         ) -> Result<Self, String> {
             let wait = crate::guard::redis::ReplicaWait::check(replicas, timeout)?;
-            Ok(RedisClaimer(
-                self.0.waiting_for_replicas(Some(wait), conn.0),
-            ))
+            let replication = crate::guard::redis::Replication::new(wait, conn.0.clone(), conn.0);
+            Ok(RedisClaimer(self.0.waiting_for_replicas(Some(replication))))
         }
     }
 }

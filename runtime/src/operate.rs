@@ -62,6 +62,8 @@ struct Found {
     lock: Lock,
     /// The job runs here (not only watched).
     enabled: bool,
+    /// How late a run asked for may still start.
+    misfire_grace: Duration,
 }
 
 impl ControlPlane {
@@ -78,6 +80,7 @@ impl ControlPlane {
                     guard: slot.guard(),
                     lock: slot.model().spec().lock.clone(),
                     enabled: slot.model().spec().enabled,
+                    misfire_grace: slot.model().spec().misfire_grace,
                 });
             }
         }
@@ -250,6 +253,8 @@ impl ControlPlane {
             guard: GuardView::Local(None),
             lock: Lock::Local,
             enabled: true,
+            // Only hands the new job its schedule: no run asked for goes through it.
+            misfire_grace: Duration::ZERO,
         };
         self.send(&found, JobControl::Schedule)?;
         if let Some((feed, entry)) = roster {
@@ -298,12 +303,24 @@ impl ControlPlane {
     }
 
     /// Hands a request read from the feed of guard kind `kind` to its job, if it runs here.
-    fn deliver(&self, kind: &str, request: ControlRequest) {
+    /// A request read again from the start of a feed that was recreated or restored (`replayed`)
+    /// is not handed on when it is a run whose misfire grace has passed: it was due when it was
+    /// made, and was read then (the job would only report it as a misfire now, although it ran).
+    fn deliver(&self, kind: &str, request: ControlRequest, replayed: bool) {
         let Ok(found) = self.find(&request.job) else {
             return;
         };
         if found.lock.as_str() != kind {
             return;
+        }
+        if let (true, ControlAction::Trigger(run)) = (replayed, &request.action) {
+            let since = (self.clock.now() - run.requested_at)
+                .to_std()
+                .unwrap_or_default();
+            if since > found.misfire_grace {
+                tracing::debug!(job = %request.job, run = %format!("{:016x}", run.id), "a run asked for, read again from the start of the control feed, is past its misfire grace; not taken again");
+                return;
+            }
         }
         let control = match request.action {
             ControlAction::Pause { by } => JobControl::SetPaused(Some(Pause::new(by, request.at))),
@@ -314,8 +331,8 @@ impl ControlPlane {
     }
 }
 
-/// Starts one task per feed: it announces this replica's jobs in the roster, then reads the feed
-/// every [`FEED_POLL`] until the scheduler stops.
+/// Starts one task per feed: it takes the feed's end, announces this replica's jobs in the
+/// roster, then reads the feed every [`FEED_POLL`] until the scheduler stops.
 pub(crate) fn spawn_feed_readers(plane: &Arc<ControlPlane>) {
     for (kind, feed) in &plane.feeds {
         let (kind, feed, this) = (*kind, Arc::clone(feed), Arc::clone(plane));
@@ -373,34 +390,43 @@ async fn attend(
 }
 
 async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) {
-    // A store that is down at start gets the roster once it answers.
-    let mut announced = announce(kind, feed, plane).await;
+    // The roster is written after the first read, which takes the feed's end: other processes
+    // address controls to these jobs only once the roster lists them, so those controls lie past
+    // this replica's cursor and are read (announced before it, a control made in between was
+    // never read here). A store that is down at start gets the roster once it answers.
+    let mut announced = false;
     let mut cursor: Option<String> = None;
     let mut failing = false;
+    // Reading a feed again from its start (it was recreated or restored), until caught up.
+    let mut replaying = false;
     let mut tick = tokio::time::interval(FEED_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut present: Option<usize> = None;
     loop {
         tick.tick().await;
-        if !announced {
-            announced = announce(kind, feed, plane).await;
-        }
         present = attend(kind, feed, &plane.presence, present).await;
         loop {
             // Until the first read works, the feed's end is not known: requests made before it
             // are not replayed.
             let first = cursor.is_none();
             match feed.read(cursor.clone()).await {
-                Ok((requests, next)) => {
+                Ok(read) => {
                     if failing {
                         tracing::info!(guard = kind, "control feed readable again");
                         failing = false;
                     }
-                    let full = requests.len() >= FEED_BATCH;
-                    for request in requests {
-                        plane.deliver(kind, request);
+                    if read.restarted {
+                        tracing::warn!(guard = kind, "the control feed was emptied, recreated or restored since it was last read; reading it again from its start, so that the controls made since are not missed (runs asked for are not run twice)");
+                        replaying = true;
                     }
-                    cursor = Some(next);
+                    let full = read.requests.len() >= FEED_BATCH;
+                    for request in read.requests {
+                        plane.deliver(kind, request, replaying);
+                    }
+                    cursor = Some(read.cursor);
+                    if !full {
+                        replaying = false;
+                    }
                     if !full || first {
                         break;
                     }
@@ -413,6 +439,9 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
                     break;
                 }
             }
+        }
+        if !announced {
+            announced = announce(kind, feed, plane).await;
         }
     }
 }

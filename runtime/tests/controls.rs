@@ -34,11 +34,22 @@ async fn scheduler(
     jobs: Vec<Job>,
     events: &Events,
 ) -> Cronguard {
+    scheduler_at(t0(), instance, dir, jobs, events).await
+}
+
+/// [`scheduler`], its clock reading `now` at its start.
+async fn scheduler_at(
+    now: DateTime<Utc>,
+    instance: &str,
+    dir: &std::path::Path,
+    jobs: Vec<Job>,
+    events: &Events,
+) -> Cronguard {
     let handle = cronguard::builder()
         .registered_jobs(false)
         .lock_dir(dir)
         .instance(instance)
-        .clock(Clock::anchored(t0()))
+        .clock(Clock::anchored(now))
         .jobs(jobs)
         .start()
         .await
@@ -330,4 +341,44 @@ async fn a_control_from_a_thread_of_the_application_reaches_the_job() {
     .await;
     assert_eq!(succeeded, Ok(true), "the requested run {key} succeeded");
     handle.shutdown().await;
+}
+
+/// A lock dir whose control feed is restored from an older copy: the replicas read it again from
+/// its start, run what was asked for since, and neither run nor report again a run asked for
+/// before whose grace has passed.
+#[tokio::test(start_paused = true)]
+async fn a_feed_restored_from_a_copy_is_read_again_without_reporting_old_runs() {
+    let dir = lock_dir("restored");
+    let feed = dir.join(".cronguard-controls");
+    let events: Events = Arc::default();
+    let started = tokio::time::Instant::now();
+    let a = scheduler("a", &dir, vec![job("settle", Lock::File)], &events).await;
+    let old = a.monitor().trigger("settle").expect("asked");
+    run_for(2).await;
+    let copy = std::fs::read(&feed).expect("the feed holds the request");
+    a.monitor().pause("settle", "ops").await.expect("paused");
+    a.monitor().resume("settle", "ops").await.expect("resumed");
+    // The run asked for is past its grace (60 s) when `b` starts, which reads from the end.
+    run_for(120).await;
+    let now = t0() + started.elapsed();
+    let b = scheduler_at(now, "b", &dir, vec![job("settle", Lock::File)], &events).await;
+    run_for(2).await;
+    std::fs::write(&feed, copy).expect("restores the copy");
+    let new = a.monitor().trigger("settle").expect("asked");
+    run_for(3).await;
+    let of = |key: &str, what: &str| {
+        events
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|e| *e.run_key == *key && e.kind.name() == what)
+            .map(|e| e.instance.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of(&old, "started"), ["a"]);
+    assert_eq!(of(&old, "misfired"), Vec::<String>::new(), "reported again");
+    assert_eq!(of(&new, "started").len(), 1);
+    assert_eq!(of(&new, "misfired"), Vec::<String>::new());
+    a.shutdown().await;
+    b.shutdown().await;
 }

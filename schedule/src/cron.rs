@@ -130,6 +130,38 @@ impl CronExpr {
         &self.canonical
     }
 
+    /// The shortest time between two wall-clock times the expression matches: the smallest step,
+    /// wrapping round, of the finest of the seconds, minutes and hours fields that selects more
+    /// than one value, or one day when each of them selects one. A lower bound: the day, month and
+    /// year fields only take times away.
+    pub(crate) fn shortest_wall_gap(&self) -> std::time::Duration {
+        let fields = [
+            (Kind::Second, 1, 60),
+            (Kind::Minute, 60, 60),
+            (Kind::Hour, 60 * 60, 24),
+        ];
+        for (kind, unit, cycle) in fields {
+            let Some(values) = self.parsed.field(kind).plain_values() else {
+                // Never for these fields (no `L` or `#`); one second is the safe answer.
+                return std::time::Duration::from_secs(1);
+            };
+            let (Some(&first), Some(&last)) = (values.first(), values.last()) else {
+                continue;
+            };
+            if first == last {
+                continue;
+            }
+            let wrap = cycle - last + first;
+            let step = values
+                .iter()
+                .zip(values.iter().skip(1))
+                .map(|(a, b)| b - a)
+                .fold(wrap, u32::min);
+            return std::time::Duration::from_secs(u64::from(step) * unit);
+        }
+        std::time::Duration::from_secs(24 * 60 * 60)
+    }
+
     /// Whether this is a *wildcard* job in cronie's sense: its minute or hour field starts with
     /// `*` (this includes `@hourly`). Every other job is *fixed-time*; the seconds field does not
     /// change the class. The class decides what happens at daylight-saving transitions.

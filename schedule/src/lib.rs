@@ -89,8 +89,9 @@ pub use crate::duration::{
 };
 pub use crate::error::{CronError, DurationError, ScheduleError, TimeZoneError};
 pub use crate::limits::{
-    check_backoff, check_jitter, check_retries, check_standby, check_timeout, DEFAULT_BACKOFF,
-    DEFAULT_STANDBY, MAX_BACKOFF, MAX_JITTER, MAX_RETRIES, MAX_STANDBY, MAX_TIMEOUT,
+    check_backoff, check_jitter, check_jitter_for, check_retries, check_standby, check_timeout,
+    DEFAULT_BACKOFF, DEFAULT_STANDBY, MAX_BACKOFF, MAX_JITTER, MAX_RETRIES, MAX_STANDBY,
+    MAX_TIMEOUT,
 };
 pub use crate::name::validate_job_name;
 pub use crate::schedule::{Fires, FiresBefore, Schedule};

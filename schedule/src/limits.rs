@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::Schedule;
+
 /// The most `retries` a job may have: 100. Every attempt must start inside the fire's window
 /// anyway, so more attempts than this only hide a job that never works.
 pub const MAX_RETRIES: u32 = 100;
@@ -70,6 +72,20 @@ pub fn check_jitter(jitter: Duration) -> Result<(), String> {
     )
 }
 
+/// Checks `jitter` against the job's schedule: it must be shorter than the schedule's
+/// [`shortest_gap`](Schedule::shortest_gap), or a fire's start could come after the next fire's
+/// instant. The error completes a sentence that names it.
+pub fn check_jitter_for(jitter: Duration, schedule: &Schedule) -> Result<(), String> {
+    let gap = schedule.shortest_gap();
+    if jitter < gap {
+        return Ok(());
+    }
+    let gap = humantime::format_duration(gap);
+    Err(format!(
+        "is not shorter than the shortest gap between two fires of the schedule ({gap}), so a fire could start after the next one is due; give a jitter below {gap} (well below it, so that the runs stay apart), or a schedule whose fires are further apart"
+    ))
+}
+
 /// Checks `standby` (0, which turns it off, to [`MAX_STANDBY`]). The error completes a sentence
 /// that names it.
 pub fn check_standby(standby: Duration) -> Result<(), String> {
@@ -102,6 +118,10 @@ mod tests {
         assert!(check_backoff(MAX_BACKOFF + Duration::from_millis(1)).is_err());
         assert!(check_timeout(Duration::ZERO).is_err());
         assert!(check_jitter(MAX_JITTER + Duration::from_millis(1)).is_err());
+        let hourly = Schedule::cron("0 * * * *", "UTC").expect("valid");
+        assert!(check_jitter_for(Duration::from_secs(59 * 60), &hourly).is_ok());
+        let equal = check_jitter_for(Duration::from_secs(60 * 60), &hourly).expect_err("a gap");
+        assert!(equal.contains("below 1h"), "{equal}");
         assert!(check_retries(MAX_RETRIES).is_ok());
         let many = check_retries(MAX_RETRIES + 1).expect_err("too many");
         assert!(many.contains("at most 100"), "{many}");

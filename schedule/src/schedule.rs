@@ -112,6 +112,33 @@ impl Schedule {
         }
     }
 
+    /// The shortest time between two consecutive fires by the schedule's rule: the interval of an
+    /// interval schedule; for a cron schedule, the shortest time between two wall-clock times the
+    /// expression matches — the smallest step, wrapping round, of the finest of its seconds,
+    /// minutes and hours fields that selects more than one value, or one day when each of them
+    /// selects one (the day, month and year fields only take fires away, so this is a lower
+    /// bound).
+    ///
+    /// In a time zone that changes its UTC offset, two fires of a cron schedule near a change can
+    /// come closer than this: `59 1,2 * * *` fires at 01:59 and, on a day the clocks skip from
+    /// 02:00 to 03:00, at 03:00 for the 02:59 that does not exist, one minute later.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cronguard_schedule::Schedule;
+    ///
+    /// let quarter = Schedule::cron("0,15,30,45 9-17 * * MON-FRI", "UTC").expect("valid");
+    /// assert_eq!(quarter.shortest_gap(), Duration::from_secs(15 * 60));
+    /// let nightly = Schedule::cron("30 2 * * *", "Europe/Berlin").expect("valid");
+    /// assert_eq!(nightly.shortest_gap(), Duration::from_secs(24 * 60 * 60));
+    /// ```
+    pub fn shortest_gap(&self) -> Duration {
+        match &self.kind {
+            Kind::Cron { expr, .. } => expr.shortest_wall_gap(),
+            Kind::Every { interval } => *interval,
+        }
+    }
+
     /// Whether this is a cron schedule of the *wildcard* class (minute or hour field starting with
     /// `*`, or `@hourly`), which skips wall-clock times inside a daylight-saving gap and fires at
     /// both occurrences of a repeated time. `false` for fixed-time cron schedules and intervals.
@@ -547,6 +574,35 @@ mod tests {
             .and_then(|date| date.and_hms_opt(h, min, 0))
             .expect("valid date")
             .and_utc()
+    }
+
+    /// The shortest gap is the finest field's smallest step, wrapping round, and in UTC never
+    /// more than a gap between two fires.
+    #[test]
+    fn the_shortest_gap_is_the_finest_fields_smallest_step_and_a_lower_bound_in_utc() {
+        let cases = [
+            ("*/7 * * * *", 4 * 60), // 56 → 0 of the next hour
+            ("0,45 * * * *", 15 * 60),
+            ("10,50 * * * * *", 20),
+            ("0 8,20 * * *", 12 * 60 * 60),
+            ("0 22,1 * * *", 3 * 60 * 60), // 22:00 → 01:00
+            ("30 2 * * *", 24 * 60 * 60),
+            ("0 0 1 * *", 24 * 60 * 60), // a lower bound: a month apart
+            ("0 9-17 * * MON-FRI", 60 * 60),
+        ];
+        let start = at(2026, 1, 1, 0, 0);
+        for (expr, secs) in cases {
+            let schedule = Schedule::cron(expr, "UTC").expect("valid");
+            let gap = schedule.shortest_gap();
+            assert_eq!(gap, Duration::from_secs(secs), "{expr}");
+            let fires: Vec<_> = schedule.fires_after(start).take(500).collect();
+            for pair in fires.windows(2) {
+                let between = (pair[1] - pair[0]).to_std().expect("ascending");
+                assert!(between >= gap, "{expr}: {pair:?}");
+            }
+        }
+        let every = Schedule::every(Duration::from_millis(1_500)).expect("valid");
+        assert_eq!(every.shortest_gap(), Duration::from_millis(1_500));
     }
 
     /// Equal when written alike, and equal ones hash alike; firing alike is not enough.

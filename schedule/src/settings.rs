@@ -84,7 +84,7 @@ pub const SETTINGS: &[Setting] = &[
         "jitter",
         Form::Duration,
         "none",
-        "delay each start by a deterministic amount in `[0, jitter)` from (job, `T`); 1 ms to 24 h",
+        "delay each start by a deterministic amount in `[0, jitter)` from (job, `T`); 1 ms to 24 h, and shorter than the shortest gap between two fires",
     ),
     both(
         "standby",

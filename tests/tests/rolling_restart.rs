@@ -119,11 +119,11 @@ fn a_rolling_restart_under_load_reports_no_fire_that_ran() {
         wait_running(&dir, r.id(), begun);
     }
     let rolled_from = now_ms();
-    for i in 0..3 {
-        term_after_an_instant(&mut replicas[i]);
+    for (i, replica) in replicas.iter_mut().enumerate() {
+        term_after_an_instant(replica);
         let since = now_ms();
-        replicas[i] = spawn(&dir, &url, 3 + i);
-        let pid = replicas[i].id();
+        *replica = spawn(&dir, &url, 3 + i);
+        let pid = replica.id();
         // The new replica takes its share for a while before the next one stops.
         wait_running(&dir, pid, since + 2_000);
     }

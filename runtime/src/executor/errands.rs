@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::msg::{Msg, Report};
+use crate::clock::BootClock;
 use crate::control::ManualRun;
 use crate::error::panic_message;
 use crate::fire::Fire;
@@ -41,8 +42,9 @@ struct ClaimCall {
 impl ClaimCall {
     /// Asks the guard; the answer goes back to the shard whatever happens (a panicking guard is
     /// an error), or the job would wait for it forever.
-    async fn call(self) -> Msg {
+    async fn call(self, boot: BootClock) -> Msg {
         let sent = Instant::now();
+        let boot_sent = boot.now();
         let ClaimCall { job, guard, fire } = self;
         let asked = std::panic::catch_unwind(AssertUnwindSafe(|| match fire.manual() {
             None => guard.claim(fire.t),
@@ -63,6 +65,7 @@ impl ClaimCall {
             report: Report::Claimed {
                 result,
                 latency: sent.elapsed(),
+                sent: boot_sent.map(|b| (sent, b)),
             },
         }
     }
@@ -98,11 +101,21 @@ impl Errands {
     }
 
     /// Sends what waits on one task; each claim's answer goes to `tx` as soon as it comes.
-    pub(super) fn send(&mut self, tx: &mpsc::UnboundedSender<Msg>, tasks: &TaskTracker) {
+    /// `boot` is read as each claim goes out (see [`Report::Claimed`]).
+    pub(super) fn send(
+        &mut self,
+        tx: &mpsc::UnboundedSender<Msg>,
+        tasks: &TaskTracker,
+        boot: &BootClock,
+    ) {
         if self.claims.is_empty() && self.releases.is_empty() {
             return;
         }
-        let claims: FuturesUnordered<_> = self.claims.drain(..).map(ClaimCall::call).collect();
+        let claims: FuturesUnordered<_> = self
+            .claims
+            .drain(..)
+            .map(|claim| claim.call(boot.clone()))
+            .collect();
         let releases: FuturesUnordered<_> = self.releases.drain(..).collect();
         let tx = tx.clone();
         tasks.spawn(async move {
@@ -189,7 +202,7 @@ mod tests {
         );
         errands.claim(3, Arc::new(Panicking { early: true }), fire);
         errands.claim(4, Arc::new(Panicking { early: false }), fire);
-        errands.send(&tx, &tasks);
+        errands.send(&tx, &tasks, &crate::clock::BootClock::Host);
         let mut answered = Vec::new();
         for _ in 0..2 {
             let answer = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv());

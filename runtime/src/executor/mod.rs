@@ -15,6 +15,8 @@ mod presence;
 mod run;
 mod shard;
 mod slot;
+#[cfg(test)]
+mod suspend_tests;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -24,7 +26,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::clock::Clock;
+use crate::clock::{BootClock, Clock};
 use crate::events::EventSink;
 use crate::guard::Guard;
 use crate::job::Job;
@@ -39,6 +41,8 @@ pub(crate) use slot::{GuardView, JobSlot};
 #[derive(Clone)]
 pub(crate) struct Shared {
     pub(crate) clock: Clock,
+    /// The clock that counts a suspend of the host: `clock`'s (see [`Clock::boot`]).
+    pub(crate) boot: BootClock,
     pub(crate) events: EventSink,
     pub(crate) instance: Arc<str>,
     /// Cancelled when the scheduler stops firing.

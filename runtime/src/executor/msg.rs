@@ -21,6 +21,10 @@ pub(crate) enum Report {
     Claimed {
         result: Result<Claim, GuardError>,
         latency: Duration,
+        /// The monotonic instant and the [`BootClock`](crate::clock::BootClock) reading taken
+        /// together just before the claim went to the guard (`None`: that clock could not be
+        /// read).
+        sent: Option<(tokio::time::Instant, Duration)>,
     },
     /// The shared guard said who reports a dropped fire.
     Reported {

@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use super::errands::{release, Errands};
 use super::msg::{Msg, Report};
+use crate::clock::BootClock;
 use crate::context::JobContext;
 use crate::guard::watchdog::{watch, LeaseDeadline, Watch};
 use crate::guard::Lease;
@@ -51,7 +52,14 @@ pub(super) enum Hold {
     /// A claim of the in-process guard: nothing to renew or give back.
     Local,
     /// A lease of a shared guard.
-    Lease(Box<dyn Lease>),
+    Lease(Claimed),
+}
+
+/// A lease a guard granted, and when its claim was sent on the [`BootClock`] (at the latest:
+/// the clock is read just before the claim goes out); `None` when that clock could not be read.
+pub(super) struct Claimed {
+    pub(super) lease: Box<dyn Lease>,
+    pub(super) boot_sent: Option<Duration>,
 }
 
 /// A run to start.
@@ -66,6 +74,8 @@ pub(super) struct Start {
     pub(super) inline: bool,
     /// Each attempt is cancelled after this long (`timeout`).
     pub(super) timeout: Option<Duration>,
+    /// The clock that counts a suspend of the host, which the lease's deadline is also kept on.
+    pub(super) boot: BootClock,
     /// For a job with `retries`: where the run learns, after a failed attempt, the number of the
     /// next one. It closes when no further attempt starts; the run then gives its lease back.
     pub(super) next_attempt: Option<mpsc::UnboundedReceiver<u32>>,
@@ -92,11 +102,15 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
         renewals,
         inline,
         timeout,
+        boot,
         next_attempt,
     } = run;
     let span = tracing::info_span!("cronguard.run", job = %ctx.job, fire_time = %crate::fire::fmt_time(ctx.fire_time), fencing_token = ctx.fencing_token);
-    let expiry = match &hold {
-        Hold::Lease(lease) => lease.expiry(),
+    // The local deadline of an expiring lease: the body is never polled past it.
+    let deadline = match &hold {
+        Hold::Lease(Claimed { lease, boot_sent }) => lease
+            .expiry()
+            .map(|(length, sent)| LeaseDeadline::new(boot, sent, *boot_sent, length)),
         Hold::Local => None,
     };
     let blocking = body.is_blocking();
@@ -104,9 +118,9 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let lease_job = matches!(hold, Hold::Lease(_)).then(|| ctx.job.clone());
     let retries = next_attempt.map(|next| (next, to.owned()));
     let inline = inline && retries.is_none() && !blocking;
-    // Never polled past the lease's local deadline: a run claimed long ago (a paused process)
-    // goes to its task, whose check ends it without a step.
-    let within_lease = expiry.is_none_or(|(length, sent)| Instant::now() < sent + length);
+    // Never polled past the lease's local deadline: a run claimed long ago (a paused process, a
+    // suspended host) goes to its task, whose check ends it without a step.
+    let within_lease = deadline.as_ref().is_none_or(|d| !d.passed());
     let first = if inline && within_lease && timeout.is_none() {
         first_step(body, ctx, cancel, &span)
     } else {
@@ -135,18 +149,18 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let (running, first_poll) = match first {
         FirstPoll::GoesOn { running, polled_at } => (running, polled_at.map(|at| at - started)),
         FirstPoll::Ended { end, ended } => {
-            if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
-                to.errands.borrow_mut().release(lease, job);
+            if let (Hold::Lease(claimed), Some(job)) = (hold, lease_job) {
+                to.errands.borrow_mut().release(claimed.lease, job);
             }
             return Started::Finished { end, ended };
         }
     };
-    let Some((length, sent)) = expiry else {
+    let Some(deadline) = deadline else {
         let reporter = to.owned();
         spawn_run(to.tasks, &span, async move {
             let end = running.await;
-            if let (Hold::Lease(lease), Some(job)) = (hold, lease_job) {
-                release(lease, job).await;
+            if let (Hold::Lease(claimed), Some(job)) = (hold, lease_job) {
+                release(claimed.lease, job).await;
             }
             reporter.send(Report::Finished {
                 id: reporter.id,
@@ -157,7 +171,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     };
     // An expiring lease: the body is never polled past the lease's local deadline, which the
     // watchdog moves forward with every renewal; the watchdog renews until the body returned.
-    let deadline = Arc::new(LeaseDeadline::new(sent, sent + length));
+    let deadline = Arc::new(deadline);
     let body_deadline = (!blocking).then(|| Arc::clone(&deadline));
     let running = WithinLease {
         body: running,
@@ -165,7 +179,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     };
     let reporter = to.owned();
     spawn_run(to.tasks, &span, async move {
-        let Hold::Lease(lease) = hold else {
+        let Hold::Lease(Claimed { lease, .. }) = hold else {
             return;
         };
         let renewals = renewals.unwrap_or_else(metrics::Counter::noop);
@@ -461,6 +475,15 @@ mod tests {
     /// Starts a quick run under an [`Expiring`] lease sent at `sent`; what became of it, whether
     /// its body ran, and whether the lease went back.
     fn start_leased(sent: Instant) -> (Started, bool, bool) {
+        start_leased_on(&BootClock::Host, sent, None)
+    }
+
+    /// [`start_leased`], with the lease's claim sent at `boot_sent` on `boot`.
+    fn start_leased_on(
+        boot: &BootClock,
+        sent: Instant,
+        boot_sent: Option<Duration>,
+    ) -> (Started, bool, bool) {
         let ran = Arc::new(AtomicBool::new(false));
         let released = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&ran);
@@ -468,11 +491,14 @@ mod tests {
             flag.store(true, Ordering::SeqCst);
             Box::pin(async { Ok(()) })
         });
-        let hold = Hold::Lease(Box::new(Expiring {
-            sent,
-            released: Arc::clone(&released),
-        }));
-        let (started, _rx) = start_with(body, &RunCancel::default(), hold);
+        let hold = Hold::Lease(Claimed {
+            lease: Box::new(Expiring {
+                sent,
+                released: Arc::clone(&released),
+            }),
+            boot_sent,
+        });
+        let (started, _rx) = start_on(boot, body, &RunCancel::default(), hold);
         (
             started,
             ran.load(Ordering::SeqCst),
@@ -501,6 +527,17 @@ mod tests {
         let sent = Instant::now();
         tokio::time::advance(Duration::from_secs(11)).await;
         let (started, ran, _) = start_leased(sent);
+        assert!(matches!(started, Started::Spawned { first_poll: None }));
+        assert!(!ran, "the body takes no step past its lease");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_whose_host_was_suspended_past_its_lease_is_not_polled_on_the_shard() {
+        let clock = crate::Clock::anchored(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH);
+        let boot = clock.boot();
+        let (sent, boot_sent) = (Instant::now(), boot.now());
+        clock.suspend(Duration::from_secs(11));
+        let (started, ran, _) = start_leased_on(&boot, sent, boot_sent);
         assert!(matches!(started, Started::Spawned { first_poll: None }));
         assert!(!ran, "the body takes no step past its lease");
     }
@@ -606,6 +643,16 @@ mod tests {
         cancel: &RunCancel,
         hold: Hold,
     ) -> (Started, mpsc::UnboundedReceiver<Msg>) {
+        start_on(&BootClock::Host, body, cancel, hold)
+    }
+
+    /// [`start_with`], keeping the lease's deadline on `boot` too.
+    fn start_on(
+        boot: &BootClock,
+        body: Body,
+        cancel: &RunCancel,
+        hold: Hold,
+    ) -> (Started, mpsc::UnboundedReceiver<Msg>) {
         let run = Start {
             body,
             ctx: ctx(cancel),
@@ -614,6 +661,7 @@ mod tests {
             renewals: None,
             inline: true,
             timeout: None,
+            boot: boot.clone(),
             next_attempt: None,
         };
         let (tx, rx) = mpsc::unbounded_channel();

@@ -16,12 +16,11 @@ use tokio::time::{sleep_until, Instant};
 
 use super::errands::Errands;
 use super::msg::{JobControl, Msg, Report};
-use super::run::{self, ReportTo, Started};
+use super::run::{self, Claimed, ReportTo, Started};
 use super::slot::{AfterFirstPoll, Armed, Cx, GoingOn, Launch, Polled};
 use super::{lock, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
 use crate::events::Event;
-use crate::guard::Lease;
 use crate::model::{Action, Now};
 
 /// Jobs handled between two yields during a burst of fires.
@@ -70,9 +69,9 @@ struct Links {
     /// Runs claimed under the lock, started by [`launch`](Shard::launch) after it.
     launches: RefCell<Vec<Launch>>,
     /// See [`Cx::lease`].
-    lease: RefCell<Option<Box<dyn Lease>>>,
+    lease: RefCell<Option<Claimed>>,
     /// See [`Cx::held`].
-    held: RefCell<HashMap<u32, Box<dyn Lease>>>,
+    held: RefCell<HashMap<u32, Claimed>>,
     /// See [`Cx::going`].
     going: RefCell<GoingOn>,
     /// See [`Cx::for_hooks`].
@@ -214,7 +213,7 @@ impl Shard {
         links
             .errands
             .borrow_mut()
-            .send(&links.tx, &links.shared.tasks);
+            .send(&links.tx, &links.shared.tasks, &links.shared.boot);
     }
 
     /// Hands the events of the steps so far to the hooks, in one message.

@@ -15,7 +15,7 @@ use super::downtime;
 use super::errands::{self, Errands};
 use super::msg::{JobControl, Msg, Report};
 use super::outage::{self, Outage, Say, SUMMARY_EVERY};
-use super::run::{self, Hold, INLINE_POLL_LIMIT};
+use super::run::{self, Claimed, Hold, INLINE_POLL_LIMIT};
 use super::Shared;
 use crate::cancel::RunCancel;
 use crate::clock::after;
@@ -23,7 +23,7 @@ use crate::context::JobContext;
 use crate::events::EventKind;
 use crate::events::Occurrence;
 use crate::fire::fmt_time;
-use crate::guard::{Claim, DropReport, Guard, GuardError, Lease};
+use crate::guard::{Claim, DropReport, Guard, GuardError};
 use crate::history::{HistoryEntry, Outcome};
 use crate::job::Body;
 use crate::job::Job;
@@ -41,7 +41,7 @@ const CLOCK_WRONG_BEYOND: Duration = Duration::from_secs(1);
 
 /// The lease of the job's fire claimed ahead, if it holds one; a shard without any (every
 /// `local` job's start) does not hash.
-fn take_held(cx: &Cx<'_>) -> Option<Box<dyn Lease>> {
+fn take_held(cx: &Cx<'_>) -> Option<Claimed> {
     let mut held = cx.held.borrow_mut();
     if held.is_empty() {
         return None;
@@ -60,10 +60,10 @@ pub(super) struct Cx<'a> {
     pub(super) launches: &'a RefCell<Vec<Launch>>,
     /// The lease of a claim just answered, until the job's model starts its run, gives it up or
     /// holds it (it decides at once, in the same call).
-    pub(super) lease: &'a RefCell<Option<Box<dyn Lease>>>,
+    pub(super) lease: &'a RefCell<Option<Claimed>>,
     /// The leases of fires claimed ahead of their start, by job, until the run starts or the
     /// claim is given up.
-    pub(super) held: &'a RefCell<HashMap<u32, Box<dyn Lease>>>,
+    pub(super) held: &'a RefCell<HashMap<u32, Claimed>>,
     /// The shard's runs going on as tasks of their own.
     pub(super) going: &'a RefCell<GoingOn>,
     /// Events for the hooks, handed over by the shard once it is idle (or holds many).
@@ -377,11 +377,15 @@ impl JobSlot {
     pub(super) fn on_report(&mut self, cx: &Cx<'_>, report: Report, out: &mut Vec<Action>) {
         let now = cx.now();
         match report {
-            Report::Claimed { result, latency } => {
+            Report::Claimed {
+                result,
+                latency,
+                sent,
+            } => {
                 if let Some(shared) = &self.shared {
                     shared.series.latency.record(latency.as_secs_f64());
                 }
-                let answer = self.answer(cx, cx.shared.instant(now.mono), result);
+                let answer = self.answer(cx, cx.shared.instant(now.mono), result, sent);
                 self.model.on_claimed(answer, now, out);
             }
             Report::Reported {
@@ -433,12 +437,22 @@ impl JobSlot {
         if let Some(unused) = cx.lease.borrow_mut().take() {
             // The model always starts or gives up an acquired claim; should it not, the lease
             // must still go back.
-            cx.errands.borrow_mut().release(unused, self.name().clone());
+            cx.errands
+                .borrow_mut()
+                .release(unused.lease, self.name().clone());
         }
     }
 
     /// A guard's answer for the model; an acquired lease waits in the slot for the model's word.
-    fn answer(&mut self, cx: &Cx<'_>, now: Instant, result: Result<Claim, GuardError>) -> Answer {
+    /// `sent` is the monotonic instant and the [`BootClock`](crate::clock::BootClock) reading
+    /// taken as the claim went out.
+    fn answer(
+        &mut self,
+        cx: &Cx<'_>,
+        now: Instant,
+        result: Result<Claim, GuardError>,
+        sent: Option<(Instant, Duration)>,
+    ) -> Answer {
         if result.is_ok() {
             self.guard_answered(now);
         }
@@ -446,11 +460,33 @@ impl JobSlot {
         match result {
             Ok(Claim::Acquired(lease)) => {
                 let token = lease.fencing_token();
-                let deadline = lease
-                    .expiry()
-                    .map(|(length, sent)| cx.shared.mono(sent + length));
-                if let Some(stale) = cx.lease.borrow_mut().replace(lease) {
-                    cx.errands.borrow_mut().release(stale, job.clone());
+                let expiry = lease.expiry();
+                let boot_sent = expiry.zip(sent).map(|((_, lease_sent), (mono, boot))| {
+                    // The guard's own send instant, on the boot clock: its reading before the
+                    // claim went out, moved by the monotonic time between the two.
+                    match lease_sent.checked_duration_since(mono) {
+                        Some(later) => boot + later,
+                        None => boot.saturating_sub(mono - lease_sent),
+                    }
+                });
+                let deadline = expiry.map(|(length, lease_sent)| {
+                    let suspended_past = boot_sent.is_some_and(|b| {
+                        cx.shared
+                            .boot
+                            .now()
+                            .is_some_and(|now| now >= b.saturating_add(length))
+                    });
+                    // The host was suspended while the claim was out, past the lease: the
+                    // server expired it, so the model takes the answer as come too late.
+                    if suspended_past {
+                        Duration::ZERO
+                    } else {
+                        cx.shared.mono(lease_sent + length)
+                    }
+                });
+                let claimed = Claimed { lease, boot_sent };
+                if let Some(stale) = cx.lease.borrow_mut().replace(claimed) {
+                    cx.errands.borrow_mut().release(stale.lease, job.clone());
                 }
                 Answer::Acquired { token, deadline }
             }
@@ -661,7 +697,9 @@ impl JobSlot {
                 Action::Hold => {
                     if let Some(lease) = cx.lease.borrow_mut().take() {
                         if let Some(stale) = cx.held.borrow_mut().insert(cx.idx, lease) {
-                            cx.errands.borrow_mut().release(stale, self.name().clone());
+                            cx.errands
+                                .borrow_mut()
+                                .release(stale.lease, self.name().clone());
                         }
                     }
                 }
@@ -670,8 +708,8 @@ impl JobSlot {
                     let guard = self.shared_guard();
                     let job = self.name().clone();
                     cx.shared.tasks.spawn(async move {
-                        if let Some(lease) = lease {
-                            errands::release(lease, job.clone()).await;
+                        if let Some(claimed) = lease {
+                            errands::release(claimed.lease, job.clone()).await;
                         }
                         let Some(guard) = guard.filter(|_| fire.manual().is_none()) else {
                             return;
@@ -791,6 +829,7 @@ impl JobSlot {
             renewals,
             inline: !self.own_task,
             timeout: limits.timeout,
+            boot: cx.shared.boot.clone(),
             next_attempt,
         };
         cx.launches.borrow_mut().push(Launch {

@@ -105,6 +105,39 @@ pub(crate) struct RosterEntry {
     pub(crate) due_grace: Option<Duration>,
 }
 
+/// What one read of a feed found.
+#[derive(Debug)]
+pub(crate) struct FeedRead {
+    /// The requests after the cursor, oldest first, at most [`FEED_BATCH`].
+    pub(crate) requests: Vec<ControlRequest>,
+    /// The cursor to read on from.
+    pub(crate) cursor: String,
+    /// The feed no longer holds what the cursor was taken on: it was emptied, dropped and made
+    /// again, or restored from a copy, so that what was added since may lie below the cursor.
+    /// `requests` are then read from the start of what it holds, which may include requests
+    /// read before (docs/guide/controls.md).
+    pub(crate) restarted: bool,
+}
+
+impl FeedRead {
+    /// Read on from `cursor`, the feed being what it was.
+    pub(crate) fn on(requests: Vec<ControlRequest>, cursor: String) -> Self {
+        FeedRead {
+            requests,
+            cursor,
+            restarted: false,
+        }
+    }
+}
+
+#[cfg(test)]
+impl FeedRead {
+    /// The requests and the cursor, for tests that do not look at [`restarted`](Self::restarted).
+    pub(crate) fn parts(self) -> (Vec<ControlRequest>, String) {
+        (self.requests, self.cursor)
+    }
+}
+
 /// A store's control feed and roster.
 pub(crate) trait ControlFeed: Send + Sync + 'static {
     /// Appends `request` to the feed.
@@ -112,11 +145,11 @@ pub(crate) trait ControlFeed: Send + Sync + 'static {
 
     /// The requests after `cursor`, oldest first, at most [`FEED_BATCH`], and the cursor to
     /// read on from. With `cursor` `None`: no requests, and the cursor of the feed's end (a
-    /// replica that starts does not replay old requests).
-    fn read(
-        &self,
-        cursor: Option<String>,
-    ) -> BoxFuture<Result<(Vec<ControlRequest>, String), GuardError>>;
+    /// replica that starts does not replay old requests). A feed that no longer holds what
+    /// `cursor` was taken on is read from its start ([`FeedRead::restarted`]): a cursor is never
+    /// trusted past a store that was emptied, recreated or restored, since the requests made
+    /// since may have ids, or offsets, below it.
+    fn read(&self, cursor: Option<String>) -> BoxFuture<Result<FeedRead, GuardError>>;
 
     /// Records (or refreshes) these jobs in the roster.
     fn announce(&self, jobs: Vec<RosterEntry>) -> BoxFuture<Result<(), GuardError>>;

@@ -412,7 +412,9 @@ mod redis {
                 Overlap::Skip,
             )
         };
-        let g = on_conn("replicated").waiting_for_replicas(Some(wait), raw(&primary).await);
+        let g = on_conn("replicated").waiting_for_replicas(Some(
+            crate::guard::redis::Replication::new(wait, raw(&primary).await, raw(&primary).await),
+        ));
         let unrelated = on_conn("unrelated");
         let other = guard(&primary, "replicated", 30_000).await;
         // With the replica up, the claim is acknowledged and acquired.
@@ -463,6 +465,94 @@ mod redis {
                 other => panic!("{other:?}, expected Acquired once the replica is back"),
             }
         }
+    }
+
+    #[tokio::test]
+    async fn redis_wait_for_replicas_holds_back_manual_claims_and_renewals() {
+        use crate::control::ManualRun;
+        use crate::guard::redis::{ReplicaWait, Replication};
+        use crate::guard::GuardControls;
+        let Some(primary) = RedisServer::start() else {
+            return;
+        };
+        let Some(replica) = RedisServer::start_replica_of(&primary) else {
+            return;
+        };
+        let wait = ReplicaWait::check(1, Duration::from_millis(200)).expect("valid");
+        let conn = raw(&primary).await;
+        let batcher = Batcher::new(conn.clone());
+        let replication = Replication::new(wait, raw(&primary).await, raw(&primary).await);
+        let g = RedisGuard::new(
+            conn.clone(),
+            Arc::clone(&batcher),
+            "cronguard",
+            "held",
+            Duration::from_secs(30),
+            Overlap::Skip,
+        )
+        .with_misfire_grace(Duration::from_secs(5))
+        .waiting_for_replicas(Some(replication));
+        let other = guard(&primary, "held", 30_000).await;
+        let not_replicated = |what: &str, answer: Result<Claim, GuardError>| match answer {
+            Err(e) if e.kind() == GuardErrorKind::NotReplicated => {
+                assert!(e.to_string().contains("reached 0 of the 1"), "{what}: {e}");
+            }
+            other => panic!("{what}: {other:?}, expected NotReplicated"),
+        };
+        let lease = acquire(&g, 1).await;
+        assert_eq!(lease.renew().await.expect("renews"), Renewal::Renewed);
+        replica.pause();
+        // A renewal the replica did not acknowledge does not extend the lease.
+        match lease.renew().await {
+            Err(e) if e.kind() == GuardErrorKind::NotReplicated => {
+                assert!(e.to_string().contains("renewal reached 0 of the 1"), "{e}");
+            }
+            other => panic!("{other:?}, expected NotReplicated"),
+        }
+        lease.release().await.expect("release");
+        // A manual claim is held back like a scheduled one.
+        let run = ManualRun {
+            id: 0xab,
+            requested_at: now(),
+        };
+        not_replicated("manual", g.claim_manual(run).await);
+        not_replicated("manual retried", g.claim_manual(run).await);
+        // Not started, its lock lasts until the run's grace is over (and the clocks' 1 s), not
+        // a whole lease.
+        let left = pttl(&mut raw(&primary).await, "cronguard:{held}:lock").await;
+        assert!((1..=6_000).contains(&left), "{left}");
+        // It took effect on the primary: no other claimant starts the run meanwhile.
+        let elsewhere = other.claim_manual(run).await.expect("answers");
+        assert!(matches!(elsewhere, Claim::AlreadyRan), "{elsewhere:?}");
+        replica.resume();
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let lease = loop {
+            match g.claim_manual(run).await {
+                Ok(Claim::Acquired(lease)) => break lease,
+                Err(e)
+                    if e.kind() == GuardErrorKind::NotReplicated
+                        && std::time::Instant::now() < until => {}
+                other => panic!("{other:?}, expected Acquired once the replica is back"),
+            }
+        };
+        assert_eq!(lease.renew().await.expect("renews"), Renewal::Renewed);
+        lease.release().await.expect("release");
+        // Without the setting, a renewal is one script call and no WAIT.
+        let mut stats = raw(&primary).await;
+        let () = ::redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut stats)
+            .await
+            .expect("CONFIG RESETSTAT");
+        let plain = acquire(&other, 2).await;
+        assert_eq!(plain.renew().await.expect("renews"), Renewal::Renewed);
+        plain.release().await.expect("release");
+        let info: String = ::redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut stats)
+            .await
+            .expect("INFO");
+        assert!(!info.contains("cmdstat_wait:"), "{info}");
     }
 
     /// A plain connection to look at the keys the way an operator would.

@@ -692,17 +692,26 @@ impl JobModel {
         self.spec.misfire_grace + self.spec.limits.jitter.unwrap_or_default()
     }
 
-    /// The fire at `t`, with its jittered start and its misfire deadline.
+    /// The fire at `t`, with its jittered start and its misfire deadline. The start always lies
+    /// before the next fire's instant: the jitter is shorter than the schedule's shortest gap
+    /// ([`Schedule::shortest_gap`]), but near a change of UTC offset two fires of a cron schedule
+    /// can come closer, and the delay is then cut short so that fires never swap places.
     fn fire_at(&self, t: DateTime<Utc>) -> Fire {
-        let delay = limits::jitter_delay(&self.spec.name, t, self.spec.limits.jitter);
+        let mut delay = limits::jitter_delay(&self.spec.name, t, self.spec.limits.jitter);
+        if !delay.is_zero() {
+            if let Some(next) = self.spec.schedule.next_after(t) {
+                delay = delay.min(since(t, next).saturating_sub(Duration::from_millis(1)));
+            }
+        }
         Fire::delayed(t, delay, self.spec.misfire_grace)
     }
 
     /// When the scheduled `fire` is claimed or started here: at its jittered start, or, while this
     /// process stands by (another got the job's last claimed fire), the standby later — at most
-    /// half the misfire grace and half the time to the next fire, so that a fire the others did not
-    /// take still starts well within its grace, and never waits into the next fire (which would
-    /// coalesce it here while another process runs it).
+    /// half the misfire grace and half the time from the jittered start to the next fire's
+    /// instant, so that a fire the others did not take still starts well within its grace, and
+    /// never waits into the next fire (which would coalesce it here while another process runs
+    /// it), however late in its jitter it starts.
     ///
     /// While the job is paused (as far as this process knows) nobody stands by: every process
     /// claims at the instant and hears that the fire is paused, so that a resume cannot let a
@@ -722,8 +731,7 @@ impl JobModel {
         }
         let to_next = self
             .next_fire
-            .and_then(|next| (next - fire.t).to_std().ok())
-            .unwrap_or(Duration::MAX);
+            .map_or(Duration::MAX, |next| since(fire.start(), next));
         let wait = self
             .spec
             .standby

@@ -843,6 +843,80 @@ fn the_standby_never_waits_past_half_the_grace_or_half_the_time_to_the_next_fire
     assert_eq!(waited(60, 60_000), 5_000, "half the 10 s to the next fire");
 }
 
+/// A Redis job firing every 10 s with a jitter of 8 s, a misfire grace and a standby of a
+/// minute.
+fn jittered_standing_by() -> JobModel {
+    let mut settings = (*spec(Lock::Redis, Overlap::Skip)).clone();
+    settings.misfire_grace = Duration::from_secs(60);
+    settings.standby = Duration::from_secs(60);
+    settings.limits.jitter = Some(Duration::from_secs(8));
+    let mut m = JobModel::new(Spec::new(SmolStr::from("job"), settings));
+    m.schedule_from(t(0));
+    m
+}
+
+#[test]
+fn a_process_standing_by_claims_a_jittered_fire_before_the_next_fire_is_due() {
+    let mut m = jittered_standing_by();
+    let mut out = Vec::new();
+    let mut late_in_its_jitter = false;
+    for k in 1..=8 {
+        let fire = t(k * 10);
+        m.on_timer(now(k * 10), &mut out);
+        let claim_at = m.next_wake().expect("a wake-up for the claim");
+        assert!(
+            claim_at < t(k * 10 + 10),
+            "fire {}: claimed at {claim_at}, after the next fire",
+            k * 10
+        );
+        // From the second fire on this process stands by, a standby cut to half the time left.
+        let delay = limits::jitter_delay("job", fire, Some(Duration::from_secs(8)));
+        late_in_its_jitter |= k > 1 && delay > Duration::from_secs(5);
+        let at = Now {
+            wall: claim_at,
+            mono: (claim_at - t(0)).to_std().expect("after the start"),
+            random: 7,
+        };
+        m.on_wake(at, &mut out);
+        assert_eq!(said(&mut out), [format!("claim {}", k * 10)]);
+        m.on_claimed(Answer::ClaimedByAnother, at, &mut out);
+        said(&mut out);
+    }
+    assert!(
+        late_in_its_jitter,
+        "a fire starts more than half the gap into its jitter"
+    );
+}
+
+#[test]
+fn a_jittered_start_stays_before_the_next_fire_where_an_offset_change_brings_fires_closer() {
+    // 2026-03-29 in Berlin: 01:59 CET, then 03:00 CEST for the 02:59 that does not exist.
+    let schedule = Schedule::cron("59 1,2 * * *", "Europe/Berlin").expect("valid");
+    let jitter = Duration::from_secs(30 * 60);
+    assert!(jitter < schedule.shortest_gap(), "a valid jitter");
+    let mut settings = (*spec(Lock::Redis, Overlap::Skip)).clone();
+    settings.schedule = schedule;
+    settings.limits.jitter = Some(jitter);
+    // Named so that the jitter of the 01:59 fire is longer than the minute to the next one.
+    let name = (0..)
+        .map(|i| format!("job-{i}"))
+        .find(|name| {
+            let first = DateTime::parse_from_rfc3339("2026-03-29T00:59:00Z").expect("valid");
+            limits::jitter_delay(name, first.to_utc(), Some(jitter)) > Duration::from_secs(60)
+        })
+        .expect("a name");
+    let m = JobModel::new(Spec::new(SmolStr::from(name), settings));
+    let first = DateTime::parse_from_rfc3339("2026-03-29T00:59:00Z").expect("valid");
+    let next = DateTime::parse_from_rfc3339("2026-03-29T01:00:00Z").expect("valid");
+    assert_eq!(
+        m.spec.schedule.next_after(first.to_utc()),
+        Some(next.to_utc())
+    );
+    let fire = m.fire_at(first.to_utc());
+    assert!(fire.start() < next.to_utc(), "starts at {}", fire.start());
+    assert!(fire.start() > first.to_utc(), "still jittered");
+}
+
 #[test]
 fn without_a_standby_or_a_shared_guard_every_fire_is_taken_at_its_instant() {
     let (mut m, mut out) = lost_fire_10(5, 0);

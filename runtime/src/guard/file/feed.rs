@@ -1,8 +1,12 @@
 //! The control feed and roster of the `file` guard, in the lock dir:
 //!
 //! - `.cronguard-controls`: one request per line, `<Unix ms>\t<job>\t<action>\t<argument>`,
-//!   appended with a single write (whole lines, never interleaved); a reader's cursor is a byte
-//!   offset. It grows by a line per control.
+//!   appended with a single write (whole lines, never interleaved). It grows by a line per
+//!   control. A reader's cursor is `<offset>:<length>:<hash>`: the byte offset of the end of the
+//!   last line read, and the length and FNV-1a hash of that line, so that a file emptied in place
+//!   (`truncate`), replaced or restored from a copy is told from the one the cursor was taken on
+//!   even once it has grown past the offset again: it is then read from its start
+//!   ([`FeedRead::restarted`]). Checking costs reading that one line again.
 //! - `<job>.roster`: `<job>\t<schedule>\t<instance>\t<Unix ms>\t<due grace ms>`, the job as a
 //!   process last announced it; the due grace is the misfire grace plus the jitter, and a file an
 //!   earlier version wrote has none (four fields);
@@ -21,7 +25,7 @@ use chrono::{DateTime, Utc};
 use super::{file_stem, open};
 use crate::clock::epoch_millis;
 use crate::guard::feed::{
-    ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+    ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, FEED_BATCH, PRESENCE_TTL,
 };
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
@@ -53,6 +57,64 @@ fn decode(field: &str) -> String {
 
 fn millis(text: &str) -> Option<DateTime<Utc>> {
     DateTime::<Utc>::from_timestamp_millis(text.parse().ok()?)
+}
+
+/// The most bytes of the last line read that a cursor identifies the file by.
+const MARK_MAX: usize = 64 * 1024;
+
+/// Where a reader of the controls file stands: the end of the last line read, and that line
+/// (at most its last [`MARK_MAX`] bytes) by length and hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cursor {
+    offset: u64,
+    len: usize,
+    hash: u64,
+}
+
+impl Cursor {
+    const START: Cursor = Cursor {
+        offset: 0,
+        len: 0,
+        hash: 0,
+    };
+
+    /// The cursor after `line`, which ends at `offset`.
+    fn after(offset: u64, line: &[u8]) -> Self {
+        let line = &line[line.len().saturating_sub(MARK_MAX)..];
+        Cursor {
+            offset,
+            len: line.len(),
+            hash: super::fnv1a64(line),
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(3, ':');
+        let cursor = Cursor {
+            offset: parts.next()?.parse().ok()?,
+            len: parts.next()?.parse().ok()?,
+            hash: u64::from_str_radix(parts.next()?, 16).ok()?,
+        };
+        let at_start = cursor.offset == 0 && cursor.len == 0;
+        (at_start || (1..=MARK_MAX).contains(&cursor.len) && cursor.len as u64 <= cursor.offset)
+            .then_some(cursor)
+    }
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{:016x}", self.offset, self.len, self.hash)
+    }
+}
+
+/// The last whole line of `bytes` (at most its last [`MARK_MAX`] bytes), and where it ends.
+fn last_line(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    let end = bytes.iter().rposition(|b| *b == b'\n')? + 1;
+    let start = bytes[..end - 1]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    Some((end, &bytes[start..end]))
 }
 
 impl FileFeed {
@@ -93,37 +155,82 @@ impl FileFeed {
             .map_err(|e| Self::err(&path, e))
     }
 
-    fn read_blocking(
-        &self,
-        cursor: Option<String>,
-    ) -> Result<(Vec<ControlRequest>, String), GuardError> {
+    fn read_blocking(&self, cursor: Option<String>) -> Result<FeedRead, GuardError> {
         let path = self.controls();
         let mut file = match std::fs::symlink_metadata(&path) {
             Ok(_) => open(&path)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok((Vec::new(), cursor.unwrap_or_else(|| "0".to_owned())))
+                // Nothing to read yet; a file made later is read from its start.
+                let restarted = cursor
+                    .as_deref()
+                    .and_then(Cursor::parse)
+                    .is_some_and(|c| c.offset > 0);
+                return Ok(FeedRead {
+                    requests: Vec::new(),
+                    cursor: Cursor::START.to_string(),
+                    restarted,
+                });
             }
             Err(e) => return Err(Self::err(&path, e)),
         };
-        let len = file.metadata().map_err(|e| Self::err(&path, e))?.len();
-        let Some(from) = cursor.and_then(|c| c.parse::<u64>().ok()) else {
-            return Ok((Vec::new(), len.to_string()));
+        let err = |e| Self::err(&path, e);
+        let len = file.metadata().map_err(err)?.len();
+        let Some(cursor) = cursor else {
+            // The end: after the last whole line (a line being written is read once whole).
+            let tail = len.min(MARK_MAX as u64 + 1);
+            let mut bytes = Vec::new();
+            file.seek(SeekFrom::Start(len - tail)).map_err(err)?;
+            (&mut file)
+                .take(tail)
+                .read_to_end(&mut bytes)
+                .map_err(err)?;
+            let end = match last_line(&bytes) {
+                Some((end, line)) => Cursor::after(len - tail + end as u64, line),
+                None => Cursor::START,
+            };
+            return Ok(FeedRead::on(Vec::new(), end.to_string()));
         };
-        // A file shorter than the cursor was replaced: read it from its start.
-        let from = if from > len { 0 } else { from };
-        file.seek(SeekFrom::Start(from))
-            .map_err(|e| Self::err(&path, e))?;
-        let mut text = String::new();
-        file.take(len - from)
-            .read_to_string(&mut text)
-            .map_err(|e| Self::err(&path, e))?;
+        let cursor = Cursor::parse(&cursor).ok_or_else(|| {
+            GuardError::invalid(format!(
+                "the control feed's cursor `{cursor}` is not `<offset>:<length>:<hash>` of {}; read from the feed's end (no cursor) instead",
+                path.display()
+            ))
+        })?;
+        // The last line read, again, then what follows it.
+        let mark = cursor.offset - cursor.len as u64;
+        let mut bytes = Vec::new();
+        if cursor.offset <= len {
+            file.seek(SeekFrom::Start(mark)).map_err(err)?;
+            (&mut file)
+                .take(len - mark)
+                .read_to_end(&mut bytes)
+                .map_err(err)?;
+        }
+        let same = cursor == Cursor::START
+            || cursor.offset <= len
+                && bytes.len() >= cursor.len
+                && super::fnv1a64(&bytes[..cursor.len]) == cursor.hash;
+        let (from, mut next) = if same {
+            bytes.drain(..cursor.len);
+            (cursor.offset, cursor)
+        } else {
+            // Emptied, replaced or restored since: read it from its start.
+            bytes.clear();
+            file.seek(SeekFrom::Start(0)).map_err(err)?;
+            (&mut file).take(len).read_to_end(&mut bytes).map_err(err)?;
+            (0, Cursor::START)
+        };
         let mut requests = Vec::new();
         let mut used = 0usize;
-        for line in text.split_inclusive('\n') {
-            if !line.ends_with('\n') || requests.len() == FEED_BATCH {
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            if !line.ends_with(b"\n") || requests.len() == FEED_BATCH {
                 break; // a line still being written, or the batch is full
             }
             used += line.len();
+            next = Cursor::after(from + used as u64, line);
+            let Ok(line) = std::str::from_utf8(line) else {
+                continue;
+            };
             let fields: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
             let [at, job, word, argument] = fields[..] else {
                 continue;
@@ -139,7 +246,11 @@ impl FileFeed {
                 });
             }
         }
-        Ok((requests, (from + used as u64).to_string()))
+        Ok(FeedRead {
+            requests,
+            cursor: next.to_string(),
+            restarted: !same,
+        })
     }
 
     fn announce_blocking(&self, jobs: &[RosterEntry]) -> Result<(), GuardError> {
@@ -254,10 +365,7 @@ impl ControlFeed for FileFeed {
         blocking(&self.dir, move |f| f.publish_blocking(&request))
     }
 
-    fn read(
-        &self,
-        cursor: Option<String>,
-    ) -> BoxFuture<Result<(Vec<ControlRequest>, String), GuardError>> {
+    fn read(&self, cursor: Option<String>) -> BoxFuture<Result<FeedRead, GuardError>> {
         blocking(&self.dir, move |f| f.read_blocking(cursor))
     }
 
@@ -308,13 +416,99 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    fn trigger(id: u64) -> ControlRequest {
+        ControlRequest {
+            job: "report".to_owned(),
+            action: ControlAction::Trigger(ManualRun {
+                id,
+                requested_at: at(id as i64),
+            }),
+            at: at(id as i64),
+        }
+    }
+
+    /// The ids of the trigger requests in `read`.
+    fn triggers(read: &[ControlRequest]) -> Vec<u64> {
+        read.iter()
+            .filter_map(|r| match r.action {
+                ControlAction::Trigger(run) => Some(run.id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn requests_made_after_the_feed_was_truncated_or_replaced_are_read() {
+        let dir = std::env::temp_dir().join(format!("cronguard-feed-cut-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let feed = FileFeed::new(&dir);
+        // The triggers read after `cursor`, the next cursor, and whether the file was read
+        // again from its start.
+        let read_on = |cursor: String| {
+            let feed = &feed;
+            async move {
+                let read = feed.read(Some(cursor)).await.expect("reads");
+                (triggers(&read.requests), read.cursor, read.restarted)
+            }
+        };
+        let cursor = feed.read(None).await.expect("reads").cursor;
+        feed.publish(trigger(1)).await.expect("published");
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![1], false));
+        // Emptied in place, then as many lines as before and one more (lines of equal length).
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(CONTROLS))
+            .and_then(|f| f.set_len(0))
+            .expect("truncates");
+        for id in [2, 3] {
+            feed.publish(trigger(id)).await.expect("published");
+        }
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![2, 3], true), "after truncate");
+        // Replaced by another file as long as the cursor (a restored copy, say).
+        let line = |id: u64| format!("{}\treport\ttrigger\t{id:016x}\n", epoch_millis(at(4)));
+        std::fs::write(dir.join(CONTROLS), line(4) + &line(5)).expect("replaces");
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![4, 5], true), "after a replacement");
+        // Removed: a file made later is read from its start.
+        std::fs::remove_file(dir.join(CONTROLS)).expect("removes");
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![], true), "removed");
+        feed.publish(trigger(6)).await.expect("published");
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![6], false));
+        // A line being written is read once whole, also by a reader that starts meanwhile.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(CONTROLS))
+            .expect("opens");
+        let whole = line(7);
+        let (head, tail) = whole.split_at(10);
+        file.write_all(head.as_bytes()).expect("writes");
+        let end = feed.read(None).await.expect("reads the end").cursor;
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![], false), "half a line");
+        file.write_all(tail.as_bytes()).expect("writes");
+        let (read, _, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![7], false));
+        let (read, _, restarted) = read_on(end).await;
+        assert_eq!(
+            (read, restarted),
+            (vec![7], false),
+            "from the end taken meanwhile"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[tokio::test]
     async fn requests_come_back_in_order_after_the_cursor_and_the_roster_lists_jobs() {
         let dir = std::env::temp_dir().join(format!("cronguard-feed-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
         let feed = FileFeed::new(&dir);
-        let (none, start) = feed.read(None).await.expect("reads");
+        let (none, start) = feed.read(None).await.expect("reads").parts();
         assert!(none.is_empty());
         let requests = [
             ControlRequest {
@@ -336,9 +530,9 @@ mod tests {
         for r in &requests {
             feed.publish(r.clone()).await.expect("published");
         }
-        let (read, next) = feed.read(Some(start)).await.expect("reads");
+        let (read, next) = feed.read(Some(start)).await.expect("reads").parts();
         assert_eq!(read, requests);
-        let (again, _) = feed.read(Some(next)).await.expect("reads");
+        let (again, _) = feed.read(Some(next)).await.expect("reads").parts();
         assert!(again.is_empty(), "each request is read once");
 
         let entry = RosterEntry {

@@ -1,8 +1,18 @@
 //! The control feed, the roster and the processes present in PostgreSQL (see [`ControlFeed`]):
 //! the tables `<schema>.controls`, one row per request in the order of its `id`,
-//! `<schema>.roster`, one row per job, and `<schema>.processes`, one row per process present. A
-//! cursor is the `id` of the last request read. Requests older than seven days are deleted by the
-//! statement that publishes one, through the index on `at`.
+//! `<schema>.roster`, one row per job, and `<schema>.processes`, one row per process present.
+//! Requests older than seven days are deleted by the statement that publishes one, through the
+//! index on `at`.
+//!
+//! A cursor is `<table oid>:<file node>:<id>`: the `id` of the last request read, and which
+//! table it was read from. The ids restart below it when the table is truncated with
+//! `RESTART IDENTITY`, dropped and made again (the guard makes a lost schema again), or restored
+//! from a backup, so the statement that reads compares the table's oid and file node
+//! (`pg_relation_filenode`, which `TRUNCATE` and a restore change) and its greatest id (a
+//! sequence set back) with the cursor's, and reads from the table's start when they differ
+//! ([`FeedRead::restarted`]). It costs two catalogue lookups and the last entry of the primary
+//! key, in the same statement. `VACUUM FULL` and `CLUSTER` change the file node too: the feed
+//! is then read again from its start, which only repeats requests (docs/guide/controls.md).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +23,7 @@ use tokio_postgres::Row;
 
 use super::{first, pg_err, Database};
 use crate::guard::feed::{
-    ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+    ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, FEED_BATCH, PRESENCE_TTL,
 };
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
@@ -43,10 +53,26 @@ impl PostgresFeed {
                  INSERT INTO {s}.controls (job, action, argument, at) \
                  SELECT $1, $2, $3, $4 FROM turn"
             )),
-            end: Arc::from(format!("SELECT coalesce(max(id), 0) FROM {s}.controls")),
+            end: Arc::from(format!(
+                "SELECT '{s}.controls'::regclass::oid::bigint, \
+                   pg_relation_filenode('{s}.controls')::bigint, coalesce(max(id), 0) \
+                 FROM {s}.controls"
+            )),
+            // Always one row at least: the table's identity and where this read starts, with
+            // the requests after it, if any.
             read: Arc::from(format!(
-                "SELECT id, job, action, argument, at FROM {s}.controls \
-                 WHERE id > $1 ORDER BY id LIMIT $2"
+                "WITH head AS (SELECT '{s}.controls'::regclass::oid::bigint AS rel, \
+                   pg_relation_filenode('{s}.controls')::bigint AS node, \
+                   (SELECT coalesce(max(id), 0) FROM {s}.controls) AS top), \
+                 start AS (SELECT rel, node, \
+                   NOT (rel = $1 AND node = $2 AND top >= $3) AS restarted FROM head) \
+                 SELECT start.rel, start.node, start.restarted, c.id, c.job, c.action, \
+                   c.argument, c.at \
+                 FROM start LEFT JOIN LATERAL (SELECT id, job, action, argument, at \
+                   FROM {s}.controls \
+                   WHERE id > CASE WHEN start.restarted THEN 0 ELSE $3 END \
+                   ORDER BY id LIMIT $4) c ON true \
+                 ORDER BY c.id"
             )),
             announce: Arc::from(format!(
                 "INSERT INTO {s}.roster (job, schedule, instance, at, due_grace_ms) \
@@ -79,6 +105,22 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Res
     row.try_get(i).map_err(|e| pg_err(&e))
 }
 
+/// A cursor: the table's oid and file node, and the id of the last request read.
+fn cursor(rel: i64, node: i64, id: i64) -> String {
+    format!("{rel}:{node}:{id}")
+}
+
+/// Reads what [`cursor`] wrote.
+fn parse_cursor(cursor: &str) -> Result<(i64, i64, i64), GuardError> {
+    let mut parts = cursor.splitn(3, ':').map(str::parse::<i64>);
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(Ok(rel)), Some(Ok(node)), Some(Ok(id))) => Ok((rel, node, id)),
+        _ => Err(GuardError::invalid(format!(
+            "the control feed's cursor `{cursor}` is not `<table oid>:<file node>:<row id>` of `controls`; read from the feed's end (no cursor) instead"
+        ))),
+    }
+}
+
 impl ControlFeed for PostgresFeed {
     fn publish(&self, request: ControlRequest) -> BoxFuture<Result<(), GuardError>> {
         let db = Arc::clone(&self.db);
@@ -99,34 +141,42 @@ impl ControlFeed for PostgresFeed {
         })
     }
 
-    fn read(
-        &self,
-        cursor: Option<String>,
-    ) -> BoxFuture<Result<(Vec<ControlRequest>, String), GuardError>> {
+    fn read(&self, cursor: Option<String>) -> BoxFuture<Result<FeedRead, GuardError>> {
         let db = Arc::clone(&self.db);
         let (end, read) = (Arc::clone(&self.end), Arc::clone(&self.read));
         Box::pin(async move {
             let Some(cursor) = cursor else {
                 let rows = db.query(&end, &[]).await?;
-                let last: i64 = get(first(&rows)?, 0)?;
-                return Ok((Vec::new(), last.to_string()));
+                let row = first(&rows)?;
+                let (rel, node, last): (i64, i64, i64) = (get(row, 0)?, get(row, 1)?, get(row, 2)?);
+                return Ok(FeedRead::on(Vec::new(), self::cursor(rel, node, last)));
             };
-            let after: i64 = cursor.parse().map_err(|_| {
-                GuardError::invalid(format!(
-                    "the control feed's cursor `{cursor}` is not a row id of `controls`; read from the feed's end (no cursor) instead"
-                ))
-            })?;
+            let (rel, node, after) = parse_cursor(&cursor)?;
             let limit = FEED_BATCH as i64;
             let rows = db
-                .query(&read, &[(&after, Type::INT8), (&limit, Type::INT8)])
+                .query(
+                    &read,
+                    &[
+                        (&rel, Type::INT8),
+                        (&node, Type::INT8),
+                        (&after, Type::INT8),
+                        (&limit, Type::INT8),
+                    ],
+                )
                 .await?;
-            let mut last = after;
+            let head = first(&rows)?;
+            let (rel, node, restarted): (i64, i64, bool) =
+                (get(head, 0)?, get(head, 1)?, get(head, 2)?);
+            let mut last = if restarted { 0 } else { after };
             let mut requests = Vec::with_capacity(rows.len());
             for row in &rows {
-                last = get(row, 0)?;
+                let Some(id) = get::<Option<i64>>(row, 3)? else {
+                    continue; // the table holds nothing after the start
+                };
+                last = id;
                 let (job, word, argument): (String, String, String) =
-                    (get(row, 1)?, get(row, 2)?, get(row, 3)?);
-                let at: DateTime<Utc> = get(row, 4)?;
+                    (get(row, 4)?, get(row, 5)?, get(row, 6)?);
+                let at: DateTime<Utc> = get(row, 7)?;
                 match ControlAction::parse(&word, &argument, at) {
                     Some(action) => requests.push(ControlRequest { job, action, at }),
                     None => tracing::warn!(
@@ -136,7 +186,11 @@ impl ControlFeed for PostgresFeed {
                     ),
                 }
             }
-            Ok((requests, last.to_string()))
+            Ok(FeedRead {
+                requests,
+                cursor: self::cursor(rel, node, last),
+                restarted,
+            })
         })
     }
 

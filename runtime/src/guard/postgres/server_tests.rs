@@ -667,6 +667,97 @@ async fn the_postgres_feed_lists_the_processes_present() {
     crate::guard::feed::expect_alone(&feed).await;
 }
 
+/// The ids of the trigger requests in `read`.
+fn triggers(read: &[crate::guard::feed::ControlRequest]) -> Vec<u64> {
+    read.iter()
+        .filter_map(|r| match r.action {
+            crate::guard::feed::ControlAction::Trigger(run) => Some(run.id),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_postgres_feed_reads_what_was_asked_for_after_its_table_was_reset() {
+    use crate::control::ManualRun;
+    use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest};
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let feed = super::PostgresFeed::new(Arc::clone(&db));
+    let raw = client(&server).await;
+    let trigger = |id: u64| ControlRequest {
+        job: "report".to_owned(),
+        action: ControlAction::Trigger(ManualRun {
+            id,
+            requested_at: now(),
+        }),
+        at: now(),
+    };
+    // The triggers read after `cursor`, the next cursor, and whether the feed was read again
+    // from its start.
+    let read_on = |cursor: String| {
+        let feed = &feed;
+        async move {
+            let read = feed.read(Some(cursor)).await.expect("reads");
+            (triggers(&read.requests), read.cursor, read.restarted)
+        }
+    };
+    let cursor = feed.read(None).await.expect("reads the end").cursor;
+    for id in 1..=2 {
+        feed.publish(trigger(id)).await.expect("publishes");
+    }
+    let (read, cursor, restarted) = read_on(cursor).await;
+    assert_eq!((read, restarted), (vec![1, 2], false));
+    // Emptied with its ids restarted, then more requests than the cursor counts: ids 1 to 3.
+    raw.batch_execute("TRUNCATE cronguard.controls RESTART IDENTITY")
+        .await
+        .expect("truncates");
+    for id in 3..=5 {
+        feed.publish(trigger(id)).await.expect("publishes");
+    }
+    let (read, cursor, restarted) = read_on(cursor).await;
+    assert_eq!((read, restarted), (vec![3, 4, 5], true), "after TRUNCATE");
+    // Restored from an older backup: rows and sequence back to an earlier state, same table.
+    raw.batch_execute(
+        "DELETE FROM cronguard.controls WHERE id > 1; \
+         SELECT setval(pg_get_serial_sequence('cronguard.controls', 'id'), 1)",
+    )
+    .await
+    .expect("goes back");
+    feed.publish(trigger(6)).await.expect("publishes");
+    let (read, cursor, restarted) = read_on(cursor).await;
+    assert_eq!((read, restarted), (vec![3, 6], true), "after a restore");
+    // Dropped and made again by the guard's next statement.
+    raw.batch_execute("DROP TABLE cronguard.controls")
+        .await
+        .expect("drops");
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while feed.publish(trigger(7)).await.is_err() {
+        assert!(std::time::Instant::now() < until, "the table is made again");
+    }
+    let (read, cursor, restarted) = read_on(cursor).await;
+    assert_eq!(
+        (read, restarted),
+        (vec![7], true),
+        "after the table was made again"
+    );
+    // Read on as usual from there.
+    feed.publish(trigger(8)).await.expect("publishes");
+    let (read, cursor, restarted) = read_on(cursor).await;
+    assert_eq!((read, restarted), (vec![8], false));
+    // A table rewritten in place (a new file node, the same rows) is read again: it only
+    // repeats requests, which the jobs take once.
+    raw.batch_execute("VACUUM FULL cronguard.controls")
+        .await
+        .expect("rewrites");
+    let (read, cursor, restarted) = read_on(cursor).await;
+    assert_eq!((read, restarted), (vec![7, 8], true), "after VACUUM FULL");
+    let (read, _, restarted) = read_on(cursor).await;
+    assert_eq!((read, restarted), (vec![], false));
+}
+
 #[tokio::test]
 async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
     use crate::guard::feed::{ControlFeed, RosterEntry};
@@ -677,17 +768,21 @@ async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
     let feed = super::PostgresFeed::new(Arc::clone(&db));
     // Recent: a publish deletes requests older than seven days.
     let base = now() - TimeDelta::minutes(1);
-    let (none, cursor) = feed.read(None).await.expect("reads the end");
+    let (none, cursor) = feed.read(None).await.expect("reads the end").parts();
     assert!(none.is_empty());
     for request in feed_requests(base) {
         feed.publish(request).await.expect("publishes");
     }
-    let (read, cursor) = feed.read(Some(cursor)).await.expect("reads");
+    let (read, cursor) = feed.read(Some(cursor)).await.expect("reads").parts();
     assert_eq!(read, feed_requests(base));
-    let (again, same) = feed.read(Some(cursor.clone())).await.expect("reads");
+    let (again, same) = feed
+        .read(Some(cursor.clone()))
+        .await
+        .expect("reads")
+        .parts();
     assert!(again.is_empty(), "{again:?}");
     assert_eq!(same, cursor);
-    assert_eq!(feed.read(None).await.expect("reads the end").1, cursor);
+    assert_eq!(feed.read(None).await.expect("reads the end").cursor, cursor);
     assert!(
         feed.read(Some("x".to_owned())).await.is_err(),
         "a cursor that is not an id"
@@ -707,7 +802,10 @@ async fn the_postgres_feed_carries_requests_in_order_and_the_roster() {
         .expect("counts")
         .get(0);
     assert_eq!(left, 1, "only the fresh request is kept");
-    assert_eq!(feed.read(Some(cursor)).await.expect("reads").0, vec![fresh]);
+    assert_eq!(
+        feed.read(Some(cursor)).await.expect("reads").requests,
+        vec![fresh]
+    );
 
     let entry = |job: &str, instance: &str, s: i64| RosterEntry {
         job: job.to_owned(),

@@ -9,14 +9,22 @@
 //!
 //! On a Redis Cluster every key of one call must live on one node: operations are grouped by
 //! the hash slot of their keys (all keys of a job share one), and each group is its own call.
+//!
+//! A batcher made with [`Batcher::waiting`] sends each call together with `WAIT` (see
+//! [`call_and_wait`]) and answers every operation of the call with the number of replicas that
+//! acknowledged it: the renewals of `Builder::redis_wait_for_replicas` go through one, on a
+//! connection of their own (docs/operations/redis.md), so that the leases of many runs share one
+//! `WAIT` per call.
 
 use std::sync::Arc;
 
-use redis::{RedisError, Value};
+use redis::aio::ConnectionLike;
+use redis::{Cmd, RedisError, ServerErrorKind, Value};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::connection::RedisConn;
 use super::scripts::{self, op};
+use super::{cluster, ReplicaWait};
 use crate::guard::batching::Queue;
 
 /// The most operations in one call.
@@ -102,9 +110,12 @@ impl Op {
     }
 }
 
+/// An operation's answer, and how many replicas acknowledged its call (a waiting batcher's).
+type Answer = (Value, Option<u64>);
+
 struct Queued {
     op: Op,
-    reply: oneshot::Sender<Result<Value, RedisError>>,
+    reply: oneshot::Sender<Result<Answer, RedisError>>,
 }
 
 /// Sends the operations of every guard on one connection in batches.
@@ -116,13 +127,29 @@ impl Batcher {
     /// Starts the task that sends the batches of `conn`; it ends when the last guard using this
     /// batcher is dropped. Must be called inside a tokio runtime.
     pub(crate) fn new(conn: RedisConn) -> Arc<Batcher> {
+        Self::start(conn, None)
+    }
+
+    /// [`new`](Self::new), every call followed by `WAIT` for `wait` in the same round trip;
+    /// `conn` must carry nothing else, since `WAIT` blocks it until the replicas answer.
+    pub(crate) fn waiting(conn: RedisConn, wait: ReplicaWait) -> Arc<Batcher> {
+        Self::start(conn, Some(wait))
+    }
+
+    fn start(conn: RedisConn, wait: Option<ReplicaWait>) -> Arc<Batcher> {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(send_batches(conn, rx));
+        tokio::spawn(send_batches(conn, wait, rx));
         Arc::new(Batcher { tx })
     }
 
     /// Carries out `op` in the next batch; its answer, or the error of its batch's call.
     pub(super) async fn call(&self, op: Op) -> Result<Value, RedisError> {
+        Ok(self.call_acknowledged(op).await?.0)
+    }
+
+    /// [`call`](Self::call), with the number of replicas that acknowledged the call that carried
+    /// `op` (`None` from a batcher that does not wait).
+    pub(super) async fn call_acknowledged(&self, op: Op) -> Result<Answer, RedisError> {
         let (reply, answer) = oneshot::channel();
         self.tx.send(Queued { op, reply }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
@@ -136,7 +163,11 @@ fn stopped() -> RedisError {
     ))
 }
 
-async fn send_batches(conn: RedisConn, mut rx: mpsc::UnboundedReceiver<Queued>) {
+async fn send_batches(
+    conn: RedisConn,
+    wait: Option<ReplicaWait>,
+    mut rx: mpsc::UnboundedReceiver<Queued>,
+) {
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut queue =
         Queue::new(|q: &Queued| matches!(q.op.code, op::CLAIM | op::MANUAL | op::RENEW));
@@ -148,23 +179,39 @@ async fn send_batches(conn: RedisConn, mut rx: mpsc::UnboundedReceiver<Queued>) 
         let conn = conn.clone();
         tokio::spawn(async move {
             let groups = conn.group_by_node(batch, |q| q.op.keys.first().map_or("", Arg::slot_str));
-            futures_util::future::join_all(groups.into_iter().map(|g| call(conn.clone(), g))).await;
+            futures_util::future::join_all(groups.into_iter().map(|g| call(conn.clone(), wait, g)))
+                .await;
             drop(permit);
         });
     }
 }
 
-/// One call of the batch script for `batch`; every operation gets its answer or the call's error.
-async fn call(mut conn: RedisConn, batch: Vec<Queued>) {
+/// One call of the batch script for `batch` (followed by `WAIT` when `wait` is set); every
+/// operation gets its answer or the call's error.
+async fn call(mut conn: RedisConn, wait: Option<ReplicaWait>, batch: Vec<Queued>) {
     let cmd = Op::script_call(batch.iter().map(|q| &q.op));
-    let answers: Result<Vec<Value>, RedisError> = run_script(&mut conn, &cmd).await;
-    match answers {
-        Ok(answers) if answers.len() == batch.len() => {
-            for (queued, answer) in batch.into_iter().zip(answers) {
-                let _ = queued.reply.send(Ok(answer));
+    let answers: Result<(Vec<Value>, Option<u64>), RedisError> = match wait {
+        None => run_script(&mut conn, &cmd).await.map(|a| (a, None)),
+        Some(wait) => {
+            let key = batch
+                .first()
+                .and_then(|q| q.op.keys.first())
+                .map_or("", Arg::slot_str);
+            match call_and_wait(&mut conn, cmd, key, wait).await {
+                Ok((answers, acked)) => redis::from_redis_value(answers)
+                    .map(|a| (a, Some(acked)))
+                    .map_err(RedisError::from),
+                Err(e) => Err(e),
             }
         }
-        Ok(answers) => {
+    };
+    match answers {
+        Ok((answers, acked)) if answers.len() == batch.len() => {
+            for (queued, answer) in batch.into_iter().zip(answers) {
+                let _ = queued.reply.send(Ok((answer, acked)));
+            }
+        }
+        Ok((answers, _)) => {
             let e = RedisError::from((
                 redis::ErrorKind::Parse,
                 "the batch script answered a different number of operations",
@@ -194,5 +241,54 @@ pub(super) async fn run_script(
             cmd.query_async(conn).await
         }
         answered => answered,
+    }
+}
+
+/// Sends `evalsha`, a call of the batch script, and `WAIT` in one pipeline to the primary of
+/// `key`, and answers the script's reply and the number of replicas that acknowledged. `WAIT`
+/// counts the writes of the connection it is sent on, so it must follow them on the same one. On
+/// a cluster, `WAIT` alone would go to every primary, so the pipeline is routed by `key`; the
+/// cluster client follows `MOVED` and `ASK` inside a pipeline too. A pipeline's errors come back
+/// as values: `NOSCRIPT` loads the script and sends the pipeline once more.
+pub(super) async fn call_and_wait(
+    conn: &mut RedisConn,
+    evalsha: Cmd,
+    key: &str,
+    wait: ReplicaWait,
+) -> Result<(Value, u64), RedisError> {
+    let timeout_ms = u64::try_from(wait.timeout.as_millis()).unwrap_or(u64::MAX);
+    let mut pipe = redis::pipe();
+    pipe.add_command(evalsha).add_command(
+        redis::cmd("WAIT")
+            .arg(wait.replicas)
+            .arg(timeout_ms)
+            .clone(),
+    );
+    let mut loaded = false;
+    loop {
+        let values = match conn.cluster().await? {
+            None => conn.req_packed_commands(&pipe, 0, 2).await?,
+            Some(mut cluster) => {
+                cluster::pipeline_to(&mut cluster, &pipe, cluster::primary_of(key)).await?
+            }
+        };
+        let mut values = values.into_iter();
+        let (Some(reply), Some(acked)) = (values.next(), values.next()) else {
+            return Err(RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "the script call and its WAIT did not both answer",
+            )));
+        };
+        match reply {
+            Value::ServerError(e) => {
+                let e = RedisError::from(e);
+                if loaded || e.kind() != redis::ErrorKind::Server(ServerErrorKind::NoScript) {
+                    return Err(e);
+                }
+                scripts::BATCH.load_async(conn).await?;
+                loaded = true;
+            }
+            reply => return Ok((reply, redis::from_redis_value(acked)?)),
+        }
     }
 }

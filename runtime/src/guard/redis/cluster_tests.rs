@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cronguard_testkit::RedisCluster;
 use tokio::time::Instant;
 
-use super::{connect, Batcher, RedisConn, RedisGuard, ReplicaWait};
+use super::{connect, Batcher, RedisConn, RedisGuard, ReplicaWait, Replication};
 use crate::guard::{Claim, Guard};
 use crate::options::Overlap;
 
@@ -69,10 +69,15 @@ async fn acquisitions(guards: &[&dyn Guard], fire: DateTime<Utc>) -> usize {
     acquired
 }
 
-/// `first` acquires `fire`, and then no guard value acquires it again.
+/// `first` acquires `fire` and renews its lease (with `WAIT`, a pipeline routed by the job's
+/// slot, for a guard that waits for replicas), and then no guard value acquires it again.
 async fn acquired_once(first: &dyn Guard, all: &[&dyn Guard], fire: DateTime<Utc>) {
     match claim_retrying(first, fire, Duration::from_secs(10)).await {
-        Claim::Acquired(lease) => lease.release().await.expect("released"),
+        Claim::Acquired(lease) => {
+            let renewed = lease.renew().await.expect("renews");
+            assert_eq!(renewed, crate::guard::Renewal::Renewed, "fire {fire}");
+            lease.release().await.expect("released");
+        }
         other => panic!("fire {fire}: {other:?}, expected Acquired"),
     }
     assert_eq!(
@@ -149,10 +154,11 @@ async fn cluster_claims_survive_a_slot_migration() {
     let scripts = Batcher::new(conn.clone());
     let plain = guard(&conn, &scripts, job);
     // A claim with WAIT goes as a pipeline, whose redirections the guard follows itself.
-    let waiting = guard(&conn, &scripts, job).waiting_for_replicas(
-        Some(ReplicaWait::check(1, Duration::from_millis(500)).expect("valid")),
+    let waiting = guard(&conn, &scripts, job).waiting_for_replicas(Some(Replication::new(
+        ReplicaWait::check(1, Duration::from_millis(500)).expect("valid"),
         connect(&cluster.url()).await.expect("connects"),
-    );
+        connect(&cluster.url()).await.expect("connects"),
+    )));
     let both: [&dyn Guard; 2] = [&plain, &waiting];
     let mut fire = 0;
     for _ in 0..2 {
@@ -203,9 +209,13 @@ async fn cluster_claims_continue_after_a_primary_failover() {
     let conn = connect(&cluster.url()).await.expect("connects");
     let scripts = Batcher::new(conn.clone());
     let wait = ReplicaWait::check(1, Duration::from_millis(500)).expect("valid");
-    let wait_conn = connect(&cluster.url()).await.expect("connects");
-    let a = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait), wait_conn.clone());
-    let b = guard(&conn, &scripts, job).waiting_for_replicas(Some(wait), wait_conn);
+    let replication = Replication::new(
+        wait,
+        connect(&cluster.url()).await.expect("connects"),
+        connect(&cluster.url()).await.expect("connects"),
+    );
+    let a = guard(&conn, &scripts, job).waiting_for_replicas(Some(Arc::clone(&replication)));
+    let b = guard(&conn, &scripts, job).waiting_for_replicas(Some(replication));
     let before = match claim_retrying(&a, t(1), Duration::from_secs(5)).await {
         Claim::Acquired(lease) => lease,
         other => panic!("{other:?}"),

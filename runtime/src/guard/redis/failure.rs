@@ -39,6 +39,14 @@ pub(super) fn not_replicated(acked: u64, wanted: u32) -> GuardError {
     )
 }
 
+/// A renewal that reached `acked` of the `wanted` replicas: the lease is not extended.
+pub(super) fn renewal_not_replicated(acked: u64, wanted: u32) -> GuardError {
+    GuardError::new(
+        GuardErrorKind::NotReplicated,
+        format!("the lease renewal reached {acked} of the {wanted} Redis replicas it must reach to extend the lease (`Builder::redis_wait_for_replicas`), so the run keeps only the lease of the last renewal they acknowledged; check that the replicas are up and keep up with the primary (`INFO replication`), or wait for fewer"),
+    )
+}
+
 /// A copy of `e` to hand to every request that fails on it: its kind and its text.
 pub(super) fn clone_error(e: &RedisError) -> RedisError {
     let kind = if e.is_timeout() || e.is_io_error() {
@@ -72,5 +80,9 @@ mod tests {
         assert_eq!(refused.kind(), GuardErrorKind::Refused);
         assert_eq!(refused.to_string(), "the Redis request failed");
         assert_eq!(not_replicated(0, 1).kind(), GuardErrorKind::NotReplicated);
+        assert_eq!(
+            renewal_not_replicated(0, 1).kind(),
+            GuardErrorKind::NotReplicated
+        );
     }
 }

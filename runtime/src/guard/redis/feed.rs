@@ -12,6 +12,15 @@
 //!
 //! All are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
 //! slot, and every command here touches one key.
+//!
+//! A cursor is the id of the last entry read. Entry ids follow the server's clock, so a stream
+//! deleted (`DEL`, `FLUSHALL`) and written again usually goes on above the cursor; but one
+//! written again by a server whose clock is behind, or restored from another server, starts
+//! below it. Each read asks for the stream's last entry in the same round trip, and reads the
+//! stream from its start when that lies below the cursor, or when the stream is gone
+//! ([`FeedRead::restarted`]). Only a stream that was written again past the cursor between two
+//! reads (a second apart) by a server whose clock is behind by less than that goes unnoticed:
+//! its entries below the cursor are then missed.
 
 use std::time::Duration;
 
@@ -20,7 +29,7 @@ use redis::Value;
 
 use super::{redis_err, RedisConn};
 use crate::guard::feed::{
-    ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+    ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, FEED_BATCH, PRESENCE_TTL,
 };
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
@@ -75,6 +84,15 @@ fn request(stream: &str, id: &str, fields: &[String]) -> Option<ControlRequest> 
         tracing::warn!(key = %stream, id = %id, "skipped a control request that this version of cronguard cannot read");
     }
     parsed
+}
+
+/// The cursor of a stream that holds nothing: every entry lies after it.
+const START: &str = "0-0";
+
+/// A stream entry id, `<ms>-<seq>`, as a pair that orders as the ids do.
+fn parse_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
 }
 
 fn entries(stream: &str, value: Value) -> Result<Vec<(String, Vec<String>)>, GuardError> {
@@ -141,44 +159,76 @@ impl ControlFeed for RedisFeed {
         })
     }
 
-    fn read(
-        &self,
-        cursor: Option<String>,
-    ) -> BoxFuture<Result<(Vec<ControlRequest>, String), GuardError>> {
+    fn read(&self, cursor: Option<String>) -> BoxFuture<Result<FeedRead, GuardError>> {
         let mut conn = self.conn.clone();
         let stream = self.stream.clone();
         Box::pin(async move {
+            let last_entry = || {
+                let mut cmd = redis::cmd("XREVRANGE");
+                cmd.arg(&stream).arg("+").arg("-").arg("COUNT").arg(1);
+                cmd
+            };
             let Some(cursor) = cursor else {
-                let last: Value = redis::cmd("XREVRANGE")
-                    .arg(&stream)
-                    .arg("+")
-                    .arg("-")
-                    .arg("COUNT")
-                    .arg(1)
+                let last: Value = last_entry()
                     .query_async(&mut conn)
                     .await
                     .map_err(redis_err)?;
                 let end = entries(&stream, last)?
                     .pop()
-                    .map_or_else(|| "0-0".to_owned(), |(id, _)| id);
-                return Ok((Vec::new(), end));
+                    .map_or_else(|| START.to_owned(), |(id, _)| id);
+                return Ok(FeedRead::on(Vec::new(), end));
             };
-            let read: Value = redis::cmd("XRANGE")
-                .arg(&stream)
-                .arg(format!("({cursor}"))
-                .arg("+")
-                .arg("COUNT")
-                .arg(FEED_BATCH)
+            let after = parse_id(&cursor).ok_or_else(|| {
+                invalid(format!(
+                    "the control feed's cursor `{cursor}` is not an entry id of the stream {stream}"
+                ))
+            })?;
+            let range = |from: String| {
+                let mut cmd = redis::cmd("XRANGE");
+                cmd.arg(&stream)
+                    .arg(from)
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(FEED_BATCH);
+                cmd
+            };
+            // One round trip: the stream's last entry, and what follows the cursor.
+            let (last, read): (Value, Value) = redis::pipe()
+                .add_command(last_entry())
+                .add_command(range(format!("({cursor}")))
                 .query_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
-            let read = entries(&stream, read)?;
-            let next = read.last().map_or(cursor, |(id, _)| id.clone());
+            let last = entries(&stream, last)?.pop().map(|(id, _)| id);
+            let restarted = match last.as_deref().map(parse_id) {
+                Some(Some(last)) => last < after,
+                Some(None) => {
+                    return Err(invalid(format!(
+                        "the stream {stream} holds an entry id this version cannot read"
+                    )))
+                }
+                // Gone: whatever is written next is new, whatever its id.
+                None => after > (0, 0),
+            };
+            let (read, from) = if restarted {
+                let read: Value = range(START.to_owned())
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(redis_err)?;
+                (entries(&stream, read)?, START.to_owned())
+            } else {
+                (entries(&stream, read)?, cursor)
+            };
+            let next = read.last().map_or(from, |(id, _)| id.clone());
             let requests = read
                 .iter()
                 .filter_map(|(id, fields)| request(&stream, id, fields))
                 .collect();
-            Ok((requests, next))
+            Ok(FeedRead {
+                requests,
+                cursor: next,
+                restarted,
+            })
         })
     }
 
@@ -267,7 +317,7 @@ mod tests {
 mod server_tests {
     use super::*;
     use crate::control::ManualRun;
-    use crate::guard::redis::connect;
+    use crate::guard::redis::{connect, RedisConn};
     use cronguard_testkit::{RedisCluster, RedisServer};
 
     fn at(ms: i64) -> DateTime<Utc> {
@@ -303,17 +353,21 @@ mod server_tests {
 
     /// Publish, read from the end taken before, read again; announce and list the roster.
     async fn round_trip(feed: &RedisFeed) {
-        let (none, cursor) = feed.read(None).await.expect("reads the end");
+        let (none, cursor) = feed.read(None).await.expect("reads the end").parts();
         assert!(none.is_empty(), "reading from the end replays nothing");
         for request in requests() {
             feed.publish(request).await.expect("publishes");
         }
-        let (read, cursor) = feed.read(Some(cursor)).await.expect("reads");
+        let (read, cursor) = feed.read(Some(cursor)).await.expect("reads").parts();
         assert_eq!(read, requests());
-        let (again, same) = feed.read(Some(cursor.clone())).await.expect("reads");
+        let (again, same) = feed
+            .read(Some(cursor.clone()))
+            .await
+            .expect("reads")
+            .parts();
         assert!(again.is_empty(), "{again:?}");
         assert_eq!(same, cursor, "the cursor stays where nothing new came");
-        let (_, end) = feed.read(None).await.expect("reads the end");
+        let (_, end) = feed.read(None).await.expect("reads the end").parts();
         assert_eq!(end, cursor, "the end is the last request");
 
         let entry = |job: &str, instance: &str, ms: i64| RosterEntry {
@@ -347,7 +401,7 @@ mod server_tests {
         round_trip(&RedisFeed::new(conn.clone(), "cronguard")).await;
         // An entry another version wrote is skipped, not an error, and the cursor moves past it.
         let feed = RedisFeed::new(conn.clone(), "cronguard");
-        let (_, cursor) = feed.read(None).await.expect("reads the end");
+        let (_, cursor) = feed.read(None).await.expect("reads the end").parts();
         let mut raw = conn;
         let _: String = redis::cmd("XADD")
             .arg("cronguard:controls")
@@ -359,9 +413,99 @@ mod server_tests {
             .query_async(&mut raw)
             .await
             .expect("XADD");
-        let (read, next) = feed.read(Some(cursor.clone())).await.expect("reads");
+        let (read, next) = feed
+            .read(Some(cursor.clone()))
+            .await
+            .expect("reads")
+            .parts();
         assert!(read.is_empty(), "{read:?}");
         assert_ne!(next, cursor);
+    }
+
+    /// The ids of the trigger requests in `read`.
+    fn triggers(read: &[ControlRequest]) -> Vec<u64> {
+        read.iter()
+            .filter_map(|r| match r.action {
+                ControlAction::Trigger(run) => Some(run.id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Adds a trigger of run `id` to the stream as entry `entry` (`*`: the server's next id).
+    async fn add_trigger(conn: &mut RedisConn, entry: &str, id: u64) {
+        let _: String = redis::cmd("XADD")
+            .arg("cronguard:controls")
+            .arg(entry)
+            .arg("job")
+            .arg("report")
+            .arg("action")
+            .arg("trigger")
+            .arg("argument")
+            .arg(format!("{id:016x}"))
+            .arg("at")
+            .arg(Utc::now().timestamp_millis())
+            .query_async(conn)
+            .await
+            .expect("XADD");
+    }
+
+    #[tokio::test]
+    async fn redis_feed_reads_what_was_asked_for_after_its_stream_was_deleted() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = connect(&server.url()).await.expect("connects");
+        let feed = RedisFeed::new(conn.clone(), "cronguard");
+        // The triggers read after `cursor`, the next cursor, and whether the stream was read
+        // again from its start.
+        let read_on = |cursor: String| {
+            let feed = &feed;
+            async move {
+                let read = feed.read(Some(cursor)).await.expect("reads");
+                (triggers(&read.requests), read.cursor, read.restarted)
+            }
+        };
+        let cursor = feed.read(None).await.expect("reads the end").cursor;
+        add_trigger(&mut conn, "*", 1).await;
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![1], false));
+        let delete = |conn: &mut RedisConn| {
+            let mut conn = conn.clone();
+            async move {
+                let _: i64 = redis::cmd("DEL")
+                    .arg("cronguard:controls")
+                    .query_async(&mut conn)
+                    .await
+                    .expect("DEL");
+            }
+        };
+        // Deleted (FLUSHALL, a key deleted by hand), then written again with ids below the
+        // cursor: restored from another server, or by a server whose clock is behind.
+        delete(&mut conn).await;
+        add_trigger(&mut conn, "1-1", 2).await;
+        add_trigger(&mut conn, "1-2", 3).await;
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!(
+            (read, restarted),
+            (vec![2, 3], true),
+            "written below the cursor"
+        );
+        // Deleted and read while gone, then written again.
+        delete(&mut conn).await;
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![], true), "gone");
+        add_trigger(&mut conn, "1-1", 4).await;
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![4], false), "written again");
+        // Deleted and written again by a server whose clock is right: above the cursor.
+        delete(&mut conn).await;
+        add_trigger(&mut conn, "*", 5).await;
+        let (read, cursor, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![5], false));
+        add_trigger(&mut conn, "*", 6).await;
+        let (read, _, restarted) = read_on(cursor).await;
+        assert_eq!((read, restarted), (vec![6], false));
     }
 
     #[tokio::test]

@@ -49,13 +49,17 @@
 //! `AlreadyRan`, which would drop the fire without a word. A claim that is given up without an
 //! answer (its fire's grace ran out) is abandoned: one script frees its lock if it holds it and
 //! records the fire as not started.
+//!
+//! With `Builder::redis_wait_for_replicas` every claim, scheduled or manual, and every renewal is
+//! followed by `WAIT` in the same round trip, and counts only once the replicas acknowledged it
+//! (see [`Replication`] and docs/operations/redis.md).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use redis::aio::ConnectionLike;
-use redis::{Cmd, RedisError, Script, ServerErrorKind, Value};
+use redis::Value;
 use tokio::time::Instant;
 
 use super::{Claim, DropReport, Guard, GuardControls, GuardError, Lease, Renewal};
@@ -111,8 +115,9 @@ const CLAIM_AHEAD_TOLERANCE_MS: u64 = 1000;
 /// that the key would only be garbage, one per dropped fire.
 const REPORT_TTL_MS: u64 = 60 * 60 * 1000;
 
-/// How many replicas must acknowledge an acquired claim, and how long the primary waits for
-/// them (`WAIT replicas timeout`): [`Builder::redis_wait_for_replicas`](crate::Builder::redis_wait_for_replicas).
+/// How many replicas must acknowledge an acquired claim or a renewal, and how long the primary
+/// waits for them (`WAIT replicas timeout`):
+/// [`Builder::redis_wait_for_replicas`](crate::Builder::redis_wait_for_replicas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ReplicaWait {
     pub(crate) replicas: u32,
@@ -139,13 +144,43 @@ impl ReplicaWait {
     }
 }
 
+/// What `Builder::redis_wait_for_replicas` asks of the guards of one store: the replicas, and
+/// the two connections that wait for them. `WAIT` blocks the connection it is sent on until the
+/// replicas answer or the timeout passes, so neither carries the releases and reports of the
+/// main connection, and the renewals that keep runs going do not queue behind the claims of jobs
+/// due together (docs/operations/redis.md).
+pub(crate) struct Replication {
+    wait: ReplicaWait,
+    /// The connection of the claims, scheduled and manual: each is sent on its own with its
+    /// `WAIT`.
+    claims: RedisConn,
+    /// The renewals, batched: the runs renewing at about the same instant share one `WAIT`.
+    renewals: Arc<Batcher>,
+}
+
+impl Replication {
+    /// Claims wait on `claims`, renewals on `renewals`: connections of their own to the same
+    /// server(s). Must be called inside a tokio runtime (it starts the renewals' batcher).
+    pub(crate) fn new(wait: ReplicaWait, claims: RedisConn, renewals: RedisConn) -> Arc<Self> {
+        Arc::new(Replication {
+            wait,
+            claims,
+            renewals: Batcher::waiting(renewals, wait),
+        })
+    }
+
+    /// Whether `acked` replicas are enough.
+    fn enough(&self, acked: u64) -> bool {
+        acked >= u64::from(self.wait.replicas)
+    }
+}
+
 pub(crate) struct RedisGuard {
     conn: RedisConn,
     batcher: Arc<Batcher>,
-    /// Replicas an acquired claim must reach before the run may start, and the connection such
-    /// claims go through: `WAIT` blocks the connection it is sent on until the replicas answer or
-    /// the timeout passes, so it must not hold up the renewals and releases on `conn`.
-    wait: Option<(ReplicaWait, RedisConn)>,
+    /// The replicas an acquired claim must reach before its run may start, and a renewal before
+    /// it extends the lease.
+    wait: Option<Arc<Replication>>,
     /// Random, made once per guard value: with a fire's time it makes the lock token, so that a
     /// claim repeated by this guard value (its reply was lost) is recognised as the same claimant.
     nonce: Arc<str>,
@@ -201,69 +236,46 @@ impl RedisGuard {
         self
     }
 
-    /// Acquired claims must reach `wait.replicas` replicas before their run starts; the claims
-    /// go through `conn`, a connection of their own to the same server(s).
-    pub(crate) fn waiting_for_replicas(
-        mut self,
-        wait: Option<ReplicaWait>,
-        conn: RedisConn,
-    ) -> Self {
-        self.wait = wait.map(|wait| (wait, conn));
+    /// Acquired claims must reach the replicas of `wait` before their run starts, and renewals
+    /// before they extend the lease.
+    pub(crate) fn waiting_for_replicas(mut self, wait: Option<Arc<Replication>>) -> Self {
+        self.wait = wait;
         self
     }
 }
 
-fn redis_err(e: redis::RedisError) -> GuardError {
-    failure::guard_error(e)
+/// Carries out `op`, a claim: through the batcher, or, when claims wait for replicas, on its own
+/// with its `WAIT` in the same round trip; the answer, and how many replicas acknowledged it.
+async fn claim_op(
+    batcher: &Batcher,
+    wait: Option<&Replication>,
+    op: batch::Op,
+    key: &str,
+) -> Result<(Value, Option<u64>), GuardError> {
+    let Some(wait) = wait else {
+        return Ok((batcher.call(op).await.map_err(redis_err)?, None));
+    };
+    let mut conn = wait.claims.clone();
+    let evalsha = batch::Op::script_call(std::iter::once(&op));
+    let (reply, acked) = batch::call_and_wait(&mut conn, evalsha, key, wait.wait)
+        .await
+        .map_err(redis_err)?;
+    let Value::Array(mut answers) = reply else {
+        return Err(GuardError::invalid(format!(
+            "the batch script answered {reply:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
+        )));
+    };
+    if answers.len() != 1 {
+        return Err(GuardError::invalid(format!(
+            "the batch script answered {} operations to one",
+            answers.len()
+        )));
+    }
+    Ok((answers.remove(0), Some(acked)))
 }
 
-/// Sends `evalsha` and `WAIT` in one pipeline to the primary of `key` and answers the script's
-/// reply and the number of replicas that acknowledged. On a cluster, `WAIT` alone would go to
-/// every primary, so the pipeline is routed by `key`; the cluster client follows `MOVED` and
-/// `ASK` inside a pipeline too. A pipeline's errors come back as values: `NOSCRIPT` loads the
-/// script and sends the pipeline once more.
-async fn claim_and_wait(
-    conn: &mut RedisConn,
-    script: &Script,
-    evalsha: Cmd,
-    key: &str,
-    wait: ReplicaWait,
-) -> Result<(Value, u64), RedisError> {
-    let timeout_ms = u64::try_from(wait.timeout.as_millis()).unwrap_or(u64::MAX);
-    let mut pipe = redis::pipe();
-    pipe.add_command(evalsha).add_command(
-        redis::cmd("WAIT")
-            .arg(wait.replicas)
-            .arg(timeout_ms)
-            .clone(),
-    );
-    let mut loaded = false;
-    loop {
-        let values = match conn.cluster().await? {
-            None => conn.req_packed_commands(&pipe, 0, 2).await?,
-            Some(mut cluster) => {
-                cluster::pipeline_to(&mut cluster, &pipe, cluster::primary_of(key)).await?
-            }
-        };
-        let mut values = values.into_iter();
-        let (Some(reply), Some(acked)) = (values.next(), values.next()) else {
-            return Err(RedisError::from((
-                redis::ErrorKind::UnexpectedReturnType,
-                "the claim and its WAIT did not both answer",
-            )));
-        };
-        match reply {
-            Value::ServerError(e) => {
-                let e = RedisError::from(e);
-                if loaded || e.kind() != redis::ErrorKind::Server(ServerErrorKind::NoScript) {
-                    return Err(e);
-                }
-                script.load_async(conn).await?;
-                loaded = true;
-            }
-            reply => return Ok((reply, redis::from_redis_value(acked)?)),
-        }
-    }
+fn redis_err(e: redis::RedisError) -> GuardError {
+    failure::guard_error(e)
 }
 
 /// The lease as Redis `PX` milliseconds. `Job::problems` and the macro keep leases within
@@ -413,30 +425,7 @@ impl Guard for RedisGuard {
                     Arg::Int(REPORT_TTL_MS as i64),
                 ],
             };
-            let (value, acked) = match &wait {
-                None => (batcher.call(op).await.map_err(redis_err)?, None),
-                Some((wait, conn)) => {
-                    let mut conn = conn.clone();
-                    // Not batched: the WAIT goes with this claim, in the same round trip.
-                    let evalsha = batch::Op::script_call(std::iter::once(&op));
-                    let (reply, acked) =
-                        claim_and_wait(&mut conn, &scripts::BATCH, evalsha, &state_key, *wait)
-                            .await
-                            .map_err(redis_err)?;
-                    let Value::Array(mut answers) = reply else {
-                        return Err(GuardError::invalid(format!(
-                            "the batch script answered {reply:?}; run one version of cronguard against one Redis key prefix, or set another prefix with `Builder::redis_prefix`"
-                        )));
-                    };
-                    if answers.len() != 1 {
-                        return Err(GuardError::invalid(format!(
-                            "the batch script answered {} operations to one",
-                            answers.len()
-                        )));
-                    }
-                    (answers.remove(0), Some(acked))
-                }
-            };
+            let (value, acked) = claim_op(&batcher, wait.as_deref(), op, &state_key).await?;
             let (code, value, ignored, paused) = claim_answer(value)?;
             if ignored == 1 {
                 tracing::error!(
@@ -446,11 +435,11 @@ impl Guard for RedisGuard {
                 );
             }
             let value = u64::try_from(value).unwrap_or(0);
-            if let (2, Some((wait, _)), Some(acked)) = (code, &wait, acked) {
-                if acked < u64::from(wait.replicas) {
+            if let (2, Some(wait), Some(acked)) = (code, &wait, acked) {
+                if !wait.enough(acked) {
                     // The lock stays with this claimant: the job's model retries the claim, which
                     // is recognised as the same claimant and waits again, or abandons it.
-                    return Err(failure::not_replicated(acked, wait.replicas));
+                    return Err(failure::not_replicated(acked, wait.wait.replicas));
                 }
             }
             Ok(match code {
@@ -471,6 +460,7 @@ impl Guard for RedisGuard {
                 },
                 2 => Claim::Acquired(Box::new(RedisLease {
                     batcher,
+                    wait,
                     lock_key,
                     cancel_key,
                     token,
@@ -668,9 +658,11 @@ impl GuardControls for RedisGuard {
         let cancel_key = Arc::clone(&self.cancel_key);
         let manual_key = Arc::clone(&self.manual_key);
         let lease = self.lease;
-        let grace = self.misfire_grace.as_millis().to_string();
+        let misfire_grace = self.misfire_grace;
+        let grace = misfire_grace.as_millis().to_string();
         // The same for every claim of this run by this guard value; never a scheduled fire's.
         let token = Arg::Owned(format!("{}:manual:{:016x}", self.nonce, run.id));
+        let wait = self.wait.clone();
         Box::pin(async move {
             let px = px_arg(lease)?;
             let sent_at = Instant::now();
@@ -678,7 +670,7 @@ impl GuardControls for RedisGuard {
                 code: op::MANUAL,
                 keys: vec![
                     Arg::Shared(Arc::clone(&lock_key)),
-                    Arg::Shared(state_key),
+                    Arg::Shared(Arc::clone(&state_key)),
                     Arg::Shared(manual_key),
                 ],
                 args: vec![
@@ -689,7 +681,8 @@ impl GuardControls for RedisGuard {
                     Arg::Owned(grace),
                 ],
             };
-            let value = batcher.call(op).await.map_err(redis_err)?;
+            // Like a scheduled claim: a run starts only once the replicas have its claim.
+            let (value, acked) = claim_op(&batcher, wait.as_deref(), op, &state_key).await?;
             let (code, value) = match answer(value)?[..] {
                 [code, value, _] => (code, value),
                 ref other => {
@@ -698,6 +691,27 @@ impl GuardControls for RedisGuard {
                     )))
                 }
             };
+            if let (2, Some(wait), Some(acked)) = (code, &wait, acked) {
+                if !wait.enough(acked) {
+                    // As for a scheduled claim: the model retries it as the same claimant until
+                    // the run's grace runs out, then reports it. A manual run is not abandoned
+                    // through the guard, so its lock is cut down to what is left of that grace
+                    // (and the clocks' tolerance) instead of holding up the job for a lease.
+                    let left = run.requested_at + misfire_grace - Utc::now();
+                    let px = (left.num_milliseconds() + CLAIM_AHEAD_TOLERANCE_MS as i64)
+                        .clamp(1, i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+                    let shorten = batch::Op {
+                        code: op::RENEW,
+                        keys: vec![Arg::Shared(lock_key), Arg::Shared(cancel_key)],
+                        args: vec![token, Arg::Int(px)],
+                    };
+                    let cmd = batch::Op::script_call(std::iter::once(&shorten));
+                    // On the claims' connection, so that it lands before a retry of the claim;
+                    // if it fails, the lock only lasts its lease.
+                    let _ = batch::run_script(&mut wait.claims.clone(), &cmd).await;
+                    return Err(failure::not_replicated(acked, wait.wait.replicas));
+                }
+            }
             Ok(match code {
                 0 => Claim::AlreadyRan,
                 1 => Claim::Busy { first_report: true },
@@ -707,6 +721,7 @@ impl GuardControls for RedisGuard {
                 },
                 2 => Claim::Acquired(Box::new(RedisLease {
                     batcher,
+                    wait,
                     lock_key,
                     cancel_key,
                     token,
@@ -724,8 +739,19 @@ impl GuardControls for RedisGuard {
     }
 }
 
+/// A renewal's answer: `0` the lease is gone, `2` renewed with a request to stop, else renewed.
+fn renewal(code: i64) -> Renewal {
+    match code {
+        0 => Renewal::Lost,
+        2 => Renewal::CancelRequested,
+        _ => Renewal::Renewed,
+    }
+}
+
 struct RedisLease {
     batcher: Arc<Batcher>,
+    /// When set, a renewal extends the lease only once the replicas acknowledged it.
+    wait: Option<Arc<Replication>>,
     lock_key: Arc<str>,
     cancel_key: Arc<str>,
     token: Arg,
@@ -751,6 +777,7 @@ impl Lease for RedisLease {
         ];
         let token = self.token.clone();
         let lease = self.lease;
+        let wait = self.wait.clone();
         Box::pin(async move {
             let px = px_arg(lease)?;
             let op = batch::Op {
@@ -758,11 +785,26 @@ impl Lease for RedisLease {
                 keys,
                 args: vec![token, px],
             };
-            Ok(match call_one(&batcher, op).await? {
-                0 => Renewal::Lost,
-                2 => Renewal::CancelRequested,
-                _ => Renewal::Renewed,
-            })
+            let Some(wait) = wait else {
+                return Ok(renewal(call_one(&batcher, op).await?));
+            };
+            let (value, acked) = wait
+                .renewals
+                .call_acknowledged(op)
+                .await
+                .map_err(redis_err)?;
+            let code = answer(value)?.first().copied().ok_or_else(|| {
+                GuardError::invalid("the batch script answered nothing".to_owned())
+            })?;
+            let acked = acked.unwrap_or(0);
+            if code != 0 && !wait.enough(acked) {
+                // The primary extended the lock, but a failover now would promote a replica
+                // that holds the lease as of the last acknowledged renewal: the watchdog keeps
+                // counting from that one (a cancel request is told by the next renewal that is
+                // acknowledged; its key lives as long as the lease).
+                return Err(failure::renewal_not_replicated(acked, wait.wait.replicas));
+            }
+            Ok(renewal(code))
         })
     }
 

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{open_with, Batcher, Open, RedisConn, RedisFeed, RedisGuard, ReplicaWait, TlsFiles};
+use super::{
+    open_with, Batcher, Open, RedisConn, RedisFeed, RedisGuard, ReplicaWait, Replication, TlsFiles,
+};
 use crate::error::{Problem, ProblemKind};
 use crate::guard::feed::ControlFeed;
 use crate::guard::Guard;
@@ -51,9 +53,8 @@ pub(crate) struct RedisStore {
     conn: RedisConn,
     batcher: Arc<Batcher>,
     prefix: String,
-    wait: Option<ReplicaWait>,
-    /// The connection of the claims that wait for replicas (the same as `conn` without waiting).
-    wait_conn: RedisConn,
+    /// The replicas claims and renewals wait for, and their connections.
+    wait: Option<Arc<Replication>>,
 }
 
 impl RedisStore {
@@ -75,7 +76,7 @@ impl RedisStore {
                 overlap,
             )
             .with_misfire_grace(grace)
-            .waiting_for_replicas(self.wait, self.wait_conn.clone()),
+            .waiting_for_replicas(self.wait.clone()),
         )
     }
 
@@ -110,7 +111,6 @@ impl RedisStore {
         };
         Ok(RedisStore {
             batcher: Batcher::new(conn.clone()),
-            wait_conn: conn.clone(),
             conn,
             prefix: prefix.to_owned(),
             wait: None,
@@ -181,26 +181,41 @@ impl RedisStore {
                 return None;
             }
         };
-        let wait_conn = match wait {
-            None => conn.clone(),
-            Some(_) => match open_with(url, &tls).await {
-                Open::Ready(conn) | Open::Unreachable(conn, _) => conn,
-                Open::Misconfigured(why) => {
-                    problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
-                    "Redis at `{}` refused the connection of the claims that wait for replicas ({why}); check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
-                    redact(url)
-                )));
-                    return None;
-                }
-            },
+        let wait = match wait {
+            None => None,
+            // Claims and renewals each wait on a connection of their own (see `Replication`).
+            Some(wait) => Some(Replication::new(
+                wait,
+                open_waiting(url, &tls, "claims", problems).await?,
+                open_waiting(url, &tls, "renewals", problems).await?,
+            )),
         };
         Some(RedisStore {
             batcher: Batcher::new(conn.clone()),
             conn,
             prefix,
             wait,
-            wait_conn,
         })
+    }
+}
+
+/// A connection of its own for the `what` (claims, renewals) that wait for replicas; `None` when
+/// the server refuses it (the problem is in `problems`).
+async fn open_waiting(
+    url: &str,
+    tls: &TlsFiles,
+    what: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<RedisConn> {
+    match open_with(url, tls).await {
+        Open::Ready(conn) | Open::Unreachable(conn, _) => Some(conn),
+        Open::Misconfigured(why) => {
+            problems.push(Problem::new(ProblemKind::GuardRefused, None, format!(
+                "Redis at `{}` refused the connection of the {what} that wait for replicas ({why}); check the URL, the user and the password in `CRONGUARD_REDIS_URL`",
+                redact(url)
+            )));
+            None
+        }
     }
 }
 
