@@ -54,9 +54,18 @@ impl JobModel {
         let walk = self.walk_from(point, since, now);
         // The point, and the newest fire up to it whose grace has passed, count for the health
         // check too: another process may have reported them missed, and then they did not run.
-        let walked: Vec<DateTime<Utc>> = self
-            .due_up_to(point, now)
+        // The fires after it up to the point, still inside their grace, too: the process that
+        // moved the point past them may have reported them missed.
+        let due = self.due_up_to(point, now);
+        let mut open = Vec::new();
+        let mut next = due.and_then(|d| self.spec.schedule.next_after(d));
+        while let Some(t) = next.filter(|t| *t < point && open.len() < 64) {
+            open.push(t);
+            next = self.spec.schedule.next_after(t);
+        }
+        let walked: Vec<DateTime<Utc>> = due
             .into_iter()
+            .chain(open)
             .chain(Some(point))
             .filter(|p| *p <= since)
             .chain(walk.missed.iter().map(|m| m.last))
