@@ -983,6 +983,11 @@ impl Sim {
                 // Answered without a record (a clock ahead): the reporter's own word.
                 self.record.unrecorded.insert((r, inc, *fire));
             }
+            (Req::Report { fire, .. }, Resp::Reported(Reported::First)) if self.server.unsure => {
+                // Reported missed, or claimed and forgotten: the reporter's own word.
+                self.record.unrecorded.insert((r, inc, *fire));
+                self.record.reports_applied.push((self.now, *fire));
+            }
             (Req::Report { fire, .. }, Resp::Reported(Reported::First)) => {
                 self.record.reports_applied.push((self.now, *fire));
             }

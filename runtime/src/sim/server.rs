@@ -101,6 +101,9 @@ pub(super) struct JobState {
     reported: BTreeMap<Ms, u64>,
     /// The newest fire with a report record (`rep`: a claim that clears its own report leaves it).
     rep: Option<Ms>,
+    /// The last report applied was of a fire the guard could not tell missed from claimed (see
+    /// `Req::Report`): the reporter's own word.
+    pub(super) unsure: bool,
     /// The fires up to here were reported missed (`gone`).
     gone: Option<Ms>,
 }
@@ -254,6 +257,7 @@ impl JobState {
                 Resp::Done
             }
             Req::Report { fire, nonce } => {
+                self.unsure = false;
                 if *fire > now + AHEAD_TOLERANCE {
                     // From a clock that is ahead: reported on its own word, nothing recorded.
                     return Resp::Reported(Reported::First);
@@ -278,12 +282,14 @@ impl JobState {
                 let unclaimed = self.last.is_none_or(|l| *fire > l)
                     || self.claimed <= RECENT_CLAIMS as u64
                     || oldest.is_some_and(|o| *fire > o);
-                if self.reported.get(fire) != Some(nonce)
-                    && unclaimed
-                    && self.gone.is_some_and(|g| g >= *fire)
-                {
+                let missed =
+                    self.reported.get(fire) != Some(nonce) && self.gone.is_some_and(|g| g >= *fire);
+                if missed && unclaimed {
                     return Resp::Reported(Reported::ByAnother);
                 }
+                // Reported missed, or claimed and forgotten since: the guard cannot tell, and
+                // records the report (twice rather than never).
+                self.unsure = missed;
                 Resp::Reported(match self.report(*fire, *nonce) {
                     true => Reported::First,
                     false => Reported::ByAnother,
