@@ -162,6 +162,27 @@ impl fmt::Display for CancelReason {
 }
 
 impl EventKind {
+    /// This kind with `note` added to the reason of a skip or a misfire, unless the reason says
+    /// it already (a drop told on the process's own word says why).
+    pub(crate) fn with_reason_note(self, note: &str) -> EventKind {
+        match self {
+            EventKind::Misfired {
+                reason,
+                count,
+                first,
+            } if !reason.contains(note) => EventKind::Misfired {
+                reason: format!("{reason}; {note}"),
+                count,
+                first,
+            },
+            EventKind::Skipped { reason, paused } if !reason.contains(note) => EventKind::Skipped {
+                reason: format!("{reason}; {note}"),
+                paused,
+            },
+            kind => kind,
+        }
+    }
+
     /// A fire skipped because no slot was free (not a pause).
     pub(crate) fn skipped(reason: String) -> Self {
         EventKind::Skipped {

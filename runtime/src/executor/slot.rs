@@ -399,7 +399,7 @@ impl JobSlot {
             }
             Report::FatePointFailed { error, kind } => {
                 self.guard_failed(cx.shared.instant(now.mono), &error, kind);
-                self.model.on_fate_point_failed(error);
+                self.model.on_fate_point_failed(error, now, out);
             }
             Report::MissedReported { missed, before } => {
                 self.model.on_missed_reported(missed, before, now, out)

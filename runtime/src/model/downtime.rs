@@ -37,6 +37,9 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
+        if let Some(e) = self.extra.as_deref_mut() {
+            e.point_failing = false;
+        }
         let since = self.extra.as_deref_mut().and_then(|e| e.catching_up.take());
         let (Some(since), Some(point)) = (since, point) else {
             // The fires taken meanwhile were held back for the walk.
@@ -120,11 +123,27 @@ impl JobModel {
     }
 
     /// The fate point could not be read (it is asked again): the fires that wait for the walk
-    /// and pass their grace meanwhile are reported as not claimed because of this.
-    pub(crate) fn on_fate_point_failed(&mut self, error: String) {
-        if self.walking() {
-            self.trouble_mut().last_guard_error = Some(error.into());
+    /// and pass their grace meanwhile are reported as not claimed because of this, at once.
+    pub(crate) fn on_fate_point_failed(&mut self, error: String, now: Now, out: &mut Vec<Action>) {
+        if !self.walking() {
+            return;
         }
+        let told =
+            format!("told on this process's own word: the guard could not be asked ({error})");
+        self.trouble_mut().last_guard_error = Some(error.into());
+        // The drops held back for the walk are told now, on this process's word: the store does
+        // not answer, for how long nobody knows.
+        let extra = self.extra_mut();
+        extra.point_failing = true;
+        let deferred = std::mem::take(&mut extra.deferred_reports);
+        extra.pending_reports = extra
+            .pending_reports
+            .saturating_sub(u32::try_from(deferred.len()).unwrap_or(u32::MAX));
+        for (fire, kind) in deferred {
+            let kind = kind.with_reason_note(&told);
+            self.emit_drop(fire, kind, true, now, out);
+        }
+        self.tidy();
     }
 
     /// The fires after `point` up to `since`: missed while older than their grace, caught up from

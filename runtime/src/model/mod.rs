@@ -389,6 +389,9 @@ struct Extra {
     /// Drop reports held back while the walk after downtime is not done (counted in
     /// `pending_reports` too): asked once it is (see `walking`).
     deferred_reports: Vec<(DateTime<Utc>, EventKind)>,
+    /// The last read of the fate point failed: while the walk waits for the store, drops are
+    /// reported on this process's word.
+    point_failing: bool,
     trouble: Trouble,
     controls: Controls,
 }
@@ -1867,6 +1870,17 @@ impl JobModel {
         out: &mut Vec<Action>,
     ) {
         if !self.shared() {
+            self.emit_drop(fire, kind, true, now, out);
+        } else if self.walking() && self.extra.as_deref().is_some_and(|e| e.point_failing) {
+            // The store does not answer: the walk waits, and the drop is told now, on this
+            // process's word, rather than after an outage of unknown length.
+            let error = self
+                .last_guard_error()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            let kind = kind.with_reason_note(&format!(
+                "told on this process's own word: the guard could not be asked ({error})"
+            ));
             self.emit_drop(fire, kind, true, now, out);
         } else if self.walking() {
             // While the walk after downtime is not done, a report recorded in the guard would

@@ -469,6 +469,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         }
         let own_word = |reason: &str| {
             reason.contains("the guard could not record them")
+                || reason.contains("told on this process's own word")
                 || (reason.contains("fires from") && reason.contains("the timer woke"))
                 || reason.contains("clock is ahead")
                 || reason == UNKNOWN_CLAIMANT

@@ -1089,6 +1089,11 @@ impl Sim {
                 }
                 // Asked again until the store answers (as the executor), unless stopping.
                 _ if !self.replicas[r].stopping => {
+                    self.replicas[r].model.on_fate_point_failed(
+                        "no answer".to_owned(),
+                        now,
+                        &mut out,
+                    );
                     let inc = self.replicas[r].inc;
                     let next = (pause * 2).min(MAX_POINT_PAUSE);
                     self.push(
