@@ -183,6 +183,9 @@ struct SharedGuard {
     series: ClaimSeries,
     /// The outage of the guard this job is in, if its last claim failed.
     outage: Option<Box<Outage>>,
+    /// Since when the guard refuses this host's claims as lying ahead of its clock, counted like
+    /// an outage so that a wrong clock is said once, then summarised (not once per claim).
+    clock_ahead: Option<Box<Outage>>,
 }
 
 /// One job and what carries out its model's actions.
@@ -226,6 +229,7 @@ impl JobSlot {
                 guard,
                 series: ClaimSeries::new(&job.name, &job.lock),
                 outage: None,
+                clock_ahead: None,
             })
         });
         let history = job.history && shared.is_some();
@@ -456,6 +460,12 @@ impl JobSlot {
         if result.is_ok() {
             self.guard_answered(now);
         }
+        let clock_fine = matches!(&result, Ok(claim) if !matches!(claim, Claim::TooEarly { ahead } if *ahead > CLOCK_WRONG_BEYOND));
+        if clock_fine {
+            if let Some(shared) = self.shared.as_deref_mut() {
+                shared.clock_ahead = None;
+            }
+        }
         let job = &self.model.spec().name;
         match result {
             Ok(Claim::Acquired(lease)) => {
@@ -511,7 +521,25 @@ impl JobSlot {
                 Answer::TooEarly(ahead)
             }
             Ok(Claim::TooEarly { ahead }) => {
-                tracing::error!(job = %job, ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX), "the guard refused a claim: the fire lies ahead of the guard's clock, so this host's clock is ahead; fix the clock (NTP). Retrying until the misfire grace runs out");
+                let ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX);
+                let said = match self.shared.as_deref_mut() {
+                    Some(shared) => outage::failed(&mut shared.clock_ahead, now),
+                    None => Say::First,
+                };
+                match said {
+                    Say::First => {
+                        tracing::error!(job = %job, ahead_ms, "the guard refused a claim: the fire lies ahead of the guard's clock, so this host's clock is ahead; fix the clock (NTP). Retrying until the misfire grace runs out (said again once per {SUMMARY_EVERY:?} while it lasts)")
+                    }
+                    Say::StillFailing {
+                        failures,
+                        for_how_long,
+                    } => {
+                        tracing::error!(job = %job, ahead_ms, refused_claims = failures, for_s = for_how_long.as_secs(), "the guard still refuses claims as lying ahead of its clock: this host's clock is ahead; fix the clock (NTP)")
+                    }
+                    Say::Nothing => {
+                        tracing::debug!(job = %job, ahead_ms, "the guard refused a claim as lying ahead of its clock")
+                    }
+                }
                 Answer::TooEarly(ahead)
             }
             Err(e) => {
