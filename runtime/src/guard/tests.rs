@@ -728,6 +728,39 @@ mod redis {
         assert_eq!(g.last_claimed().await.expect("answers"), Some(soon));
     }
 
+    /// With eight claims made, the ring holds every claim ever made: a fire older than all of
+    /// them was never claimed, and is passed over (as the PostgreSQL guard answers).
+    #[tokio::test]
+    async fn redis_eight_claims_are_all_the_claims_as_for_postgres() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let g = guard(&server, "eight", 30_000).await;
+        let base = now() - TimeDelta::seconds(60);
+        let at = |s: i64| base + TimeDelta::seconds(s);
+        for i in 2..10 {
+            acquire_at(&g, at(i))
+                .await
+                .release()
+                .await
+                .expect("release");
+        }
+        let late = guard(&server, "eight", 30_000).await;
+        assert!(
+            matches!(late.claim(at(1)).await.expect("answers"), Claim::Superseded),
+            "a fire before the eight claims ever made was passed over"
+        );
+        acquire_at(&g, at(10))
+            .await
+            .release()
+            .await
+            .expect("release");
+        assert!(
+            matches!(late.claim(at(1)).await.expect("answers"), Claim::AlreadyRan),
+            "with nine claims made, a fire older than the eight remembered is past"
+        );
+    }
+
     /// The server's clock set back (an NTP step, a failover to a server whose clock is behind):
     /// the last claim lies far ahead of it. A fire the ring of recent claims remembers is not
     /// claimed again, and `last` does not move back.

@@ -98,6 +98,7 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "manual_forgotten"),
     ("jobs", "reported_through"),
     ("jobs", "missed_through"),
+    ("jobs", "claims_made"),
 ];
 
 const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster", "processes"];

@@ -181,6 +181,38 @@ async fn claims_survive_a_database_restart_and_tokens_keep_rising() {
     }
 }
 
+/// With eight claims made, the recent claims hold every claim ever made: a fire older than all
+/// of them was never claimed, and is passed over (as the Redis guard answers), not taken as run.
+#[tokio::test]
+async fn eight_claims_are_all_the_claims_as_for_redis() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let g = guard(&db, "eight", 30_000, false);
+    let base = now() - TimeDelta::seconds(60);
+    let at = |s: i64| base + TimeDelta::seconds(s);
+    for i in 2..10 {
+        match g.claim(at(i)).await.expect("answers") {
+            Claim::Acquired(lease) => lease.release().await.expect("release"),
+            other => panic!("fire {i}: {other:?}"),
+        }
+    }
+    let late = guard(&db, "eight", 30_000, false);
+    assert!(
+        matches!(late.claim(at(1)).await.expect("answers"), Claim::Superseded),
+        "a fire before the eight claims ever made was passed over"
+    );
+    match g.claim(at(10)).await.expect("answers") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("fire 10: {other:?}"),
+    }
+    assert!(
+        matches!(late.claim(at(1)).await.expect("answers"), Claim::AlreadyRan),
+        "with nine claims made, a fire older than the eight remembered is past"
+    );
+}
+
 /// The database's clock set back (an NTP step, a failover to a server whose clock is behind):
 /// the last claim lies far ahead of it. A fire the recent claims remember is not claimed again,
 /// and `last_fire` does not move back.
