@@ -110,7 +110,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let deadline = match &hold {
         Hold::Lease(Claimed { lease, boot_sent }) => lease
             .expiry()
-            .map(|(length, sent)| LeaseDeadline::new(boot, sent, *boot_sent, length)),
+            .map(|(length, sent)| Arc::new(LeaseDeadline::new(boot, sent, *boot_sent, length))),
         Hold::Local => None,
     };
     let blocking = body.is_blocking();
@@ -124,7 +124,8 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     let first = if inline && within_lease && timeout.is_none() {
         first_step(body, ctx, cancel, &span)
     } else {
-        let mut running: Running = Box::pin(attempts(body, ctx, cancel, timeout, retries));
+        let lease = deadline.clone();
+        let mut running: Running = Box::pin(attempts(body, ctx, cancel, timeout, retries, lease));
         if inline && within_lease {
             let polled = span.in_scope(|| {
                 running
@@ -171,7 +172,6 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
     };
     // An expiring lease: the body is never polled past the lease's local deadline, which the
     // watchdog moves forward with every renewal; the watchdog renews until the body returned.
-    let deadline = Arc::new(deadline);
     let body_deadline = (!blocking).then(|| Arc::clone(&deadline));
     let running = WithinLease {
         body: running,
@@ -338,12 +338,17 @@ impl Reporter {
 /// Runs the attempts of a run: the first, and after each failed one that the job's model retries,
 /// the next, all under the run's lease (the watchdog renews it during the pauses too). Ends with
 /// the last attempt's end.
+///
+/// An attempt never starts past the lease's local deadline (`lease`): a process frozen, or a
+/// host suspended, during the pause between two attempts wakes with its lease gone, and a
+/// blocking body, which no poll bounds, would otherwise run without it.
 async fn attempts(
     body: Body,
     mut ctx: JobContext,
     cancel: RunCancel,
     timeout: Option<Duration>,
     mut retries: Option<(mpsc::UnboundedReceiver<u32>, Reporter)>,
+    lease: Option<Arc<LeaseDeadline>>,
 ) -> RunEnd {
     loop {
         let end = run_body(body.clone(), ctx.clone(), cancel.clone(), timeout).await;
@@ -355,6 +360,9 @@ async fn attempts(
             end: end.clone(),
         });
         match next.recv().await {
+            Some(_) if lease.as_deref().is_some_and(LeaseDeadline::passed) => {
+                return RunEnd::LeaseExpired
+            }
             Some(attempt) => ctx.attempt = attempt,
             // No further attempt; the model has already taken this end.
             None => return end,

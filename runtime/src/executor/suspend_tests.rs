@@ -235,3 +235,48 @@ async fn a_claim_answered_after_a_suspend_longer_than_the_lease_does_not_start_t
     );
     handle.shutdown().await;
 }
+
+/// A blocking job with retries: the host is suspended during the pause between two attempts,
+/// past the lease. The next attempt does not start: the lease is gone, and a blocking body,
+/// which no poll bounds, would run without it (docs/design/guarantees.md, guarantee 2).
+#[tokio::test(start_paused = true)]
+async fn a_retry_of_a_blocking_job_does_not_start_once_a_suspend_took_its_lease() {
+    let clock = Clock::anchored(t0());
+    let attempts = Arc::new(AtomicU32::new(0));
+    let (failed, mut first_failed) = mpsc::unbounded_channel();
+    let counted = Arc::clone(&attempts);
+    let job = Job::new(
+        "retried",
+        Schedule::every(Duration::from_secs(60)).expect("valid"),
+    )
+    .retries(3)
+    .backoff(Duration::from_secs(2))
+    .run_blocking(move |_ctx| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let _ = failed.send(());
+        Err::<(), String>("the attempt fails".to_owned())
+    });
+    let renewals = Arc::new(AtomicU32::new(0));
+    let (handle, mut stream) = start(&clock, job, &renewals, None).await;
+    first_failed.recv().await.expect("the first attempt runs");
+    // The host sleeps during the back-off, longer than the lease.
+    clock.suspend(SUSPEND);
+    let fire = t0() + TimeDelta::seconds(60);
+    let seen = until_the_fire_ends(&mut stream, fire).await;
+    // The run's end may come after the failure event of the first attempt: read until it.
+    let mut seen = seen;
+    while !seen.iter().any(|k| {
+        matches!(
+            k,
+            EventKind::Cancelled { .. } | EventKind::Failed { retry_at: None, .. }
+        )
+    }) {
+        seen.extend(until_the_fire_ends(&mut stream, fire).await);
+    }
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        1,
+        "no attempt after the suspend took the lease: {seen:?}"
+    );
+    handle.shutdown().await;
+}
