@@ -1090,8 +1090,14 @@ impl JobModel {
             self.drop_manual_misfires(now, out);
             return false;
         }
+        // A scheduled claim that may have taken effect unseen is asked again first: only its
+        // retry tells whether the fire is this process's, and manual runs asked for meanwhile
+        // must not keep it waiting until its grace ends.
         if self.runs().len() >= self.spec.max_instances as usize
             || self.retry_at().is_some_and(|at| at > now.wall)
+            || self
+                .uncertain()
+                .is_some_and(|t| self.due().front().is_some_and(|f| f.t == t))
         {
             return false;
         }

@@ -1321,3 +1321,33 @@ fn no_fire_is_claimed_before_the_missed_ones_are_recorded() {
     m.on_missed_reported(missed, Ok(Some(t(50))), now(111), &mut out);
     assert_eq!(said(&mut out), ["misfired 100", "claim 110"]);
 }
+
+/// A scheduled claim that got no answer (it may have taken effect) is asked again before the
+/// manual runs asked for meanwhile: a stream of them must not keep its retry waiting until the
+/// fire's grace ends.
+#[test]
+fn an_uncertain_scheduled_claim_is_retried_before_waiting_manual_runs() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.on_claimed(Answer::Failed("timeout".into()), now(12), &mut out);
+    m.on_trigger(manual(0xab, 12), now(12), &mut out);
+    said(&mut out);
+    let retry = m.next_wake().expect("a retry is armed");
+    m.on_wake(
+        Now {
+            wall: retry,
+            ..now(13)
+        },
+        &mut out,
+    );
+    let claims: Vec<(DateTime<Utc>, Option<u64>)> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Claim(fire) => Some((fire.t, fire.manual())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(claims, [(t(10), None)], "the scheduled fire first");
+}
