@@ -119,7 +119,10 @@ fn stopped() -> GuardError {
 
 async fn send_batches(db: Weak<Database>, mut rx: mpsc::UnboundedReceiver<Queued>) {
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut queue = Queue::new(|q: &Queued| matches!(q.op, Op::Claim(_) | Op::Renew { .. }));
+    let mut queue = Queue::new(
+        |q: &Queued| matches!(q.op, Op::Claim(_) | Op::Renew { .. }),
+        |q: &Queued| q.op.job(),
+    );
     while queue.wait(&mut rx).await {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
@@ -142,10 +145,19 @@ async fn send_batches(db: Weak<Database>, mut rx: mpsc::UnboundedReceiver<Queued
                     Op::FatePoint { .. } => points.push(queued),
                 }
             }
+            // A release of a job claimed in the same batch goes first: the claim of the job's
+            // next fire would otherwise find it busy with this process's own run.
+            let claimed: std::collections::HashSet<&str> =
+                claims.iter().map(|q: &Queued| q.op.job()).collect();
+            let (before, after): (Vec<Queued>, Vec<Queued>) = releases
+                .into_iter()
+                .partition(|q| claimed.contains(q.op.job()));
+            drop(claimed);
+            run(&db, before, Kind::Release).await;
             tokio::join!(
                 run(&db, claims, Kind::Claim),
                 run(&db, renewals, Kind::Renew),
-                run(&db, releases, Kind::Release),
+                run(&db, after, Kind::Release),
                 run(&db, points, Kind::FatePoint),
             );
             drop(permit);

@@ -169,8 +169,10 @@ async fn send_batches(
     mut rx: mpsc::UnboundedReceiver<Queued>,
 ) {
     let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut queue =
-        Queue::new(|q: &Queued| matches!(q.op.code, op::CLAIM | op::MANUAL | op::RENEW));
+    let mut queue = Queue::new(
+        |q: &Queued| matches!(q.op.code, op::CLAIM | op::MANUAL | op::RENEW),
+        |q: &Queued| q.op.keys.first().map_or("", Arg::slot_str),
+    );
     while queue.wait(&mut rx).await {
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             return;
