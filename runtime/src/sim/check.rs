@@ -362,9 +362,10 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         if !(e.first_report && matches!(e.kind, EventKind::Skipped { .. })) {
             continue;
         }
-        // Answered without a record (the fire lay ahead of the server's clock): the reporter's
-        // own word, as for invariant 11.
-        if rec.unrecorded.contains(&(*r, *inc, ms_of(e.fire_time))) {
+        // Answered without a record (the fire lay ahead of the server's clock), or not answered
+        // at all: the reporter's own word, as for invariant 11.
+        let key = (*r, *inc, ms_of(e.fire_time));
+        if rec.unrecorded.contains(&key) || rec.own_word.contains(&key) {
             continue;
         }
         let fire = ms_of(e.fire_time);
@@ -506,7 +507,18 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             .filter(|s| first <= s.fire && s.fire <= last && !forgotten(s.fire))
         {
             let recordable = s.fire - super::server::AHEAD_TOLERANCE - 1;
-            if !loss_between(recordable.min(s.claimed).min(*at), s.at.max(*at)) {
+            // Any grant of the fire before the loss counts too (the reporter's own claim, say).
+            let granted = rec
+                .taken
+                .iter()
+                .filter(|(_, f)| *f == s.fire)
+                .map(|(t, _)| *t)
+                .min()
+                .unwrap_or(s.claimed);
+            if !loss_between(
+                recordable.min(s.claimed).min(*at).min(granted),
+                s.at.max(*at),
+            ) {
                 broken.push(format!(
                     "12: at {at} ms replica {r} reported fire {} at warn level ({:?}), and {:?} started it at {} ms",
                     s.fire, e.kind, s.key, s.at

@@ -1327,6 +1327,9 @@ impl Sim {
             let release = Req::Release {
                 token: run.lease.token.clone(),
             };
+            // As the executor: the lease goes back before the model hears that the run ended,
+            // so the claim of the next fire never overtakes it.
+            self.send(r, release, Pending::Other, RESPONSE_TIMEOUT);
             let duration = Duration::from_millis((self.now - run.started).max(0) as u64);
             let now = self.local_now(r);
             let mut out = std::mem::take(&mut self.actions);
@@ -1335,7 +1338,6 @@ impl Sim {
                 .on_run_ended(id, end, duration, now, &mut out);
             self.perform(r, &mut out);
             self.actions = out;
-            self.send(r, release, Pending::Other, RESPONSE_TIMEOUT);
             self.arm(r);
         }
     }
@@ -1467,10 +1469,17 @@ impl Sim {
                 // The executor's timers were armed on the old clock; they fire and re-check.
                 self.push(self.now, Ev::Timer { r: replica, inc });
                 self.push(self.now, Ev::Wake { r: replica, inc });
+                // A clock now far off runs the job no more as the store sees it, or again.
+                self.note_if_nobody_runs();
+                self.note_if_someone_runs(replica);
             }
             Fault::ServerClockStep { by } => {
                 self.server_skew += by;
                 self.record.server_steps.push((self.now, by));
+                self.note_if_nobody_runs();
+                for r in 0..self.replicas.len() {
+                    self.note_if_someone_runs(r);
+                }
             }
             Fault::Stop { replica, down } => {
                 let rep = &self.replicas[replica];
@@ -1594,8 +1603,8 @@ impl Sim {
         rep.alive
             && !rep.stopping
             && (!awake || rep.paused_until <= self.now)
-            && rep.skew <= server::AHEAD_TOLERANCE
-            && rep.skew > -self.sc.grace
+            && rep.skew - self.server_skew <= server::AHEAD_TOLERANCE
+            && rep.skew - self.server_skew > -self.sc.grace
     }
 
     /// A replica process starts (at the beginning, or after a crash) with a fresh model.
