@@ -10,6 +10,8 @@
 //! back, and every replica down at once (crashed, or stopped as at a deploy) for less or more
 //! than the misfire grace, some of them back late or two at the same instant: each replica that
 //! starts reads the job's fate point and reports the fires missed since (docs/guide/downtime.md).
+//! It also draws the operators' controls — runs asked for, some in bursts, and pauses with their
+//! resumes — which reach each replica through a simulated control feed, some of them late.
 //! After every seed [`check`] verifies the invariants.
 //!
 //! `cargo test -p cronguard sim` runs the default number of seeds; `CRONGUARD_SIM_SEEDS=N` runs
@@ -1141,7 +1143,8 @@ impl Sim {
         let mut out = std::mem::take(&mut self.actions);
         match pending {
             Pending::Claim { fire, sent } => {
-                if resp.is_some() {
+                // A claim refused as too early says nothing of an earlier one that got no answer.
+                if resp.is_some() && !matches!(resp, Some(Resp::TooEarly { .. })) {
                     self.replicas[r].unanswered.remove(&fire);
                 }
                 let token = self.token(r, fire);
