@@ -50,7 +50,24 @@
 //!     says: a drop report or a report of missed fires the guard did not answer (twice beats
 //!     never), a fire a stopping process had waiting (the stop does not ask the guard, and the
 //!     processes starting after it walk the fire again), a misfire of a process whose clock is
-//!     wrong or whose own claim of the fire may have taken effect unseen.
+//!     wrong or whose own claim of the fire may have taken effect unseen;
+//! 12. one fate per fire across the cluster: a fire that started is never reported at warn level
+//!     by any process, unless the report says it is the process's own word;
+//! 13. a run asked for ("run now", read from the control feed) starts at most once anywhere
+//!     (outside a data-loss window), and starts somewhere or is reported at warn level by some
+//!     process — unless it reached no process before the end of the run (each was down or
+//!     stopping when it was published: a process started later reads the feed from its end), the
+//!     store lost its data (and the feed with it) before it was decided, a claim of it was in
+//!     flight or unanswered when its claimant went down, or each process that read it went down
+//!     before deciding it, still had it waiting at the end of the run (frozen through its
+//!     deadline, or its clock set back), or has a clock behind the request by more than the grace
+//!     (the guard takes its claim for one of a run asked for long ago and forgotten);
+//! 14. no scheduled fire starts from a claim the server granted while its state said the job was
+//!     paused (claims are decided at the server, whatever a replica read from the feed), and a
+//!     fire dropped as paused is reported as a first report (at info level: the pause is on
+//!     purpose) by at most one process (outside a data-loss window). Invariant 3 counts a paused
+//!     skip as the fire's fate, and health is `paused`, not judged, while the model knows of a
+//!     pause.
 
 use std::collections::{BTreeMap, BTreeSet};
 
