@@ -1090,14 +1090,15 @@ impl JobModel {
             self.drop_manual_misfires(now, out);
             return false;
         }
-        // A scheduled claim that may have taken effect unseen is asked again first: only its
-        // retry tells whether the fire is this process's, and manual runs asked for meanwhile
-        // must not keep it waiting until its grace ends.
+        // A claim of the fire at the front may have taken effect unseen: then this process holds
+        // the lock, and the manual run would be answered busy until that lease ran out while the
+        // fire's claim lapsed. Its retry goes first.
+        let unseen = self
+            .uncertain()
+            .is_some_and(|u| self.due().front().is_some_and(|f| f.t == u));
         if self.runs().len() >= self.spec.max_instances as usize
             || self.retry_at().is_some_and(|at| at > now.wall)
-            || self
-                .uncertain()
-                .is_some_and(|t| self.due().front().is_some_and(|f| f.t == t))
+            || unseen
         {
             return false;
         }
@@ -1306,7 +1307,9 @@ impl JobModel {
                 _ => {}
             }
         }
-        if !matches!(answer, Answer::Failed(_)) && was_uncertain {
+        // A guard refuses a fire too far ahead of its clock before it looks up who claimed it:
+        // the earlier claim may still have taken effect.
+        if !matches!(answer, Answer::Failed(_) | Answer::TooEarly(_)) && was_uncertain {
             self.if_trouble(|t| t.uncertain = None);
         }
         if matches!(answer, Answer::TooEarly(_)) && !ahead {

@@ -50,7 +50,24 @@
 //!     says: a drop report or a report of missed fires the guard did not answer (twice beats
 //!     never), a fire a stopping process had waiting (the stop does not ask the guard, and the
 //!     processes starting after it walk the fire again), a misfire of a process whose clock is
-//!     wrong or whose own claim of the fire may have taken effect unseen.
+//!     wrong or whose own claim of the fire may have taken effect unseen;
+//! 12. one fate per fire across the cluster: a fire that started is never reported at warn level
+//!     by any process, unless the report says it is the process's own word;
+//! 13. a run asked for ("run now", read from the control feed) starts at most once anywhere
+//!     (outside a data-loss window), and starts somewhere or is reported at warn level by some
+//!     process — unless it reached no process before the end of the run (each was down or
+//!     stopping when it was published: a process started later reads the feed from its end), the
+//!     store lost its data (and the feed with it) before it was decided, a claim of it was in
+//!     flight or unanswered when its claimant went down, or each process that read it went down
+//!     before deciding it, still had it waiting at the end of the run (frozen through its
+//!     deadline, or its clock set back), or has a clock behind the request by more than the grace
+//!     (the guard takes its claim for one of a run asked for long ago and forgotten);
+//! 14. no scheduled fire starts from a claim the server granted while its state said the job was
+//!     paused (claims are decided at the server, whatever a replica read from the feed), and a
+//!     fire dropped as paused is reported as a first report (at info level: the pause is on
+//!     purpose) by at most one process (outside a data-loss window). Invariant 3 counts a paused
+//!     skip as the fire's fate, and health is `paused`, not judged, while the model knows of a
+//!     pause.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -70,6 +87,19 @@ const WARM_UP: Ms = 3_000;
 
 pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     let mut broken = Vec::new();
+    // Manual runs have invariant 13 of their own; the others are about scheduled fires (2 and 4
+    // hold for every run).
+    let scheduled: Vec<super::Start> = rec
+        .starts
+        .iter()
+        .filter(|s| s.manual.is_none())
+        .copied()
+        .collect();
+    let events: Vec<&(Ms, usize, u32, crate::events::Occurrence)> = rec
+        .events
+        .iter()
+        .filter(|(_, _, _, e)| e.manual.is_none())
+        .collect();
     let loss_between = |a: Ms, b: Ms| rec.data_losses.iter().any(|l| a < *l && *l <= b);
     // Two runs are excused when the server lost its data after the earlier of their claims and
     // before the later of their starts.
@@ -78,7 +108,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
 
     // 1. Each fire starts once.
     let mut by_fire: BTreeMap<Ms, Vec<&super::Start>> = BTreeMap::new();
-    for s in &rec.starts {
+    for s in &scheduled {
         by_fire.entry(s.fire).or_default().push(s);
     }
     for (fire, starts) in &by_fire {
@@ -129,10 +159,10 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // 3. One fate per fire in each process; every fire run or reported somewhere.
     let mut fates: BTreeMap<(usize, u32, Ms), Vec<&'static str>> = BTreeMap::new();
     let mut covered: BTreeSet<Ms> = BTreeSet::new();
-    for s in &rec.starts {
+    for s in &scheduled {
         covered.insert(s.fire);
     }
-    for (_, r, inc, e) in &rec.events {
+    for (_, r, inc, e) in &events {
         let fires: Vec<Ms> = match &e.kind {
             EventKind::Misfired { count, first, .. } => (0..*count as i64)
                 .map(|k| ms_of(*first) + k * sc.period)
@@ -167,8 +197,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // the loss and older than every claim made after it may be passed over unreported.
     let forgotten = |fire: Ms| {
         rec.data_losses.iter().any(|loss| {
-            let first_after = rec
-                .starts
+            let first_after = scheduled
                 .iter()
                 .filter(|s| s.claimed >= *loss)
                 .map(|s| s.fire)
@@ -294,7 +323,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             .outages
             .iter()
             .any(|(from, until)| *from <= at && at < until + HEALTH_LAG);
-        let started = rec.starts.iter().any(|s| s.fire >= due && s.claimed <= at);
+        let started = scheduled.iter().any(|s| s.fire >= due && s.claimed <= at);
         let lost_to_crash = rec.crash_lost.iter().any(|f| *f >= due);
         in_flight || outage || started || lost_to_crash
     };
@@ -331,7 +360,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
 
     // 6. A fire that started elsewhere is not reported as "maybe not run" while the guard still
     // knows who claimed it: fewer than eight later fires were claimed before the report.
-    for (at, r, _, e) in &rec.events {
+    for (at, r, _, e) in &events {
         let EventKind::Misfired { reason, .. } = &e.kind else {
             continue;
         };
@@ -339,7 +368,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             continue;
         }
         let fire = ms_of(e.fire_time);
-        let Some(start) = rec.starts.iter().find(|s| s.fire == fire) else {
+        let Some(start) = scheduled.iter().find(|s| s.fire == fire) else {
             continue;
         };
         let later_claims = rec
@@ -358,7 +387,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     }
 
     // 7. A fire reported skipped is never started, before or after the report.
-    for (at, r, inc, e) in &rec.events {
+    for (at, r, inc, e) in &events {
         if !(e.first_report && matches!(e.kind, EventKind::Skipped { .. })) {
             continue;
         }
@@ -372,7 +401,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         // The report may have been recorded as soon as the fire could be claimed, long before
         // the process heard of it (it was frozen, or the answer was slow).
         let recordable = fire - super::server::AHEAD_TOLERANCE - 1;
-        for s in rec.starts.iter().filter(|s| s.fire == fire) {
+        for s in scheduled.iter().filter(|s| s.fire == fire) {
             if !loss_between(recordable.min(s.claimed).min(*at), s.at.max(*at)) {
                 broken.push(format!(
                     "7: at {at} ms replica {r} reported fire {fire} as skipped, and {:?} started it at {} ms",
@@ -391,8 +420,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
                 && *at <= s.at
         })
     };
-    for s in rec
-        .starts
+    for s in scheduled
         .iter()
         .filter(|s| s.local < s.fire && !set_back(s))
     {
@@ -421,7 +449,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
                 .entry(fire)
                 .or_default()
                 .push((h.at, h.replica, h.incarnation));
-            for s in rec.starts.iter().filter(|s| s.fire == fire) {
+            for s in scheduled.iter().filter(|s| s.fire == fire) {
                 // The guard recorded them up to three tries (of 2 s each) before the answer.
                 let recorded = h.at - 7_000;
                 if !loss_between(s.claimed.min(recorded), s.at.max(h.at)) {
@@ -464,7 +492,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // server's, its own claim of the fire may have taken effect unseen, or its timer woke past
     // several fires at once (a pause: its own story, told as one report without asking the
     // guard; docs/design/guarantees.md lists it as not holding yet).
-    for (at, r, inc, e) in &rec.events {
+    for (at, r, inc, e) in &events {
         if !e.first_report || rec.own_word.contains(&(*r, *inc, ms_of(e.fire_time))) {
             continue;
         }
@@ -501,8 +529,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
                 .count()
                 >= 8
         };
-        for s in rec
-            .starts
+        for s in scheduled
             .iter()
             .filter(|s| first <= s.fire && s.fire <= last && !forgotten(s.fire))
         {
@@ -523,6 +550,138 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
                     "12: at {at} ms replica {r} reported fire {} at warn level ({:?}), and {:?} started it at {} ms",
                     s.fire, e.kind, s.key, s.at
                 ));
+            }
+        }
+    }
+
+    // 13. A run asked for starts at most once, and starts somewhere or is reported at warn
+    // level by some process.
+    let mut manual_starts: BTreeMap<u64, Vec<&super::Start>> = BTreeMap::new();
+    for s in &rec.starts {
+        if let Some(id) = s.manual {
+            manual_starts.entry(id).or_default().push(s);
+        }
+    }
+    for (id, starts) in &manual_starts {
+        for pair in starts.windows(2) {
+            if !loss_around(pair[0], pair[1]) {
+                broken.push(format!(
+                    "13: run {id:016x} asked for started twice: at {} ms by {:?} (token {}) and at {} ms by {:?} (token {})",
+                    pair[0].at, pair[0].key, pair[0].token, pair[1].at, pair[1].key, pair[1].token
+                ));
+            }
+        }
+    }
+    // Whether incarnation `inc` of replica `r` told anything of the run: a start, a report, or
+    // that another claimant took it (`claimed_elsewhere`: that claimant's fate is checked). A
+    // stopping process leaves the run to the others without a first report.
+    let decided = |r: usize, inc: u32, id: u64| {
+        rec.events
+            .iter()
+            .any(|(_, er, ei, e)| (*er, *ei) == (r, inc) && e.manual == Some(id) && e.first_report)
+    };
+    for (published, id) in &rec.requests {
+        // Decided after the end of the run (a replica's clock behind by up to the grace waits up
+        // to a grace longer).
+        if published + 2 * sc.grace + MARGIN > rec.stop_at || manual_starts.contains_key(id) {
+            continue;
+        }
+        let reported = rec.events.iter().any(|(_, _, _, e)| {
+            e.manual == Some(*id)
+                && e.first_report
+                && matches!(
+                    e.kind,
+                    EventKind::Misfired { .. } | EventKind::Skipped { .. }
+                )
+        });
+        if reported {
+            continue;
+        }
+        let takers: Vec<(usize, u32)> = rec
+            .triggered
+            .iter()
+            .filter(|(_, _, _, t)| t == id)
+            .map(|(_, r, inc, _)| (*r, *inc))
+            .collect();
+        // The request reached no process before the end of the run: each was down or stopping
+        // when it was published (a process started later reads the feed from its end), or read it
+        // only after the end.
+        let unread = takers.is_empty();
+        // The store lost its data (the feed with it, and the run's claim) before the run was
+        // decided.
+        let lost = loss_between(*published, published + 2 * sc.grace + HEALTH_LAG);
+        // A claim of it was in flight, or never answered, when its claimant went down: it may
+        // have taken the run, which nobody can report.
+        let crashed = rec.manual_crash_lost.contains(id);
+        // The events of the run in one process.
+        let told = |r: usize, inc: u32| {
+            rec.events
+                .iter()
+                .filter(move |(_, er, ei, e)| (*er, *ei) == (r, inc) && e.manual == Some(*id))
+        };
+        // Each process that read it either went down (crashed, or stopped and left it to the
+        // processes that go on) before it decided the run — nobody else knows of it
+        // (docs/design/guarantees.md, "What does not hold") —, or still had it waiting at the end
+        // of the run: frozen through its deadline, or its clock, set back, had not reached it.
+        // Or its clock was behind the request's stamp by more than the grace: it stamped the run
+        // with its own clock, which the guard takes for a run asked for long ago and forgotten
+        // (`claimed_elsewhere`), as it takes every fire of such a clock.
+        let excused_reader = |(r, inc): &(usize, u32)| {
+            let gone =
+                rec.ends.iter().any(|(_, er, ei)| (er, ei) == (r, inc)) && !decided(*r, *inc, *id);
+            let waiting = told(*r, *inc).any(|(at, _, _, e)| {
+                let skew = ms_of(e.at) - at;
+                let deadline = ms_of(e.fire_time) + sc.grace - skew;
+                let frozen = rec
+                    .pauses
+                    .iter()
+                    .any(|(p, from, until)| p == r && *from <= deadline && *until >= rec.stop_at);
+                !e.first_report && *at >= rec.stop_at && (deadline >= rec.stop_at || frozen)
+            });
+            let behind = told(*r, *inc).any(|(_, _, _, e)| {
+                matches!(e.kind, EventKind::ClaimedElsewhere)
+                    && ms_of(e.fire_time) < published - sc.grace
+            });
+            gone || waiting || behind
+        };
+        let readers_gone = takers.iter().all(excused_reader);
+        if !(unread || lost || crashed || readers_gone) {
+            broken.push(format!(
+                "13: run {id:016x} asked for at {published} ms neither started nor was reported at warn level by any replica (read by {takers:?})"
+            ));
+        }
+    }
+
+    // 14. No scheduled fire starts from a claim the server granted while its state said the job
+    // was paused, and a fire dropped as paused is reported once (a first report, logged at info
+    // level: the pause is on purpose) by at most one process (outside a data-loss window).
+    for (at, fire) in &rec.paused_grants {
+        for s in scheduled.iter().filter(|s| s.fire == *fire) {
+            broken.push(format!(
+                "14: the server granted fire {fire} at {at} ms while the job was paused, and {:?} started it at {} ms",
+                s.key, s.at
+            ));
+        }
+    }
+    let mut paused_reports: BTreeMap<Ms, Vec<(Ms, usize, u32)>> = BTreeMap::new();
+    for (at, r, inc, e) in &events {
+        if e.first_report && matches!(e.kind, EventKind::Skipped { paused: true, .. }) {
+            paused_reports
+                .entry(ms_of(e.fire_time))
+                .or_default()
+                .push((*at, *r, *inc));
+        }
+    }
+    for (fire, reports) in &paused_reports {
+        for (i, a) in reports.iter().enumerate() {
+            for b in &reports[i + 1..] {
+                let recordable = (fire - super::server::AHEAD_TOLERANCE).min(a.0.min(b.0) - 7_000);
+                if (a.1, a.2) != (b.1, b.2) && !loss_between(recordable - 1, a.0.max(b.0)) {
+                    broken.push(format!(
+                        "14: fire {fire} was reported as paused by replica {} (incarnation {}) at {} ms and by replica {} (incarnation {}) at {} ms",
+                        a.1, a.2, a.0, b.1, b.2, b.0
+                    ));
+                }
             }
         }
     }

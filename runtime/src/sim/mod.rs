@@ -10,6 +10,8 @@
 //! back, and every replica down at once (crashed, or stopped as at a deploy) for less or more
 //! than the misfire grace, some of them back late or two at the same instant: each replica that
 //! starts reads the job's fate point and reports the fires missed since (docs/guide/downtime.md).
+//! It also draws the operators' controls — runs asked for, some in bursts, and pauses with their
+//! resumes — which reach each replica through a simulated control feed, some of them late.
 //! After every seed [`check`] verifies the invariants.
 //!
 //! `cargo test -p cronguard sim` runs the default number of seeds; `CRONGUARD_SIM_SEEDS=N` runs
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::control::{ManualRun, Pause};
 use crate::events::{EventKind, Occurrence};
 use crate::health::{judge, HealthState};
 use crate::model::{
@@ -98,6 +101,18 @@ pub(super) struct Scenario {
     /// How long before a fire's start a replica may claim it (docs/design/standby.md); the
     /// model takes at most a quarter of the lease, as the executor does.
     pub(super) claim_ahead: Ms,
+    /// The operators' controls, at true times, each with the delay after which each replica
+    /// reads it from the control feed.
+    pub(super) controls: Vec<(Ms, Control, [Ms; MAX_REPLICAS])>,
+}
+
+/// An operator's control, made as the CLI makes it: a pause or resume is written to the store
+/// and published on the control feed together; a run asked for is published only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Control {
+    RunNow { id: u64 },
+    Pause,
+    Resume,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,6 +260,9 @@ impl Scenario {
             }
         }
         faults.sort_by_key(|(t, _)| *t);
+        // Drawn last, so that the seeds drawn before keep their other settings: runs asked for
+        // and pauses.
+        let controls = Scenario::draw_controls(&mut rng, period, grace);
         Scenario {
             period,
             grace,
@@ -262,7 +280,57 @@ impl Scenario {
             standby,
             named,
             claim_ahead,
+            controls,
         }
+    }
+
+    /// Runs asked for (some in a burst of more than eight within a second), and pauses with
+    /// their resumes (some never resumed); each read by each replica after its own delay: most
+    /// within a second, some seconds late, some past the grace.
+    fn draw_controls(
+        rng: &mut fastrand::Rng,
+        period: Ms,
+        grace: Ms,
+    ) -> Vec<(Ms, Control, [Ms; MAX_REPLICAS])> {
+        let mut made = Vec::new();
+        let at = |rng: &mut fastrand::Rng| rng.i64(3_000..RUN_FOR - 10_000);
+        if rng.u32(0..4) == 0 {
+            return Vec::new();
+        }
+        for _ in 0..rng.usize(0..=4) {
+            made.push((at(rng), Control::RunNow { id: rng.u64(1..) }));
+        }
+        if rng.u32(0..4) == 0 {
+            let from = at(rng);
+            for _ in 0..rng.usize(9..=14) {
+                made.push((
+                    from + rng.i64(0..1_000),
+                    Control::RunNow { id: rng.u64(1..) },
+                ));
+            }
+        }
+        for _ in 0..rng.usize(0..=2) {
+            let from = at(rng);
+            made.push((from, Control::Pause));
+            if rng.u32(0..5) != 0 {
+                let length = rng.i64(1..=grace + 4 * period);
+                made.push((from + length, Control::Resume));
+            }
+        }
+        made.sort_by_key(|(t, _)| *t);
+        made.into_iter()
+            .map(|(t, control)| {
+                let mut delays = [0; MAX_REPLICAS];
+                for d in &mut delays {
+                    *d = match rng.u32(0..10) {
+                        0..=6 => rng.i64(0..=1_000),
+                        7 | 8 => rng.i64(1_000..=5_000),
+                        _ => rng.i64(grace..=grace + 3 * period),
+                    };
+                }
+                (t, control, delays)
+            })
+            .collect()
     }
 
     /// A downtime of every replica: shorter or longer than the grace, crashed or stopped, each
@@ -377,6 +445,21 @@ pub(super) struct Record {
     /// When no replica ran the job awake with its walk done: a gap, every replica that runs it
     /// frozen, or the one that started again not yet past its walk (from, until).
     pub(super) unattended: Vec<(Ms, Ms)>,
+    /// Every run asked for: (true time it was published, id).
+    pub(super) requests: Vec<(Ms, u64)>,
+    /// Every run asked for that a replica's model took from the feed: (true time, replica,
+    /// incarnation, id).
+    pub(super) triggered: Vec<(Ms, usize, u32, u64)>,
+    /// Manual runs whose claim was in flight, or sent and never answered, when their replica
+    /// went down.
+    pub(super) manual_crash_lost: Vec<u64>,
+    /// When each incarnation of a replica ended: (true time, replica, incarnation).
+    pub(super) ends: Vec<(Ms, usize, u32)>,
+    /// When the server's state said the job was paused: (from, until).
+    pub(super) paused: Vec<(Ms, Ms)>,
+    /// Claims of scheduled fires the server granted anew while its state said paused: (true
+    /// time, fire).
+    pub(super) paused_grants: Vec<(Ms, Ms)>,
     pub(super) stop_at: Ms,
     pub(super) trace: Vec<String>,
 }
@@ -425,6 +508,8 @@ pub(super) struct Start {
     pub(super) claimed: Ms,
     /// The starting replica's clock at the start.
     pub(super) local: Ms,
+    /// The id of a manual run (then `fire` is its request as claimed).
+    pub(super) manual: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -490,6 +575,17 @@ enum Ev {
         inc: u32,
     },
     Fault(Fault),
+    /// An operator makes control `c` of the scenario.
+    Control {
+        c: usize,
+    },
+    /// The replica's feed reader reads control `c`, published at `published`.
+    Feed {
+        r: usize,
+        inc: u32,
+        c: usize,
+        published: Ms,
+    },
     Restart {
         r: usize,
     },
@@ -516,7 +612,8 @@ impl Ev {
             | Ev::AskFatePoint { r, .. }
             | Ev::AskMissed { r, .. }
             | Ev::Exit { r, .. }
-            | Ev::CancelRuns { r, .. } => Some(*r),
+            | Ev::CancelRuns { r, .. }
+            | Ev::Feed { r, .. } => Some(*r),
             _ => None,
         }
     }
@@ -533,6 +630,7 @@ impl Ev {
             | Ev::AskMissed { inc, .. }
             | Ev::Exit { inc, .. }
             | Ev::CancelRuns { inc, .. }
+            | Ev::Feed { inc, .. }
             | Ev::ToServer { inc, .. } => Some(*inc),
             _ => None,
         }
@@ -543,6 +641,10 @@ impl Ev {
 enum Pending {
     Claim {
         fire: Ms,
+        sent: Ms,
+    },
+    Manual {
+        id: u64,
         sent: Ms,
     },
     Renew {
@@ -598,6 +700,8 @@ struct Replica {
     pending_lease: Option<Lease>,
     /// Fires whose claim was sent and never answered (timed out): the server may still apply it.
     unanswered: std::collections::BTreeSet<Ms>,
+    /// The same for manual runs, by id.
+    unanswered_manual: std::collections::BTreeSet<u64>,
     runs: Vec<SimRun>,
     timer_at: Option<Ms>,
     wake_at: Option<Ms>,
@@ -642,6 +746,8 @@ pub(super) struct Sim {
     named_known: bool,
     /// Since when every replica is down, while they are.
     all_down_since: Option<Ms>,
+    /// The latest instant each replica reads a control from the feed: the feed keeps its order.
+    feed_fifo: Vec<Ms>,
     unattended_since: Option<Ms>,
 }
 
@@ -671,6 +777,7 @@ impl Sim {
             tracing,
             named_known: false,
             all_down_since: None,
+            feed_fifo: vec![0; sc.replicas],
             unattended_since: None,
             sc,
         };
@@ -688,6 +795,7 @@ impl Sim {
                 pending: BTreeMap::new(),
                 pending_lease: None,
                 unanswered: Default::default(),
+                unanswered_manual: Default::default(),
                 runs: Vec::new(),
                 timer_at: None,
                 wake_at: None,
@@ -703,6 +811,10 @@ impl Sim {
         }
         for (at, fault) in sim.sc.faults.clone() {
             sim.push(at, Ev::Fault(fault));
+        }
+        for c in 0..sim.sc.controls.len() {
+            let at = sim.sc.controls[c].0;
+            sim.push(at, Ev::Control { c });
         }
         for r in 0..sim.sc.replicas {
             let start = rng.i64(0..2_000);
@@ -851,6 +963,10 @@ impl Sim {
                 );
             }
             Ev::Fault(f) => self.fault(f),
+            Ev::Control { c } => self.control(c),
+            Ev::Feed {
+                r, c, published, ..
+            } => self.read_control(r, c, published),
             Ev::Restart { r } => self.restart(r),
             Ev::ServerUp => {}
             Ev::PauseEnd { r } => self.note_if_someone_runs(r),
@@ -965,7 +1081,13 @@ impl Sim {
         }
         let had_record = self.server.has_record();
         let server_now = self.now + self.server_skew;
+        let (paused, claims_before) = (self.server.paused.is_some(), self.server.claims_made());
         let resp = self.server.apply(&req, server_now);
+        if let (Req::Claim { fire, .. }, Resp::Acquired { .. }) = (&req, &resp) {
+            if paused && self.server.claims_made() > claims_before {
+                self.record.paused_grants.push((self.now, *fire));
+            }
+        }
         if !had_record && self.server.has_record() {
             self.record.first_records.push(self.now);
         }
@@ -974,7 +1096,7 @@ impl Sim {
             (Req::Claim { fire, .. }, Resp::Acquired { .. }) => {
                 self.record.taken.push((self.now, *fire));
             }
-            (Req::Claim { fire, .. }, Resp::Busy { .. }) => {
+            (Req::Claim { fire, .. }, Resp::Busy { .. } | Resp::Paused { .. }) => {
                 self.record.decided.push((server_now, *fire));
             }
             (Req::Report { fire, .. }, Resp::Reported(Reported::First))
@@ -1021,7 +1143,8 @@ impl Sim {
         let mut out = std::mem::take(&mut self.actions);
         match pending {
             Pending::Claim { fire, sent } => {
-                if resp.is_some() {
+                // A claim refused as too early says nothing of an earlier one that got no answer.
+                if resp.is_some() && !matches!(resp, Some(Resp::TooEarly { .. })) {
                     self.replicas[r].unanswered.remove(&fire);
                 }
                 let token = self.token(r, fire);
@@ -1049,6 +1172,38 @@ impl Sim {
                     Some(Resp::Lapsed) => Answer::Lapsed,
                     Some(Resp::TooEarly { ahead }) => {
                         Answer::TooEarly(Duration::from_millis(ahead.max(0) as u64))
+                    }
+                    Some(Resp::Paused {
+                        pause: (at, by),
+                        first_report,
+                    }) => Answer::Paused {
+                        pause: Pause::new(by, wall(at)),
+                        first_report,
+                    },
+                    _ => Answer::Failed("no answer".to_owned()),
+                };
+                self.replicas[r].model.on_claimed(answer, now, &mut out);
+            }
+            Pending::Manual { id, sent } => {
+                if resp.is_some() {
+                    self.replicas[r].unanswered_manual.remove(&id);
+                }
+                let answer = match resp {
+                    Some(Resp::Acquired { fence }) => {
+                        let token = self.manual_token(r, id);
+                        self.replicas[r].pending_lease = Some(Lease { token, fence, sent });
+                        Answer::Acquired {
+                            token: fence,
+                            deadline: Some(Duration::from_millis(
+                                (sent + self.sc.lease).max(0) as u64
+                            )),
+                        }
+                    }
+                    Some(Resp::AlreadyRan) => Answer::AlreadyRan,
+                    Some(Resp::Busy { first_report }) => Answer::Busy { first_report },
+                    Some(Resp::Lapsed) => Answer::Lapsed,
+                    Some(Resp::TooLate { late }) => {
+                        Answer::TooLate(Duration::from_millis(late.max(0) as u64))
                     }
                     _ => Answer::Failed("no answer".to_owned()),
                 };
@@ -1187,6 +1342,11 @@ impl Sim {
         format!("{:x}:{fire}", self.replicas[r].nonce)
     }
 
+    /// The token of every claim of manual run `id` by this incarnation (as the Redis guard).
+    fn manual_token(&self, r: usize, id: u64) -> String {
+        format!("{:x}:manual:{id:016x}", self.replicas[r].nonce)
+    }
+
     /// Carries out a replica's actions as the executor does.
     fn perform(&mut self, r: usize, out: &mut Vec<Action>) {
         let mut i = 0;
@@ -1202,6 +1362,10 @@ impl Sim {
         let inc = self.replicas[r].inc;
         match action {
             Action::Claim(fire) => {
+                if let Some(id) = fire.manual() {
+                    self.claim_manual(r, id, ms_of(fire.t));
+                    return;
+                }
                 let fire = ms_of(fire.t);
                 let req = Req::Claim {
                     fire,
@@ -1217,12 +1381,24 @@ impl Sim {
                 self.send(r, req, Pending::Claim { fire, sent }, RESPONSE_TIMEOUT);
             }
             Action::Abandon(fire) => {
-                self.replicas[r].pending_lease = None;
+                let lease = self.replicas[r].pending_lease.take();
+                if fire.manual().is_some() {
+                    // Only the lease goes back (as the executor): an unseen manual claim frees
+                    // itself when its lease runs out.
+                    if let Some(lease) = lease {
+                        let req = Req::Release { token: lease.token };
+                        self.send(r, req, Pending::Other, RESPONSE_TIMEOUT);
+                    }
+                    return;
+                }
                 let fire = ms_of(fire.t);
                 self.abandon(r, fire, 1);
             }
             Action::Start {
-                run, fire, token, ..
+                run,
+                fire,
+                token,
+                manual,
             } => {
                 let Some(lease) = self.replicas[r].pending_lease.take() else {
                     panic!("r{r}: a run started without a lease");
@@ -1234,7 +1410,7 @@ impl Sim {
                     run,
                 };
                 let fire = ms_of(fire);
-                self.trace(|| format!("r{r} STARTS fire {fire} token {token}"));
+                self.trace(|| format!("r{r} STARTS fire {fire} manual {manual:?} token {token}"));
                 self.record.starts.push(Start {
                     at: self.now,
                     key,
@@ -1242,6 +1418,7 @@ impl Sim {
                     token,
                     claimed: lease.sent,
                     local: ms_of(self.local_now(r).wall),
+                    manual,
                 });
                 let deadline = lease.sent + self.sc.lease;
                 let renew_at = lease.sent + self.sc.lease / 3;
@@ -1282,15 +1459,30 @@ impl Sim {
             Action::Emit(event) => {
                 self.trace(|| {
                     format!(
-                        "r{r} emits {} fire {} first {}",
+                        "r{r} emits {} fire {} manual {:?} first {}",
                         event.kind.name(),
                         ms_of(event.fire_time),
+                        event.manual,
                         event.first_report
                     )
                 });
                 self.record.events.push((self.now, r, inc, event));
             }
         }
+    }
+
+    /// Claims manual run `id`, asked for at `requested` (as the replica's model saw it).
+    fn claim_manual(&mut self, r: usize, id: u64, requested: Ms) {
+        let req = Req::Manual {
+            id,
+            token: self.manual_token(r, id),
+            lease: self.sc.lease,
+            requested,
+            grace: self.sc.grace,
+        };
+        let sent = self.now;
+        self.replicas[r].unanswered_manual.insert(id);
+        self.send(r, req, Pending::Manual { id, sent }, RESPONSE_TIMEOUT);
     }
 
     /// One poll of a run's body: never past the lease's local deadline.
@@ -1500,6 +1692,7 @@ impl Sim {
                 self.server_epoch += 1;
                 self.record.outages.push((self.now, self.now + down));
                 if lose_data {
+                    self.resume_at_server();
                     self.server = JobState::default();
                     self.record.data_losses.push(self.now);
                 }
@@ -1540,6 +1733,10 @@ impl Sim {
         self.record
             .crash_lost
             .extend(rep.unanswered.iter().copied());
+        self.record
+            .manual_crash_lost
+            .extend(rep.unanswered_manual.iter().copied());
+        self.record.ends.push((self.now, r, rep.inc));
         // A fire claimed ahead dies with its claimant before its instant (docs/design/standby.md):
         // nobody else runs or reports it.
         self.record
@@ -1549,6 +1746,7 @@ impl Sim {
             match p {
                 Pending::Claim { fire, .. } => self.record.crash_lost.push(*fire),
                 Pending::Report { fire, .. } => self.record.crash_lost.push(ms_of(*fire)),
+                Pending::Manual { id, .. } => self.record.manual_crash_lost.push(*id),
                 _ => {}
             }
         }
@@ -1630,6 +1828,7 @@ impl Sim {
         rep.seed = seed;
         rep.pending.clear();
         rep.unanswered.clear();
+        rep.unanswered_manual.clear();
         rep.pending_lease = None;
         rep.runs.clear();
         rep.timer_at = None;
@@ -1660,6 +1859,114 @@ impl Sim {
         self.arm(r);
     }
 
+    /// An operator makes a control, as the CLI does: a pause or resume is written to the store
+    /// (retried until the store answers), and the control published on the feed; each replica
+    /// process that is up reads it after its delay. A process started later reads the feed
+    /// from its end at its first read, as the feed readers do (`operate.rs`): it never reads it.
+    fn control(&mut self, c: usize) {
+        let unavailable = self.server_down_until.max(self.server_stalled_until);
+        if self.now < unavailable {
+            self.push(unavailable, Ev::Control { c });
+            return;
+        }
+        let (_, control, delays) = self.sc.controls[c];
+        self.trace(|| format!("CONTROL {control:?}"));
+        match control {
+            Control::Pause => {
+                if self.server.paused.is_none() {
+                    self.server.paused = Some((self.now + self.server_skew, "ops".to_owned()));
+                    self.record.paused.push((self.now, Ms::MAX / 2));
+                }
+            }
+            Control::Resume => {
+                self.resume_at_server();
+            }
+            Control::RunNow { id } => self.record.requests.push((self.now, id)),
+        }
+        for (r, delay) in delays.into_iter().enumerate().take(self.replicas.len()) {
+            let rep = &self.replicas[r];
+            if !rep.alive {
+                continue;
+            }
+            let inc = rep.inc;
+            let at = (self.now + delay).max(self.feed_fifo[r]);
+            self.feed_fifo[r] = at;
+            let published = self.now;
+            self.push(
+                at,
+                Ev::Feed {
+                    r,
+                    inc,
+                    c,
+                    published,
+                },
+            );
+        }
+    }
+
+    /// The server's pause ends (resumed, or its data lost).
+    fn resume_at_server(&mut self) {
+        if self.server.paused.take().is_some() {
+            if let Some(span) = self.record.paused.last_mut() {
+                span.1 = self.now;
+            }
+        }
+    }
+
+    /// Replica `r`'s feed reader reads control `c`: while the store does not answer it reads
+    /// nothing, and a control the store lost with its data is never read.
+    fn read_control(&mut self, r: usize, c: usize, published: Ms) {
+        let unavailable = self.server_down_until.max(self.server_stalled_until);
+        if self.now < unavailable {
+            let inc = self.replicas[r].inc;
+            self.push(
+                unavailable,
+                Ev::Feed {
+                    r,
+                    inc,
+                    c,
+                    published,
+                },
+            );
+            return;
+        }
+        if self
+            .record
+            .data_losses
+            .iter()
+            .any(|l| published < *l && *l <= self.now)
+        {
+            return;
+        }
+        let control = self.sc.controls[c].1;
+        self.trace(|| format!("r{r} reads {control:?} from the feed"));
+        let now = self.local_now(r);
+        let mut out = std::mem::take(&mut self.actions);
+        match control {
+            Control::RunNow { id } => {
+                if !self.replicas[r].stopping {
+                    let inc = self.replicas[r].inc;
+                    self.record.triggered.push((self.now, r, inc, id));
+                }
+                let run = ManualRun {
+                    id,
+                    requested_at: wall(published),
+                };
+                self.replicas[r].model.on_trigger(run, now, &mut out);
+            }
+            Control::Pause => {
+                let pause = Pause::new("ops", wall(published));
+                self.replicas[r]
+                    .model
+                    .set_paused(Some(pause), now, &mut out);
+            }
+            Control::Resume => self.replicas[r].model.set_paused(None, now, &mut out),
+        }
+        self.perform(r, &mut out);
+        self.actions = out;
+        self.arm(r);
+    }
+
     fn health(&mut self) {
         let last = self.server.last_claimed().map(wall);
         for r in 0..self.replicas.len() {
@@ -1670,8 +1977,13 @@ impl Sim {
             let now = self.local_now(r).wall;
             let grace = Duration::from_millis(self.sc.grace as u64);
             let due = rep.model.due_by(now);
-            let known = if self.now < self.server_down_until || self.now < self.server_stalled_until
-            {
+            let known = if let Some(p) = rep.model.paused() {
+                // As the monitor: a job paused as far as this process knows is not judged.
+                HealthState::Paused {
+                    by: p.by.clone(),
+                    at: p.at,
+                }
+            } else if self.now < self.server_down_until || self.now < self.server_stalled_until {
                 HealthState::Unknown {
                     reason: "no answer".to_owned(),
                 }
@@ -1799,6 +2111,8 @@ mod tests {
         for seed in 0..100 {
             let mut sc = Scenario::draw(seed);
             sc.faults.clear();
+            // A pause makes every replica claim at the instant (nobody stands by).
+            sc.controls.clear();
             sc.loss_per_mille = 0;
             sc.spike_per_mille = 0;
             sc.delay_max = sc.delay_max.min(20);

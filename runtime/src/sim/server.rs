@@ -5,6 +5,7 @@
 //! the fire for every other claimant, abandoned claims recorded as not started, fencing tokens
 //! that never go below the server's clock, and the job's fate point with the fires reported missed
 //! after a downtime (docs/guide/downtime.md): recorded once, never claimed or reported again.
+//! Manual runs are claimed as the script's `manual`, and a pause is the state's `paused` field.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +45,14 @@ pub(super) enum Req {
         fire: Ms,
         nonce: u64,
     },
+    /// Claims manual run `id` (the script's `manual`).
+    Manual {
+        id: u64,
+        token: String,
+        lease: Ms,
+        requested: Ms,
+        grace: Ms,
+    },
     /// Reads the job's fate point.
     FatePoint,
     /// Records the fires up to `last` as missed (`first` is for the trace: the Redis guard sends
@@ -69,6 +78,15 @@ pub(super) enum Resp {
     Lapsed,
     TooEarly {
         ahead: Ms,
+    },
+    /// A manual run nobody claimed, asked for this long ago (more than the grace).
+    TooLate {
+        late: Ms,
+    },
+    /// The job is paused (when, by whom).
+    Paused {
+        pause: (Ms, String),
+        first_report: bool,
     },
     Renewed,
     CancelRequested,
@@ -106,6 +124,14 @@ pub(super) struct JobState {
     pub(super) unsure: bool,
     /// The fires up to here were reported missed (`gone`).
     gone: Option<Ms>,
+    /// The job's pause (`paused`): when, by whom.
+    pub(super) paused: Option<(Ms, String)>,
+    /// Who claimed each manual run remembered (`m:<id>`).
+    manual: BTreeMap<u64, String>,
+    /// The manual runs remembered, by their request (the sorted set `runs`).
+    runs: BTreeMap<u64, Ms>,
+    /// The newest request of a manual run forgotten (`mf`).
+    forgotten: Option<Ms>,
 }
 
 impl JobState {
@@ -176,6 +202,17 @@ impl JobState {
                 let own_report = self.reported.get(fire) == Some(nonce);
                 if !own_report && self.gone.is_some_and(|g| g >= *fire) {
                     return Resp::DroppedByAnother;
+                }
+                // A paused fire is dropped whatever the overlap, its report recorded as for a
+                // busy skip; ahead of the server's clock it is left for the claim at its instant.
+                if let Some(pause) = self.paused.clone() {
+                    if *fire > now {
+                        return Resp::TooEarly { ahead: fire - now };
+                    }
+                    return Resp::Paused {
+                        pause,
+                        first_report: self.report(*fire, *nonce),
+                    };
                 }
                 if self.reported.get(fire).is_some_and(|by| by != nonce) {
                     return Resp::DroppedByAnother;
@@ -295,6 +332,13 @@ impl JobState {
                     false => Reported::ByAnother,
                 })
             }
+            Req::Manual {
+                id,
+                token,
+                lease,
+                requested,
+                grace,
+            } => self.manual(*id, token, *lease, *requested, *grace, now),
             Req::FatePoint => Resp::Point(self.fate_point(now)),
             Req::ReportMissed { last, .. } => {
                 if *last > now + AHEAD_TOLERANCE {
@@ -308,6 +352,58 @@ impl JobState {
                 Resp::Point(point)
             }
         }
+    }
+
+    /// Line by line as `manual` in the Redis guard's batch script: a manual run takes the lock
+    /// and a fencing token like a claim, and is remembered apart from the scheduled fires for
+    /// the grace by the server's clock; the pause is not read.
+    fn manual(
+        &mut self,
+        id: u64,
+        token: &str,
+        lease: Ms,
+        requested: Ms,
+        grace: Ms,
+        now: Ms,
+    ) -> Resp {
+        let claimed_by = self.manual.get(&id).cloned();
+        if claimed_by.as_deref() == Some(token) {
+            if self.lock_holder(now) != Some(token) {
+                return Resp::Lapsed;
+            }
+            self.lock = Some((token.to_owned(), now + lease));
+            return Resp::Acquired { fence: self.fence };
+        }
+        if claimed_by.is_some() {
+            return Resp::AlreadyRan;
+        }
+        if self.forgotten.is_some_and(|f| requested <= f) {
+            return Resp::AlreadyRan;
+        }
+        if now - requested > grace {
+            return Resp::TooLate {
+                late: now - requested,
+            };
+        }
+        if self.lock_holder(now).is_some() {
+            return Resp::Busy { first_report: true };
+        }
+        self.lock = Some((token.to_owned(), now + lease));
+        self.fence = (self.fence + 1).max(u64::try_from(now).unwrap_or(0) * 1_000);
+        let old: Vec<(u64, Ms)> = self
+            .runs
+            .iter()
+            .filter(|(_, at)| **at < now - grace)
+            .map(|(id, at)| (*id, *at))
+            .collect();
+        for (old, at) in old {
+            self.manual.remove(&old);
+            self.runs.remove(&old);
+            self.forgotten = Some(self.forgotten.map_or(at, |f| f.max(at)));
+        }
+        self.runs.insert(id, requested);
+        self.manual.insert(id, token.to_owned());
+        Resp::Acquired { fence: self.fence }
     }
 
     /// Who claimed `fire`, as far as the recent claims tell (as the Redis guard: the ring is read
@@ -350,6 +446,11 @@ impl JobState {
             oldest = Some(oldest.map_or(*f, |o| o.min(*f)));
         }
         (who, oldest)
+    }
+
+    /// How many claims of scheduled fires the server granted anew.
+    pub(super) fn claims_made(&self) -> u64 {
+        self.claimed
     }
 
     /// Whether the store holds any record of the job.
