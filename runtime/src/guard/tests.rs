@@ -924,6 +924,41 @@ mod redis {
         assert!(matches!(answer, Claim::AlreadyRan), "{answer:?}");
     }
 
+    /// A run asked for is remembered for the grace from the later of its request and its claim:
+    /// a claimant whose clock is behind stamps the request early, and the run must not be
+    /// forgotten early — another claimant would then run it again.
+    #[tokio::test]
+    async fn redis_a_run_stamped_early_is_remembered_from_its_claim() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let mut conn = raw(&server).await;
+        let stamped = now() - TimeDelta::seconds(20);
+        let run = crate::control::ManualRun {
+            id: 0xbeef,
+            requested_at: stamped,
+        };
+        let g = guard(&server, "early-stamp", 30_000).await;
+        let answer = super::super::GuardControls::claim_manual(&g, run)
+            .await
+            .expect("answers");
+        let Claim::Acquired(lease) = answer else {
+            panic!("{answer:?}");
+        };
+        lease.release().await.expect("release");
+        let score: f64 = ::redis::cmd("ZSCORE")
+            .arg("cronguard:{early-stamp}:manual")
+            .arg(format!("{:016x}", run.id))
+            .query_async(&mut conn)
+            .await
+            .expect("ZSCORE");
+        assert!(
+            score as i64 >= (now() - TimeDelta::seconds(2)).timestamp_millis(),
+            "kept from the claim, not from the stamp {}: {score}",
+            stamped.timestamp_millis()
+        );
+    }
+
     #[tokio::test]
     async fn redis_reports_are_recorded_per_fire_and_per_process() {
         let Some(server) = RedisServer::start() else {

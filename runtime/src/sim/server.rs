@@ -401,7 +401,9 @@ impl JobState {
             self.runs.remove(&old);
             self.forgotten = Some(self.forgotten.map_or(at, |f| f.max(at)));
         }
-        self.runs.insert(id, requested);
+        // Kept for the grace from the later of its request and this claim: a claimant whose
+        // clock is behind stamps the request early, and it must not be forgotten early.
+        self.runs.insert(id, requested.max(now));
         self.manual.insert(id, token.to_owned());
         Resp::Acquired { fence: self.fence }
     }

@@ -559,7 +559,7 @@ BEGIN
       WHERE q >= v_cut ORDER BY n), p_token),
     manual_run_requested = array_append(ARRAY(
       SELECT q FROM unnest(r.manual_run_requested) WITH ORDINALITY AS u(q, n)
-      WHERE q >= v_cut ORDER BY n), p_requested)
+      WHERE q >= v_cut ORDER BY n), greatest(p_requested, v_now))
     WHERE job = p_job;
   IF p_history THEN
     UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';

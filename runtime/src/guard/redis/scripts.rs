@@ -296,7 +296,9 @@ local function manual(lock, state_key, runs, id, token, px, requested_arg, grace
     redis.call('ZREMRANGEBYSCORE', runs, '-inf', '(' .. string.format('%.0f', now - grace))
     redis.call('HSET', state_key, 'mf', string.format('%.0f', forgotten))
   end
-  redis.call('ZADD', runs, requested_arg, id)
+  -- Kept for the grace from the later of its request and this claim: a claimant whose clock is
+  -- behind stamps the request early, and it must not be forgotten early.
+  redis.call('ZADD', runs, string.format('%.0f', math.max(requested, now)), id)
   redis.call('HSET', state_key, 'fence', string.format('%.0f', fence), 'm:' .. id, token)
   return {2, fence, 0}
 end
