@@ -135,10 +135,7 @@ impl JobModel {
         // not answer, for how long nobody knows.
         let extra = self.extra_mut();
         extra.point_failing = true;
-        let deferred = std::mem::take(&mut extra.deferred_reports);
-        extra.pending_reports = extra
-            .pending_reports
-            .saturating_sub(u32::try_from(deferred.len()).unwrap_or(u32::MAX));
+        let deferred = extra.take_deferred_reports();
         for (fire, kind) in deferred {
             let kind = kind.with_reason_note(&told);
             self.emit_drop(fire, kind, true, now, out);

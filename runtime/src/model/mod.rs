@@ -396,6 +396,16 @@ struct Extra {
     controls: Controls,
 }
 
+impl Extra {
+    /// The drop reports held back for the walk, no longer counted as pending.
+    fn take_deferred_reports(&mut self) -> Vec<(DateTime<Utc>, EventKind)> {
+        let deferred = std::mem::take(&mut self.deferred_reports);
+        let n = u32::try_from(deferred.len()).unwrap_or(u32::MAX);
+        self.pending_reports = self.pending_reports.saturating_sub(n);
+        deferred
+    }
+}
+
 /// A fire the guard granted ahead of its start: its run starts at the start, under this claim.
 #[derive(Debug, Clone, Copy)]
 struct Held {
@@ -1770,10 +1780,7 @@ impl JobModel {
         // Drop reports held back for the walk are not asked any more. Nothing was recorded, so
         // the processes that go on decide those fires, or the next start's walk reports them.
         if let Some(extra) = self.extra.as_deref_mut() {
-            let deferred = std::mem::take(&mut extra.deferred_reports);
-            extra.pending_reports = extra
-                .pending_reports
-                .saturating_sub(u32::try_from(deferred.len()).unwrap_or(u32::MAX));
+            let deferred = extra.take_deferred_reports();
             for (fire, kind) in deferred {
                 let kind = match kind {
                     EventKind::Misfired { reason, count, first } => EventKind::Misfired {
@@ -1918,10 +1925,7 @@ impl JobModel {
         let Some(extra) = self.extra.as_deref_mut() else {
             return;
         };
-        let deferred = std::mem::take(&mut extra.deferred_reports);
-        extra.pending_reports = extra
-            .pending_reports
-            .saturating_sub(u32::try_from(deferred.len()).unwrap_or(u32::MAX));
+        let deferred = extra.take_deferred_reports();
         for (fire, kind) in deferred {
             let ours =
                 covered.is_some_and(|(point, last)| point.is_none_or(|p| p < fire) && fire <= last);
