@@ -38,6 +38,19 @@ struct JobState {
 }
 
 impl JobState {
+    /// Who claimed `fire`: the holder of the last claim, or one of the recent claims.
+    fn claimant(&self, fire: DateTime<Utc>) -> Option<String> {
+        match self.last {
+            Some(last) if last == fire => Some(self.holder.clone()),
+            Some(last) if last > fire => self
+                .recent
+                .iter()
+                .find(|(f, _)| *f == fire)
+                .map(|(_, t)| t.clone()),
+            _ => None,
+        }
+    }
+
     /// The newest fire up to which every fire has a fate: claimed, reported, or reported missed.
     fn fate_point(&self) -> Option<DateTime<Utc>> {
         let newest_report = self.reports.keys().max().copied();
@@ -121,15 +134,7 @@ impl Guard for MemoryGuard {
         let answer = self.store.with(&self.job, |s| {
             let now = Instant::now();
             let held = s.lease.clone().filter(|(_, until)| *until > now);
-            let claimed_by = match s.last {
-                Some(last) if last == fire => Some(s.holder.clone()),
-                Some(last) if last > fire => s
-                    .recent
-                    .iter()
-                    .find(|(f, _)| *f == fire)
-                    .map(|(_, t)| t.clone()),
-                _ => None,
-            };
+            let claimed_by = s.claimant(fire);
             if claimed_by.as_deref() == Some(token.as_str()) {
                 if held.as_ref().map(|(t, _)| t) != Some(&token) {
                     if s.last == Some(fire) {
@@ -200,15 +205,7 @@ impl Guard for MemoryGuard {
         let answer = self.store.with(&self.job, |s| {
             // Another claimant's claim of the fire took effect: it ran there, or that claimant
             // reports it. This claimant's own claim makes the fire its own to report.
-            let claimed_by = match s.last {
-                Some(last) if last == fire => Some(s.holder.clone()),
-                Some(last) if last > fire => s
-                    .recent
-                    .iter()
-                    .find(|(f, _)| *f == fire)
-                    .map(|(_, t)| t.clone()),
-                _ => None,
-            };
+            let claimed_by = s.claimant(fire);
             match claimed_by {
                 Some(token) if !token.starts_with(&own) => return DropReport::ClaimedElsewhere,
                 Some(_) => {

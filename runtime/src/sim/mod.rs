@@ -1149,15 +1149,7 @@ impl Sim {
                 }
                 let token = self.token(r, fire);
                 let answer = match resp {
-                    Some(Resp::Acquired { fence }) => {
-                        self.replicas[r].pending_lease = Some(Lease { token, fence, sent });
-                        Answer::Acquired {
-                            token: fence,
-                            deadline: Some(Duration::from_millis(
-                                (sent + self.sc.lease).max(0) as u64
-                            )),
-                        }
-                    }
+                    Some(Resp::Acquired { fence }) => self.acquired(r, token, fence, sent),
                     Some(Resp::AlreadyRan) => Answer::AlreadyRan,
                     Some(Resp::ClaimedByAnother) => Answer::ClaimedByAnother,
                     Some(Resp::Superseded) => Answer::Superseded,
@@ -1191,13 +1183,7 @@ impl Sim {
                 let answer = match resp {
                     Some(Resp::Acquired { fence }) => {
                         let token = self.manual_token(r, id);
-                        self.replicas[r].pending_lease = Some(Lease { token, fence, sent });
-                        Answer::Acquired {
-                            token: fence,
-                            deadline: Some(Duration::from_millis(
-                                (sent + self.sc.lease).max(0) as u64
-                            )),
-                        }
+                        self.acquired(r, token, fence, sent)
                     }
                     Some(Resp::AlreadyRan) => Answer::AlreadyRan,
                     Some(Resp::Busy { first_report }) => Answer::Busy { first_report },
@@ -1336,6 +1322,15 @@ impl Sim {
             token: self.token(r, fire),
         };
         self.send(r, req, Pending::Abandon { fire, attempt }, RESPONSE_TIMEOUT);
+    }
+
+    /// A granted claim, sent at `sent`: its lease waits for the model's word.
+    fn acquired(&mut self, r: usize, token: String, fence: u64, sent: Ms) -> Answer {
+        self.replicas[r].pending_lease = Some(Lease { token, fence, sent });
+        Answer::Acquired {
+            token: fence,
+            deadline: Some(Duration::from_millis((sent + self.sc.lease).max(0) as u64)),
+        }
     }
 
     fn token(&self, r: usize, fire: Ms) -> String {
