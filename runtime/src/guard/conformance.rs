@@ -773,7 +773,8 @@ where
 
 /// A manual run asked for longer ago than the job's misfire grace, by the guard's clock, is
 /// refused: nobody claimed it, and it can no longer start. A run that a process with a short
-/// grace has forgotten is not claimed again by one with a longer grace.
+/// grace claimed is not claimed again by one with a longer grace, and a run nobody claimed, asked
+/// for with it, is refused as too late, not taken for one that ran.
 async fn a_manual_run_asked_for_before_the_grace_is_refused<F>(
     suite: &Suite<F>,
 ) -> Outcome<Supported>
@@ -831,6 +832,11 @@ where
         id: fastrand::u64(1..),
         requested_at: now(),
     };
+    // Asked for with `first`, and read by nobody until its grace is over.
+    let unread = ManualRun {
+        id: fastrand::u64(1..),
+        requested_at: first.requested_at,
+    };
     release(C, acquire_manual(C, &*hasty, first).await?).await?;
     tokio::time::sleep(short * 2).await;
     let next = ManualRun {
@@ -843,6 +849,15 @@ where
         C,
         again == "AlreadyRan" || again == "TooLate",
         "a manual run claimed by a process with a grace of {short:?}, claimed {:?} later by another with a grace of {GRACE:?}, answered {again}, expected AlreadyRan",
+        short * 2
+    );
+    // Nobody claimed it: it did not run, and the late reader must report it, not take it for a
+    // run that was claimed and forgotten.
+    let late = name(&claim_manual(C, &*hasty, unread).await?);
+    ensure!(
+        C,
+        late == "TooLate",
+        "a manual run nobody claimed, asked for {:?} ago with a grace of {short:?}, answered {late}, expected TooLate (a run claimed is remembered for at least `MANUAL_RUNS_KEPT`)",
         short * 2
     );
     Ok(Supported::Yes)

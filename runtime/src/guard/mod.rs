@@ -116,6 +116,13 @@ pub struct GuardSpec {
     pub misfire_grace: Duration,
 }
 
+/// How long a guard remembers a manual run it granted, at least: the job's misfire grace or this,
+/// whichever is longer, from the later of the request and the claim ([`Guard::claim_manual`]).
+/// A run nobody claimed is refused as [`Claim::TooLate`] once the grace is over, but only a run
+/// forgotten is refused as [`Claim::AlreadyRan`] without a record of it, so the longer memory
+/// keeps a late reader of a run nobody took from mistaking it for one that ran.
+pub const MANUAL_RUNS_KEPT: Duration = Duration::from_secs(3600);
+
 /// Builds a job's guard from its settings; registered with
 /// [`Builder::custom_guard`](crate::Builder::custom_guard).
 pub type GuardFactory =
@@ -368,8 +375,9 @@ pub trait GuardControls: Send + Sync {
     /// claimed for as long as a claim of it could be granted, and answers [`Claim::TooLate`] to
     /// a claim of a run nobody claimed whose `requested_at` lies further back than
     /// [`GuardSpec::misfire_grace`] by its own clock (the host's for a guard without one). It
-    /// may then forget the run, but must go on refusing it ([`Claim::AlreadyRan`] or `TooLate`):
-    /// a claimant whose grace is longer, or a clock that went back, must not claim it again.
+    /// may forget a run once the grace and [`MANUAL_RUNS_KEPT`] are both over, but must go on
+    /// refusing it ([`Claim::AlreadyRan`] or `TooLate`): a claimant whose grace is longer, or a
+    /// clock that went back, must not claim it again.
     fn claim_manual(&self, run: ManualRun) -> BoxFuture<Result<Claim, GuardError>>;
 }
 

@@ -16,6 +16,8 @@ pub(super) type Ms = i64;
 
 /// How many recent claims the server remembers (as the Redis guard).
 const RECENT_CLAIMS: usize = 8;
+/// How long a manual run claimed is remembered at least (`MANUAL_RUNS_KEPT`).
+const RUNS_KEPT: Ms = crate::guard::MANUAL_RUNS_KEPT.as_millis() as Ms;
 
 /// How far ahead of the server's clock a claimed fire may lie (as in the Redis guard).
 pub(super) const AHEAD_TOLERANCE: Ms = 1_000;
@@ -393,7 +395,7 @@ impl JobState {
         let old: Vec<(u64, Ms)> = self
             .runs
             .iter()
-            .filter(|(_, at)| **at < now - grace)
+            .filter(|(_, at)| **at < now - grace.max(RUNS_KEPT))
             .map(|(id, at)| (*id, *at))
             .collect();
         for (old, at) in old {

@@ -5,8 +5,8 @@
 //! - `<job>.manual`: the manual runs claimed, so that a run asked for on several processes runs
 //!   once: a first line `v2 <Unix ms>`, the newest request forgotten, then one
 //!   `<id hex> <claimant> <requested, Unix ms>` per run claimed. A run is kept for as long as a
-//!   claim of it could be granted (its request is no older than the misfire grace); a claim of a
-//!   forgotten one is refused. A file of an earlier version (lines `<id hex> <claimant>`, the
+//!   claim of it could be granted (its request is no older than the misfire grace) and at least
+//!   [`MANUAL_RUNS_KEPT`](crate::guard::MANUAL_RUNS_KEPT); a claim of a forgotten one is refused. A file of an earlier version (lines `<id hex> <claimant>`, the
 //!   last eight runs) is read as runs requested now.
 
 use std::fs::File;
@@ -162,7 +162,8 @@ impl FileGuard {
         let holder = Holder::this_process(lock.id);
         record.token = (record.token + 1).max(system_micros());
         record.holder = Some(holder);
-        taken.forget_before(now.saturating_sub(grace));
+        let kept = i64::try_from(crate::guard::MANUAL_RUNS_KEPT.as_millis()).unwrap_or(i64::MAX);
+        taken.forget_before(now.saturating_sub(grace.max(kept)));
         taken.runs.push((run.id, self.nonce, requested));
         manual.write(&taken.format())?;
         record.write(&state_file).map_err(|e| self.state_err(e))?;

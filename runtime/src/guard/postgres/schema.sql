@@ -501,7 +501,8 @@ END
 $manual$;
 
 -- A manual run: refused once asked for longer ago than the grace (answer 9, the ms since), or
--- when it may be one of the runs forgotten; a run claimed is kept until then.
+-- when it may be one of the runs forgotten; a run claimed is kept for the grace and at least an
+-- hour from the later of its request and its claim.
 CREATE OR REPLACE FUNCTION {schema}.claim_manual_v2(
   p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
   p_grace_ms bigint, p_instance text, p_history boolean, OUT answer integer, OUT val bigint)
@@ -509,6 +510,8 @@ LANGUAGE plpgsql AS $manual2$
 DECLARE
   v_now timestamptz := clock_timestamp();
   v_cut timestamptz := v_now - p_grace_ms * interval '1 millisecond';
+  -- Runs claimed are remembered for the grace and at least an hour (`MANUAL_RUNS_KEPT`).
+  v_keep timestamptz := v_now - greatest(p_grace_ms, 3600000) * interval '1 millisecond';
   r {schema}.jobs%ROWTYPE;
   v_claimed_by text;
   v_fence bigint;
@@ -550,16 +553,16 @@ BEGIN
     fence = v_fence, lease_holder = p_token,
     lease_until = v_now + p_lease_ms * interval '1 millisecond', cancel_holder = NULL,
     manual_forgotten = greatest(r.manual_forgotten,
-      (SELECT max(q) FROM unnest(r.manual_run_requested) AS u(q) WHERE q < v_cut)),
+      (SELECT max(q) FROM unnest(r.manual_run_requested) AS u(q) WHERE q < v_keep)),
     manual_run_ids = array_append(ARRAY(
       SELECT i FROM unnest(r.manual_run_ids, r.manual_run_requested) WITH ORDINALITY AS u(i, q, n)
-      WHERE q >= v_cut ORDER BY n), p_id),
+      WHERE q >= v_keep ORDER BY n), p_id),
     manual_run_tokens = array_append(ARRAY(
       SELECT t FROM unnest(r.manual_run_tokens, r.manual_run_requested) WITH ORDINALITY AS u(t, q, n)
-      WHERE q >= v_cut ORDER BY n), p_token),
+      WHERE q >= v_keep ORDER BY n), p_token),
     manual_run_requested = array_append(ARRAY(
       SELECT q FROM unnest(r.manual_run_requested) WITH ORDINALITY AS u(q, n)
-      WHERE q >= v_cut ORDER BY n), greatest(p_requested, v_now))
+      WHERE q >= v_keep ORDER BY n), greatest(p_requested, v_now))
     WHERE job = p_job;
   IF p_history THEN
     UPDATE {schema}.runs SET outcome = 'lost' WHERE job = p_job AND outcome = 'running';

@@ -67,6 +67,8 @@ pub(super) mod op {
 pub(crate) const BATCH_LUA: &str = r#"
 -- How far ahead of the server's clock a fire may lie (`CLAIM_AHEAD_TOLERANCE`).
 local TOLERANCE_MS = 1000
+-- How long a manual run claimed is remembered at least (`MANUAL_RUNS_KEPT`).
+local RUNS_KEPT_MS = 3600000
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -246,11 +248,13 @@ end
 -- A manual run takes the lock and a fencing token like a claim, and is recorded apart from the
 -- scheduled fires (last, holder, the ring r0..r7), so that they are untouched and the pause is not
 -- read: the state hash names each run's claimant in a field `m:<id>`, and the sorted set `runs`
--- holds each id scored by its request (Unix ms). A run is kept for as long as a claim of it could
--- be granted: a claim of a run nobody claimed that was asked for longer than the grace ago (by
--- the server's clock) is refused (`9`), and the runs asked for before then are forgotten, the
--- newest of them in `mf`, so that a claim of a forgotten run (a longer grace, a clock gone back)
--- is refused too. The fields m0..m7 are the ring of the last eight runs of an earlier version.
+-- holds each id scored by the later of its request and its claim (Unix ms). A claim of a run
+-- nobody claimed that was asked for longer than the grace ago (by the server's clock) is refused
+-- (`9`). A run claimed is kept for the grace, and at least an hour, from that score: long past
+-- any claim of it that could be granted, so that a late reader of a run nobody claimed is told
+-- it is too late rather than mistaking it for one forgotten. The runs older than that are
+-- forgotten, the newest score in `mf`, and a claim of a run asked for then or before (a longer
+-- grace, a clock gone back) is refused as one that may have run. The fields m0..m7 are the ring of the last eight runs of an earlier version.
 local function manual(lock, state_key, runs, id, token, px, requested_arg, grace_arg)
   local requested, grace = tonumber(requested_arg), tonumber(grace_arg)
   local state = redis.call('HMGET', state_key, 'fence', 'mf', 'm:' .. id,
@@ -287,13 +291,14 @@ local function manual(lock, state_key, runs, id, token, px, requested_arg, grace
     return {1, 1, 0}
   end
   local fence = math.max((tonumber(state[1]) or 0) + 1, now_us)
-  local old = redis.call('ZRANGEBYSCORE', runs, '-inf', '(' .. string.format('%.0f', now - grace), 'WITHSCORES')
+  local cut = '(' .. string.format('%.0f', now - math.max(grace, RUNS_KEPT_MS))
+  local old = redis.call('ZRANGEBYSCORE', runs, '-inf', cut, 'WITHSCORES')
   if #old > 0 then
     for i = 1, #old, 2 do
       redis.call('HDEL', state_key, 'm:' .. old[i])
       forgotten = math.max(forgotten or tonumber(old[i + 1]), tonumber(old[i + 1]))
     end
-    redis.call('ZREMRANGEBYSCORE', runs, '-inf', '(' .. string.format('%.0f', now - grace))
+    redis.call('ZREMRANGEBYSCORE', runs, '-inf', cut)
     redis.call('HSET', state_key, 'mf', string.format('%.0f', forgotten))
   end
   -- Kept for the grace from the later of its request and this claim: a claimant whose clock is
@@ -468,6 +473,11 @@ mod tests {
         let line = format!(
             "local TOLERANCE_MS = {}",
             super::super::CLAIM_AHEAD_TOLERANCE.as_millis()
+        );
+        assert!(super::BATCH_LUA.contains(&line), "{line}");
+        let line = format!(
+            "local RUNS_KEPT_MS = {}",
+            crate::guard::MANUAL_RUNS_KEPT.as_millis()
         );
         assert!(super::BATCH_LUA.contains(&line), "{line}");
     }
