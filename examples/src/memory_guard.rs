@@ -33,8 +33,13 @@ struct JobState {
     recent: VecDeque<(DateTime<Utc>, String)>,
     /// Who reported each dropped fire first.
     reports: HashMap<DateTime<Utc>, String>,
-    /// The fires up to here were reported missed while no process ran the job.
+    /// The fires up to here were reported missed while no process ran the job...
     missed_through: Option<DateTime<Utc>>,
+    /// ...but not those after `missed_before` (the missed fires before) up to `missed_from` (the
+    /// fate point the newest were recorded from): such a fire may still be open in a process,
+    /// which reports it.
+    missed_from: Option<DateTime<Utc>>,
+    missed_before: Option<DateTime<Utc>>,
 }
 
 impl JobState {
@@ -62,7 +67,10 @@ impl JobState {
 
     /// Whether `fire` was reported missed and no claim took it.
     fn missed(&self, fire: DateTime<Utc>) -> bool {
-        self.missed_through.is_some_and(|m| fire <= m) && self.last.is_none_or(|l| fire > l)
+        self.missed_through.is_some_and(|m| fire <= m)
+            && (self.missed_from.is_none_or(|f| fire > f)
+                || self.missed_before.is_some_and(|b| fire <= b))
+            && self.last.is_none_or(|l| fire > l)
     }
 }
 
@@ -257,6 +265,11 @@ impl Guard for MemoryGuard {
         let before = self.store.with(&self.job, |s| {
             let before = s.fate_point();
             if before.is_none_or(|p| p < last) {
+                // Fires that do not go on from those recorded before start at the fate point.
+                if before != s.missed_through {
+                    s.missed_from = before;
+                    s.missed_before = before.and(s.missed_through);
+                }
                 s.missed_through = Some(last);
             }
             before

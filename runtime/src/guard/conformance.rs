@@ -1462,6 +1462,35 @@ where
         "a claim given up unstarted must still count for the fate point ({}), found {point:?}",
         at(base, 30)
     );
+    // Missed fires are recorded from the fate point on: a fire before it that a process still
+    // holds open (its claim was answered busy, say) was not reported missed, and that process
+    // reports it. Missed fires recorded next, going on from them, are decided as well.
+    ensure!(
+        C,
+        first_report(C, &*a, at(base, 35)).await?,
+        "a fire nobody reported must be reported first"
+    );
+    let before = report_missed(C, &*b, at(base, 36), at(base, 38)).await?;
+    ensure!(
+        C,
+        before == Some(at(base, 35)),
+        "report_missed must answer the fate point before it ({}), answered {before:?}",
+        at(base, 35)
+    );
+    let told = report_drop(C, &*a, at(base, 33)).await?;
+    ensure!(
+        C,
+        told == DropReport::First,
+        "a drop of {} reported after fires from {} on were reported missed answered {told:?}, expected First: it lies before them, and nobody else reports it",
+        at(base, 33),
+        at(base, 36)
+    );
+    report_missed(C, &*b, at(base, 39), at(base, 40)).await?;
+    ensure!(
+        C,
+        !first_report(C, &*a, at(base, 37)).await?,
+        "a fire reported missed must not be reported again, also after more missed fires were recorded after it"
+    );
     Ok(Supported::Yes)
 }
 

@@ -126,6 +126,11 @@ pub(super) struct JobState {
     pub(super) unsure: bool,
     /// The fires up to here were reported missed (`gone`).
     gone: Option<Ms>,
+    /// The fate point when the newest missed fires were recorded (`gf`), and the newest missed
+    /// fire before them (`gb`): the fires between were not reported missed; `None`: every fire
+    /// up to `gone` was.
+    gone_from: Option<Ms>,
+    gone_before: Option<Ms>,
     /// The job's pause (`paused`): when, by whom.
     pub(super) paused: Option<(Ms, String)>,
     /// Who claimed each manual run remembered (`m:<id>`).
@@ -202,7 +207,7 @@ impl JobState {
                 // Reported missed while no process ran the job: decided, never started — unless
                 // this claimant reported the fire itself first (a busy answer it never got).
                 let own_report = self.reported.get(fire) == Some(nonce);
-                if !own_report && self.gone.is_some_and(|g| g >= *fire) {
+                if !own_report && self.reported_missed(*fire) {
                     return Resp::DroppedByAnother;
                 }
                 // A paused fire is dropped whatever the overlap, its report recorded as for a
@@ -321,8 +326,7 @@ impl JobState {
                 let unclaimed = self.last.is_none_or(|l| *fire > l)
                     || self.claimed <= RECENT_CLAIMS as u64
                     || oldest.is_some_and(|o| *fire > o);
-                let missed =
-                    self.reported.get(fire) != Some(nonce) && self.gone.is_some_and(|g| g >= *fire);
+                let missed = self.reported.get(fire) != Some(nonce) && self.reported_missed(*fire);
                 if missed && unclaimed {
                     return Resp::Reported(Reported::ByAnother);
                 }
@@ -349,6 +353,12 @@ impl JobState {
                 }
                 let point = self.fate_point(now);
                 if point.is_none_or(|p| p < *last) {
+                    // A range that does not go on from the one before starts at the fate point:
+                    // a fire before it, still open in a process, was not reported missed.
+                    if point != self.gone {
+                        self.gone_from = point;
+                        self.gone_before = point.and(self.gone);
+                    }
                     self.gone = Some(*last);
                 }
                 Resp::Point(point)
@@ -460,6 +470,14 @@ impl JobState {
     /// Whether the store holds any record of the job.
     pub(super) fn has_record(&self) -> bool {
         self.last.is_some() || self.rep.is_some() || self.gone.is_some()
+    }
+
+    /// Whether `fire` was reported missed: up to `gone`, and not between the missed fires before
+    /// (`gb`) and the fate point the newest were recorded from (`gf`).
+    fn reported_missed(&self, fire: Ms) -> bool {
+        self.gone.is_some_and(|g| g >= fire)
+            && (self.gone_from.is_none_or(|f| fire > f)
+                || self.gone_before.is_some_and(|b| fire <= b))
     }
 
     /// The newest fire claimed (also one given up), reported dropped or reported missed, also

@@ -805,6 +805,10 @@ struct Record {
     /// The newest fire reported missed ([`Guard::report_missed`]; 0: none): a fire up to it that
     /// nobody claimed never starts and is not reported again.
     missed_through: i64,
+    /// The fate point when the newest missed fires were recorded, and the newest missed fire
+    /// before them (0: none): the fires between were not reported missed.
+    missed_from: i64,
+    missed_before: i64,
 }
 
 impl Default for Record {
@@ -817,6 +821,8 @@ impl Default for Record {
             claimant: 0,
             first_fire: 0,
             missed_through: 0,
+            missed_from: 0,
+            missed_before: 0,
         }
     }
 }
@@ -826,15 +832,16 @@ impl Default for Record {
 const REPORTS_KEPT: usize = 8;
 const NO_REPORT: i64 = i64::MIN;
 
-/// `v2`, seventeen right-aligned 20-character numbers (wide enough for any `i64`/`u64`),
+/// `v2`, nineteen right-aligned 20-character numbers (wide enough for any `i64`/`u64`),
 /// newline: the last fire, token and newest reported fire, then the holder's pid (0: none),
 /// start, device and inode, then the seven older reported fires, the claimant of the last fire,
-/// the first fire ever claimed and the newest fire reported missed. `v1` records (the first three
+/// the first fire ever claimed, the newest fire reported missed, the fate point before the
+/// newest missed fires and the newest missed fire before those. `v1` records (the first three
 /// only) and `v2` records without the fields after the inode, or without the last ones, as
 /// earlier versions write them, are still read; those versions read this record too (they ignore
 /// what they do not know, and a record they write back no longer holds the fields they do not
 /// know).
-const RECORD_LEN: usize = 2 + (9 + REPORTS_KEPT) * (1 + 20) + 1;
+const RECORD_LEN: usize = 2 + (11 + REPORTS_KEPT) * (1 + 20) + 1;
 
 impl Record {
     /// Records `fire` as reported, keeping the newest [`REPORTS_KEPT`].
@@ -862,6 +869,17 @@ impl Record {
         let point = self.fate_point();
         let moved = point.is_none_or(|p| p < last);
         if moved {
+            // Missed fires that do not go on from those recorded before start at the fate
+            // point: a fire before it, still open in a process, was not reported missed.
+            let before = (self.missed_through != 0).then_some(self.missed_through);
+            if point != before {
+                self.missed_from = point.unwrap_or(0);
+                self.missed_before = if point.is_some() {
+                    self.missed_through
+                } else {
+                    0
+                };
+            }
             self.missed_through = last;
         }
         (point, moved)
@@ -872,6 +890,9 @@ impl Record {
     fn missed(&self, fire: i64) -> bool {
         self.missed_through != 0
             && fire <= self.missed_through
+            && (self.missed_from == 0
+                || fire > self.missed_from
+                || (self.missed_before != 0 && fire <= self.missed_before))
             && (fire > self.last_fire || (self.first_fire != 0 && fire < self.first_fire))
     }
 
@@ -937,6 +958,12 @@ impl Record {
             if let Some(field) = fields.next() {
                 record.missed_through = field.parse().ok()?;
             }
+            if let Some(field) = fields.next() {
+                record.missed_from = field.parse().ok()?;
+            }
+            if let Some(field) = fields.next() {
+                record.missed_before = field.parse().ok()?;
+            }
         }
         Some(record)
     }
@@ -953,8 +980,12 @@ impl Record {
             line.push_str(&format!(" {older:>20}"));
         }
         line.push_str(&format!(
-            " {:>20} {:>20} {:>20}\n",
-            self.claimant, self.first_fire, self.missed_through
+            " {:>20} {:>20} {:>20} {:>20} {:>20}\n",
+            self.claimant,
+            self.first_fire,
+            self.missed_through,
+            self.missed_from,
+            self.missed_before
         ));
         line
     }
@@ -1043,6 +1074,8 @@ mod tests {
             claimant: u64::MAX,
             first_fire: i64::MIN,
             missed_through: i64::MAX,
+            missed_from: i64::MIN,
+            missed_before: 7,
             holder: Some(Holder {
                 pid: u32::MAX,
                 start: u64::MAX,
@@ -1082,6 +1115,8 @@ mod tests {
                 claimant: 0,
                 first_fire: 0,
                 missed_through: 0,
+                missed_from: 0,
+                missed_before: 0,
             })
         );
         // A `v2` record of an earlier version: no older reports.
@@ -1135,8 +1170,18 @@ mod tests {
         r.add_report(70);
         assert_eq!(r.fate_point(), Some(70));
         assert_eq!(r.report_missed(80), (Some(70), true));
-        assert!(r.missed(65) && !r.missed(60));
+        assert!(r.missed(75) && !r.missed(60));
+        assert!(
+            !r.missed(65),
+            "before the fate point they were recorded from"
+        );
+        assert!(r.missed(10), "in the missed fires before");
         assert_eq!(r.fate_point(), Some(80));
+        assert_eq!(r.report_missed(90), (Some(80), true));
+        assert!(
+            r.missed(75) && r.missed(85),
+            "going on from the missed fires before"
+        );
     }
 }
 

@@ -20,7 +20,8 @@ use crate::guard::GuardError;
 ///   grace from the request, by the database clock), and `manual_forgotten` the newest request
 ///   forgotten since; `manual_ids`/`manual_tokens` the last eight manual runs as
 ///   `claim_manual_v1` of an earlier version keeps them; `reported_through` the newest
-///   fire reported dropped and `missed_through` the newest reported missed, which with
+///   fire reported dropped and `missed_through` the newest reported missed (not those after
+///   `missed_before` up to `missed_from`, the fate point the newest were recorded from), which with
 ///   `last_fire` make the job's fate point (columns, unlike the rows of `reports`, so that they
 ///   are kept past an hour).
 /// - `reports`: who first reported each dropped fire (rows older than an hour are deleted).
@@ -56,6 +57,9 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("jobs", "manual_forgotten", "timestamp with time zone"),
     ("jobs", "reported_through", "timestamp with time zone"),
     ("jobs", "missed_through", "timestamp with time zone"),
+    ("jobs", "claims_made", "bigint"),
+    ("jobs", "missed_from", "timestamp with time zone"),
+    ("jobs", "missed_before", "timestamp with time zone"),
     ("reports", "job", "text"),
     ("reports", "fire", "timestamp with time zone"),
     ("reports", "reporter", "text"),
@@ -99,6 +103,8 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "reported_through"),
     ("jobs", "missed_through"),
     ("jobs", "claims_made"),
+    ("jobs", "missed_from"),
+    ("jobs", "missed_before"),
 ];
 
 const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster", "processes"];

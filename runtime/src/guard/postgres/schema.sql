@@ -20,7 +20,9 @@ CREATE TABLE IF NOT EXISTS {schema}.jobs (
   manual_forgotten      timestamptz,
   reported_through  timestamptz,
   missed_through    timestamptz,
-  claims_made       bigint DEFAULT 0
+  claims_made       bigint DEFAULT 0,
+  missed_from       timestamptz,
+  missed_before     timestamptz
 );
 -- Added after the first release of the table: a table made before gets them here.
 ALTER TABLE {schema}.jobs
@@ -38,6 +40,10 @@ ALTER TABLE {schema}.jobs
   -- count is unknown), so that the recent claims are taken for all the claims only when they are.
   ADD COLUMN IF NOT EXISTS claims_made bigint;
 ALTER TABLE {schema}.jobs ALTER COLUMN claims_made SET DEFAULT 0;
+-- The fate point when the newest missed fires were recorded, and the newest missed fire before
+-- them: the fires between were not reported missed (NULL: every fire up to missed_through was).
+ALTER TABLE {schema}.jobs ADD COLUMN IF NOT EXISTS missed_from timestamptz,
+  ADD COLUMN IF NOT EXISTS missed_before timestamptz;
 CREATE TABLE IF NOT EXISTS {schema}.reports (
   job          text NOT NULL,
   fire         timestamptz NOT NULL,
@@ -149,7 +155,8 @@ BEGIN
   -- A fire reported missed (report_missed_v1) that nobody claimed does not run and is not
   -- reported again, unless the claimant reported it dropped itself (a busy answer it never got):
   -- then that report came first.
-  IF p_fire <= r.missed_through THEN
+  IF p_fire <= r.missed_through
+     AND (r.missed_from IS NULL OR p_fire > r.missed_from OR p_fire <= r.missed_before) THEN
     v_missed := NOT EXISTS (SELECT 1 FROM {schema}.reports
                             WHERE job = p_job AND fire = p_fire AND reporter = p_nonce);
   END IF;
@@ -343,6 +350,7 @@ BEGIN
   -- Nobody claimed it: it lies after the last claim, or among the recent claims but not one of
   -- them (as claim_v5 tells a passed-over fire).
   IF p_fire <= r.missed_through
+     AND (r.missed_from IS NULL OR p_fire > r.missed_from OR p_fire <= r.missed_before)
      AND (r.last_fire IS NULL OR p_fire > r.last_fire
           OR (p_fire <> ALL (r.recent_fires)
               AND (cardinality(r.recent_fires) < 8 OR r.claims_made <= 8
@@ -436,7 +444,14 @@ BEGIN
   END IF;
   v_point := {schema}.fate_point_v1(p_job, p_tolerance_ms);
   IF v_point IS NULL OR v_point < p_last THEN
-    UPDATE {schema}.jobs SET missed_through = p_last WHERE job = p_job;
+    -- Missed fires that do not go on from those recorded before start at the fate point: a fire
+    -- between those and it, still open in a process, was not reported missed.
+    UPDATE {schema}.jobs SET missed_through = p_last,
+      missed_from = CASE WHEN v_point IS NOT DISTINCT FROM r.missed_through THEN r.missed_from
+                         ELSE v_point END,
+      missed_before = CASE WHEN v_point IS NOT DISTINCT FROM r.missed_through THEN r.missed_before
+                           WHEN v_point IS NULL THEN NULL ELSE r.missed_through END
+      WHERE job = p_job;
   END IF;
   RETURN v_point;
 END

@@ -116,6 +116,14 @@ local function remember_older(state_key, n, fire, entry)
   redis.call('HSET', state_key, unpack(fields))
 end
 
+-- Whether `fire` was reported missed: up to `gone`, and not between the missed fires before
+-- (`gb`) and the fate point the newest were recorded from (`gf`): a fire there may still be open
+-- in a process, which reports it.
+local function reported_missed(gone, gone_from, gone_before, fire)
+  return gone ~= nil and gone >= fire
+    and (gone_from == nil or fire > gone_from or (gone_before ~= nil and fire <= gone_before))
+end
+
 -- Records this guard value's report of `fire` unless another's is: `1` when it is the first (also
 -- when it asks again). The state hash keeps the newest fire with a report record (`rep`, as read
 -- by the caller), so that a claim deletes a report record only where one may exist.
@@ -138,7 +146,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   if fire > now + tolerance then
     return {4, fire - now, 0}
   end
-  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep', 'gone')
+  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep', 'gone', 'gf', 'gb')
   local stored = tonumber(state[1])
   local last = stored
   local ignored = 0
@@ -189,8 +197,7 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   -- Reported missed while no process ran the job (docs/guide/downtime.md): decided, never started —
   -- unless this claimant reported the fire itself before (a busy answer it never got): then its
   -- report came first, and it may take the fire, as below.
-  local gone = tonumber(state[7])
-  if gone and gone >= fire then
+  if reported_missed(tonumber(state[7]), tonumber(state[8]), tonumber(state[9]), fire) then
     local newest_report = tonumber(state[6])
     local own = newest_report and newest_report >= fire and redis.call('GET', report) == nonce
     if not own then
@@ -355,7 +362,7 @@ local function first_report(report, state_key, nonce, ttl, fire_arg)
   if fire > now + TOLERANCE_MS then
     return {1}
   end
-  local state = redis.call('HMGET', state_key, 'rep', 'gone', 'last', 'holder', 'n')
+  local state = redis.call('HMGET', state_key, 'rep', 'gone', 'last', 'holder', 'n', 'gf', 'gb')
   local last = tonumber(state[3])
   local claimed_by, oldest = false, nil
   if last == fire then
@@ -374,10 +381,10 @@ local function first_report(report, state_key, nonce, ttl, fire_arg)
   -- Reported missed: a fire nobody claimed, as a claim tells it (a claimed fire the ring forgot
   -- is not; its report is recorded). Its own report first (a busy answer it never got), as the
   -- missed fires recorded after it.
-  local gone = tonumber(state[2])
   local unclaimed = not last or fire > last or (tonumber(state[5]) or 0) <= 8
     or (oldest and fire > oldest)
-  if gone and gone >= fire and unclaimed and redis.call('GET', report) ~= nonce then
+  if reported_missed(tonumber(state[2]), tonumber(state[6]), tonumber(state[7]), fire) and unclaimed
+     and redis.call('GET', report) ~= nonce then
     return {0}
   end
   return {report_once(report, state_key, state[1], fire, nonce, ttl)}
@@ -412,7 +419,19 @@ local function report_missed(state_key, last_arg, tolerance)
   end
   local point = fate_point(state_key)
   if not point or point < last then
-    redis.call('HSET', state_key, 'gone', last_arg)
+    -- Missed fires that do not go on from those recorded before start at the fate point: a fire
+    -- between those and it, still open in a process, was not reported missed (`gb`, `gf`).
+    local gone = tonumber(redis.call('HGET', state_key, 'gone'))
+    if point and point ~= gone then
+      redis.call('HSET', state_key, 'gone', last_arg, 'gf', string.format('%.0f', point))
+      if gone then
+        redis.call('HSET', state_key, 'gb', string.format('%.0f', gone))
+      else
+        redis.call('HDEL', state_key, 'gb')
+      end
+    else
+      redis.call('HSET', state_key, 'gone', last_arg)
+    end
   end
   return point_answer(point)
 end
