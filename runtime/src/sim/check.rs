@@ -226,38 +226,48 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // point) the store lost its data: it forgot the fate point; and one that a claim of a later
     // fire passed over before any replica that knew of it ran again.
     let unrecorded = |fire: Ms| {
-        // The fire was still open (inside its grace) when the gap began, or came before it
-        // ended on the clock of the replica that ended it (ahead by up to a claim's tolerance).
-        let Some(end) = rec
-            .unattended
-            .iter()
-            .find(|(from, until)| {
-                *from <= fire + sc.grace && fire <= *until + super::server::AHEAD_TOLERANCE
-            })
-            .map(|(_, until)| *until)
-        else {
-            return false;
-        };
         let recorded = rec.first_records.iter().filter(|t| **t <= fire).max();
         let lost = rec.data_losses.iter().filter(|t| **t <= fire).max();
-        // Up to a few seconds after the gap, while the replicas read the point and walk.
-        let forgot = rec
-            .data_losses
+        // Each span the fire was still open (inside its grace) when it began, or came before it
+        // ended on the clock of the replica that ended it (ahead by up to a claim's tolerance):
+        // a fire a walk took after one span may be left open again by the next.
+        let excused_by = |end: Ms| {
+            // Up to a few seconds after the gap, while the replicas read the point and walk.
+            let forgot = rec
+                .data_losses
+                .iter()
+                .any(|l| fire < *l && *l <= end + HEALTH_LAG);
+            // Passed over: a later fire was taken or reported dropped before the span ended (by
+            // a replica whose clock is ahead), so the fate point lies past the fire and no walk
+            // sees it.
+            let passed_over = rec
+                .taken
+                .iter()
+                .chain(&rec.reports_applied)
+                .any(|(at, f)| *f > fire && *at < end);
+            // Nobody walked before the end of the run: the next start would.
+            let unwalked = end >= rec.stop_at;
+            forgot
+                || passed_over
+                || unwalked
+                || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
+        };
+        rec.unattended
             .iter()
-            .any(|l| fire < *l && *l <= end + HEALTH_LAG);
-        // Passed over: a later fire was taken before the span ended (by a replica whose clock
-        // is ahead), so the fate point lies past the fire and no walk sees it.
-        let passed_over = rec.taken.iter().any(|(at, f)| *f > fire && *at < end);
-        // Nobody walked before the end of the run: the next start would.
-        let unwalked = end >= rec.stop_at;
-        forgot || passed_over || unwalked || recorded.is_none_or(|r| lost.is_some_and(|l| l >= r))
+            .filter(|(from, until)| {
+                *from <= fire + sc.grace && fire <= *until + super::server::AHEAD_TOLERANCE
+            })
+            .any(|(_, until)| excused_by(*until))
     };
     // Taken early: while the server's clock was ahead, a replica whose clock was ahead too
-    // claimed, dropped or reported missed a later fire before this one's instant (more than a
-    // claim's tolerance early), and the other replicas took this one as past (docs/design/guarantees.md, "What does not
-    // hold"): nothing can tell two clocks wrong the same way.
+    // claimed, dropped or reported missed a later fire more than a claim's tolerance before its
+    // instant, while this one was still open, and the other replicas took this one as past
+    // (docs/design/guarantees.md, "What does not hold"): nothing can tell two clocks wrong the
+    // same way.
     let taken_early = |fire: Ms| {
-        let early = |at: Ms, f: Ms| f > fire && at + super::server::AHEAD_TOLERANCE < fire;
+        let early = |at: Ms, f: Ms| {
+            f > fire && at + super::server::AHEAD_TOLERANCE < f && at <= fire + sc.grace
+        };
         rec.taken.iter().any(|(at, f)| early(*at, *f))
             || rec.decided.iter().any(|(at, f)| early(*at, *f))
             || rec.reports_applied.iter().any(|(at, f)| early(*at, *f))
@@ -265,6 +275,21 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
                 .missed_applied
                 .iter()
                 .any(|(at, _, _, _, _, last)| early(*at, *last))
+    };
+    // Left open at the end: no process decided the fire before the run ended, each frozen from
+    // before the fire's deadline (on its clock) to the end, or with a clock so far behind that it
+    // had not reached the deadline by then. They decide it when they run again, or when their
+    // clock gets there; a shutdown at the end leaves it to the next start's walk.
+    let left_open = |fire: Ms| {
+        let decided_before_end = events
+            .iter()
+            .any(|(at, _, _, e)| *at < rec.stop_at && ms_of(e.fire_time) == fire);
+        !decided_before_end
+            && (0..sc.replicas).all(|r| {
+                let offset = clock_offset(sc, r, rec.stop_at);
+                let deadline = fire + sc.grace - offset;
+                deadline >= rec.stop_at || frozen_from(rec, r, deadline)
+            })
     };
     let first = (WARM_UP / sc.period + 1) * sc.period;
     let last = rec.stop_at - sc.grace - MARGIN;
@@ -276,6 +301,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             && !forgotten(fire)
             && !unrecorded(fire)
             && !taken_early(fire)
+            && !left_open(fire)
         {
             broken.push(format!(
                 "3: fire {fire} neither started nor was reported at warn level by any replica"
@@ -402,12 +428,20 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         // the process heard of it (it was frozen, or the answer was slow).
         let recordable = fire - super::server::AHEAD_TOLERANCE - 1;
         for s in scheduled.iter().filter(|s| s.fire == fire) {
-            // A report made after eight later fires were claimed since the start: the guard no
-            // longer knew who claimed the fire (as for invariant 12).
+            // A report made after eight later fires were claimed: the guard no longer knew who
+            // claimed the fire (as for invariant 12). The ring keeps the newest fires, so later
+            // fires claimed before this one count too (a clock ahead took them early).
+            let since = rec
+                .data_losses
+                .iter()
+                .filter(|l| **l <= *at)
+                .max()
+                .copied()
+                .unwrap_or(Ms::MIN);
             let forgot = rec
                 .taken
                 .iter()
-                .filter(|(t, f)| s.claimed <= *t && *t <= *at && *f > fire)
+                .filter(|(t, f)| since <= *t && *t <= *at && *f > fire)
                 .count()
                 >= 8;
             // The guard decided the skip up to a response timeout before the process heard it.
@@ -751,4 +785,42 @@ pub(super) fn one_claim_at_each_instant(sc: &Scenario, rec: &Record) -> Result<(
     }
     broken.truncate(8);
     Err(broken.join("\n"))
+}
+
+/// How far replica `r`'s clock is off true time at `at`: its skew and its clock's steps so far.
+fn clock_offset(sc: &Scenario, r: usize, at: Ms) -> Ms {
+    let steps: Ms = sc
+        .faults
+        .iter()
+        .filter_map(|(t, f)| match f {
+            super::Fault::ClockStep { replica, by } if *replica == r && *t <= at => Some(*by),
+            _ => None,
+        })
+        .sum();
+    sc.skew.get(r).copied().unwrap_or(0) + steps
+}
+
+/// Whether replica `r` was frozen without a break from `from` or earlier to the end of the run.
+fn frozen_from(rec: &Record, r: usize, from: Ms) -> bool {
+    let mut spans: Vec<(Ms, Ms)> = rec
+        .pauses
+        .iter()
+        .filter(|(p, _, _)| *p == r)
+        .map(|(_, a, b)| (*a, *b))
+        .collect();
+    spans.sort_unstable();
+    let mut reach: Option<(Ms, Ms)> = None;
+    for (a, b) in spans {
+        reach = match reach {
+            Some((start, end)) if a <= end => Some((start, end.max(b))),
+            _ if b < from => None,
+            _ => Some((a, b)),
+        };
+        if let Some((start, end)) = reach {
+            if start <= from && end >= rec.stop_at {
+                return true;
+            }
+        }
+    }
+    false
 }
