@@ -40,7 +40,7 @@ use crate::control::{ManualRun, Pause};
 use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry};
 use crate::guard::{Guard, GuardError};
 use crate::health::CLAIM_AHEAD_TOLERANCE;
-use crate::history::HistoryEntry;
+use crate::history::{HistoryEntry, RecentHistory};
 use crate::DEFAULT_MISFIRE_GRACE;
 
 /// How long one request may wait for the store.
@@ -205,7 +205,7 @@ pub enum AdminError {
         source: GuardError,
     },
     /// The job's guard keeps no run history.
-    #[error("job `{0}` has no run history in this store: only `lock = \"postgres\"` with `history = true` keeps one; read the replicas' logs or events for the other guards")]
+    #[error("job `{0}` has no run history in this store: `lock = \"postgres\"` keeps one with `history = true`, and `redis` and `file` unless the replicas set `Builder::recent_history(0)`; read the replicas' logs or events")]
     NoHistory(String),
     /// The store's guard does not keep pauses or manual runs.
     #[error("the guard of job `{0}` does not support pause, resume or run now")]
@@ -315,7 +315,12 @@ impl Store {
     fn guard(&self, job: &str) -> Arc<dyn Guard> {
         match &self.backend {
             Backend::LockDir(store) => {
-                store.guard(job, crate::Overlap::Skip, DEFAULT_MISFIRE_GRACE)
+                store.guard(
+                    job,
+                    crate::Overlap::Skip,
+                    DEFAULT_MISFIRE_GRACE,
+                    RecentHistory::default(),
+                )
             }
             #[cfg(feature = "redis")]
             Backend::Redis(store) => store.guard(
@@ -323,6 +328,7 @@ impl Store {
                 crate::DEFAULT_LEASE,
                 crate::Overlap::Skip,
                 DEFAULT_MISFIRE_GRACE,
+                RecentHistory::default(),
             ),
             #[cfg(feature = "postgres")]
             Backend::Postgres(store) => store.guard(
@@ -561,7 +567,9 @@ impl Store {
 
     /// The run history of `job` from fire `since` on, oldest first, at most
     /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) entries, where its guard keeps one
-    /// (`lock = "postgres"` with `history = true`).
+    /// (`redis` and `file`: the newest entries, see
+    /// [`Builder::recent_history`](crate::Builder::recent_history); `postgres` with
+    /// `history = true`).
     ///
     /// # Errors
     ///

@@ -279,10 +279,22 @@ impl Builder {
         self
     }
 
-    /// How many days of run history the `postgres` guard keeps (default 30): older rows are
-    /// deleted at start and every hour, 1,000 rows at a time.
+    /// How many days of run history the guards keep (default 30): the `postgres` guard deletes
+    /// older rows at start and every hour, 1,000 rows at a time; the `redis` and `file` guards
+    /// drop older entries when they record one.
     pub fn history_retention_days(mut self, days: u32) -> Self {
         self.guards.history_retention_days = days;
+        self
+    }
+
+    /// How many entries of each job's run history the `redis` and `file` guards keep: the
+    /// newest, by fire (default [`RECENT_HISTORY_KEPT`](crate::history::RECENT_HISTORY_KEPT),
+    /// 1,000; at most [`MAX_RECENT_HISTORY`](crate::history::MAX_RECENT_HISTORY)). Zero: they
+    /// keep none, and [`Monitor::history`](crate::Monitor::history) answers that the guard
+    /// keeps no history. They record the end of every run and every fire reported dropped, in
+    /// the batch that carries the job's other operations (docs/guide/history.md).
+    pub fn recent_history(mut self, entries: usize) -> Self {
+        self.guards.recent_history = entries;
         self
     }
 
@@ -454,6 +466,18 @@ impl Builder {
                 }
                 Err(p) => problems.push(Problem::new(ProblemKind::Other, None, p)),
             }
+        }
+
+        if self.guards.recent_history > crate::history::MAX_RECENT_HISTORY {
+            problems.push(Problem::new(
+                ProblemKind::Other,
+                None,
+                format!(
+                    "`recent_history` of {} entries per job is more than the most of {}: the guards read and trim a job's history whole; keep fewer, or keep the full history in PostgreSQL (`lock = \"postgres\"` with `history`)",
+                    self.guards.recent_history,
+                    crate::history::MAX_RECENT_HISTORY
+                ),
+            ));
         }
 
         if self.claim_ahead > crate::MAX_CLAIM_AHEAD {

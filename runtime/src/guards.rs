@@ -19,6 +19,7 @@ use crate::guard::postgres::{PostgresSettings, PostgresStore};
 #[cfg(feature = "redis")]
 use crate::guard::redis::{RedisSettings, RedisStore};
 use crate::guard::{Guard, GuardFactory, GuardSpec};
+use crate::history::RecentHistory;
 use crate::job::Job;
 use crate::operate::{Feeds, GuardMaker};
 use crate::options::Lock;
@@ -35,6 +36,8 @@ pub(crate) struct GuardSettings {
     #[cfg(feature = "postgres")]
     pub(crate) postgres: PostgresSettings,
     pub(crate) history_retention_days: u32,
+    /// Entries of each job's history the `redis` and `file` guards keep (`Builder::recent_history`).
+    pub(crate) recent_history: usize,
     pub(crate) custom: BTreeMap<String, GuardFactory>,
     /// An unreachable server is a start error.
     pub(crate) required_at_start: bool,
@@ -50,6 +53,7 @@ impl GuardSettings {
             #[cfg(feature = "postgres")]
             postgres: PostgresSettings::from_env(),
             history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
+            recent_history: crate::history::RECENT_HISTORY_KEPT,
             custom: BTreeMap::new(),
             required_at_start: false,
         }
@@ -65,6 +69,7 @@ pub(crate) struct Stores {
     postgres: Option<PostgresStore>,
     custom: BTreeMap<String, GuardFactory>,
     history_retention_days: u32,
+    recent_history: RecentHistory,
     instance: Arc<str>,
     states: Arc<crate::state::States>,
 }
@@ -121,6 +126,10 @@ impl Stores {
             postgres,
             custom: settings.custom,
             history_retention_days: settings.history_retention_days,
+            recent_history: RecentHistory {
+                kept: settings.recent_history,
+                retention: Duration::from_secs(u64::from(settings.history_retention_days) * 86_400),
+            },
             instance: Arc::clone(instance),
             states: Arc::clone(states),
         }
@@ -131,7 +140,12 @@ impl Stores {
     pub(crate) fn build(&self, job: &Job) -> Option<Arc<dyn Guard>> {
         match &job.lock {
             Lock::Local => None,
-            Lock::File => Some(self.file.guard(&job.name, job.overlap, job.misfire_grace)),
+            Lock::File => Some(self.file.guard(
+                &job.name,
+                job.overlap,
+                job.misfire_grace,
+                self.recent_history,
+            )),
             #[cfg(feature = "redis")]
             Lock::Redis => self.redis.as_ref().map(|redis| {
                 redis.guard(
@@ -139,6 +153,7 @@ impl Stores {
                     job.lease_or_default(),
                     job.overlap,
                     job.misfire_grace,
+                    self.recent_history,
                 )
             }),
             #[cfg(feature = "postgres")]

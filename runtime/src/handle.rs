@@ -40,7 +40,7 @@ pub enum HistoryError {
     #[error("no job is named `{0}`")]
     UnknownJob(String),
     /// The job's guard keeps no history, or history is off for the job.
-    #[error("job `{0}` keeps no run history; give it `history` with a guard that keeps it (`lock = \"postgres\"`), or call `Builder::history(true)`")]
+    #[error("job `{0}` keeps no run history: `local` jobs keep none, `redis` and `file` jobs keep their newest entries unless `Builder::recent_history(0)` turned it off, and `postgres` jobs need `history` (or `Builder::history(true)`)")]
     NotKept(String),
     /// The guard could not answer.
     #[error("the run history of job `{job}` cannot be read")]
@@ -241,8 +241,10 @@ impl Monitor {
 
     /// The run history of job `job` from fire `since` on, oldest first (at most
     /// [`HISTORY_LIMIT`](crate::history::HISTORY_LIMIT) entries): every run with its outcome,
-    /// and every fire reported as dropped, across every replica that shares the guard. Kept by
-    /// guards that store it (`lock = "postgres"`) for jobs with `history`.
+    /// and every fire reported as dropped, across every replica that shares the guard. The
+    /// `redis` and `file` guards keep the newest entries of every job
+    /// ([`Builder::recent_history`](crate::Builder::recent_history)); `postgres` keeps every
+    /// entry for jobs with `history`.
     ///
     /// # Errors
     ///

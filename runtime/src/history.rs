@@ -128,3 +128,166 @@ impl HistoryEntry {
         }
     }
 }
+
+/// How many entries of each job's history the `redis` and `file` guards keep by default: the
+/// newest ([`Builder::recent_history`](crate::Builder::recent_history)).
+pub const RECENT_HISTORY_KEPT: usize = 1_000;
+
+/// The most entries per job [`Builder::recent_history`](crate::Builder::recent_history) takes.
+pub const MAX_RECENT_HISTORY: usize = 100_000;
+
+/// What the `redis` and `file` guards keep of each job's history: the newest `kept` entries (0:
+/// none), none older than `retention`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecentHistory {
+    pub(crate) kept: usize,
+    pub(crate) retention: Duration,
+}
+
+impl Default for RecentHistory {
+    fn default() -> Self {
+        RecentHistory {
+            kept: RECENT_HISTORY_KEPT,
+            retention: Duration::from_secs(
+                u64::from(crate::guards::DEFAULT_HISTORY_RETENTION_DAYS) * 86_400,
+            ),
+        }
+    }
+}
+
+/// One entry as one line of text, as the `redis` and `file` guards store it: tab-separated
+/// `<ended> <fire> <outcome> <token> <lateness> <duration> <instance> <error>` (times in Unix
+/// ms, `-` for none), the texts with `\`, tab, CR and newline escaped. The `redis` guard writes
+/// everything after `<ended>`, and the server puts its own clock first.
+pub(crate) mod line {
+    use std::time::Duration;
+
+    use chrono::{DateTime, Utc};
+
+    use super::{HistoryEntry, Outcome};
+
+    /// The entry after its `<ended>` field, and the duration of its run (`None`: not a run).
+    pub(crate) fn tail(entry: &HistoryEntry, duration: Option<Duration>) -> String {
+        let ms = |d: Option<Duration>| d.map_or("-".to_owned(), |d| d.as_millis().to_string());
+        format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            entry.fire_time.timestamp_millis(),
+            entry.outcome.as_str(),
+            entry
+                .fencing_token
+                .map_or("-".to_owned(), |t| t.to_string()),
+            ms(entry.lateness),
+            ms(duration),
+            escape(&entry.instance),
+            entry.error.as_deref().map_or("-".to_owned(), escape),
+        )
+    }
+
+    /// A whole line, ended at `ended`.
+    pub(crate) fn whole(
+        entry: &HistoryEntry,
+        duration: Option<Duration>,
+        ended: DateTime<Utc>,
+    ) -> String {
+        format!("{}\t{}", ended.timestamp_millis(), tail(entry, duration))
+    }
+
+    /// The entry of `job` a line holds; `None` for a line this version cannot read.
+    pub(crate) fn parse(job: &str, line: &str) -> Option<HistoryEntry> {
+        let mut f = line.split('\t');
+        let time = |s: &str| DateTime::<Utc>::from_timestamp_millis(s.parse().ok()?);
+        let millis = |s: &str| -> Option<Option<Duration>> {
+            match s {
+                "-" => Some(None),
+                s => Some(Some(Duration::from_millis(s.parse().ok()?))),
+            }
+        };
+        let ended = time(f.next()?)?;
+        let fire_time = time(f.next()?)?;
+        let outcome = Outcome::from_name(f.next()?)?;
+        let fencing_token = match f.next()? {
+            "-" => None,
+            t => Some(t.parse().ok()?),
+        };
+        let lateness = millis(f.next()?)?;
+        let duration = millis(f.next()?)?;
+        let instance = unescape(f.next()?);
+        let error = match f.next()? {
+            "-" => None,
+            e => Some(unescape(e)),
+        };
+        let mut entry = HistoryEntry::new(job, fire_time, instance, outcome);
+        entry.fencing_token = fencing_token;
+        entry.ended = Some(ended);
+        entry.started = duration.and_then(|d| ended.checked_sub_signed(chrono::TimeDelta::from_std(d).ok()?));
+        entry.lateness = lateness;
+        entry.error = error;
+        Some(entry)
+    }
+
+    fn escape(text: &str) -> String {
+        if text == "-" {
+            return "\\-".to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    fn unescape(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some('r') => out.push('\r'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn an_entry_reads_back_as_written() {
+            let fire = DateTime::<Utc>::from_timestamp_millis(1_767_225_600_000).unwrap();
+            let ended = DateTime::<Utc>::from_timestamp_millis(1_767_225_601_500).unwrap();
+            let mut entry = HistoryEntry::new("j", fire, "host\t1\\x", Outcome::Failed);
+            entry.fencing_token = Some(42);
+            entry.lateness = Some(Duration::from_millis(7));
+            entry.error = Some("boom\nline two\r\t-".to_owned());
+            let line = whole(&entry, Some(Duration::from_millis(1_000)), ended);
+            assert_eq!(line.lines().count(), 1, "{line}");
+            let back = parse("j", &line).unwrap();
+            assert_eq!(back.instance, entry.instance);
+            assert_eq!(back.error, entry.error);
+            assert_eq!(back.fencing_token, Some(42));
+            assert_eq!(back.ended, Some(ended));
+            assert_eq!(back.started, Some(ended - chrono::TimeDelta::seconds(1)));
+            assert_eq!(back.lateness, entry.lateness);
+            let mut dropped = HistoryEntry::new("j", fire, "-", Outcome::Skipped);
+            dropped.error = Some("-".to_owned());
+            let back = parse("j", &whole(&dropped, None, ended)).unwrap();
+            assert_eq!((back.instance.as_str(), back.error.as_deref()), ("-", Some("-")));
+            assert_eq!(back.started, None);
+            assert_eq!(parse("j", "garbage"), None);
+        }
+    }
+}

@@ -232,7 +232,8 @@ impl JobSlot {
                 clock_ahead: None,
             })
         });
-        let history = job.history && shared.is_some();
+        // The guard keeps a history when built to (`history`), or always (`redis`, `file`).
+        let history = shared.as_ref().is_some_and(|s| s.guard.history().is_some());
         let backoff = job.backoff_or_default();
         let standby = job.standby_or_default();
         let settings = Settings {
@@ -931,6 +932,13 @@ impl JobSlot {
         );
         entry.fencing_token = event.fencing_token;
         entry.error = error;
+        entry.lateness = event.lateness;
+        if let Some(duration) = event.duration {
+            entry.ended = Some(event.at);
+            entry.started = chrono::TimeDelta::from_std(duration)
+                .ok()
+                .and_then(|d| event.at.checked_sub_signed(d));
+        }
         let job = self.name().clone();
         let Some(history) = guard.history() else {
             return;

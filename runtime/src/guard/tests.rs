@@ -1283,3 +1283,125 @@ mod redis {
         assert!(locks.is_empty(), "{locks:?}");
     }
 }
+
+/// The recent history of the `redis` and `file` guards: `writer` and `reader` are two processes'
+/// guard values of one job; `small` another's that keeps two entries.
+async fn recent_history_is_shared_and_bounded(
+    writer: &dyn Guard,
+    reader: &dyn Guard,
+    small: &dyn Guard,
+    job: &str,
+) {
+    use crate::history::{HistoryEntry, Outcome};
+    // Recent fires: the guards drop entries older than the retention.
+    let base = DateTime::<Utc>::from_timestamp(Utc::now().timestamp() - 3_600, 0).expect("a time");
+    let t = |s: i64| base + chrono::TimeDelta::seconds(s);
+    let (w, r, s) = (
+        writer.history().expect("history"),
+        reader.history().expect("history"),
+        small.history().expect("history"),
+    );
+    let mut run = HistoryEntry::new(job, t(20), "host-a", Outcome::Succeeded);
+    run.fencing_token = Some(7);
+    run.lateness = Some(Duration::from_millis(12));
+    run.started = Some(t(20));
+    run.ended = Some(t(21));
+    let mut skipped = HistoryEntry::new(job, t(10), "host\tb", Outcome::Skipped);
+    skipped.error = Some("busy\n\u{1b}[31mred".to_owned());
+    let misfired = HistoryEntry::new(job, t(30), "host-c", Outcome::Misfired);
+    for entry in [run.clone(), skipped.clone(), misfired.clone()] {
+        w.record(entry).await.expect("records");
+    }
+    let read = r.read(t(0)).await.expect("reads");
+    let fires: Vec<_> = read.iter().map(|e| (e.fire_time, e.outcome)).collect();
+    assert_eq!(
+        fires,
+        [
+            (t(10), Outcome::Skipped),
+            (t(20), Outcome::Succeeded),
+            (t(30), Outcome::Misfired)
+        ],
+        "another process reads every entry, by fire"
+    );
+    assert_eq!(read[0].instance, "host\tb");
+    assert_eq!(read[0].error, skipped.error, "texts come back as written");
+    assert_eq!(read[1].fencing_token, Some(7));
+    assert_eq!(read[1].lateness, Some(Duration::from_millis(12)));
+    let (started, ended) = (read[1].started.expect("started"), read[1].ended.expect("ended"));
+    assert_eq!(ended - started, chrono::TimeDelta::seconds(1), "the run's duration");
+    assert!(read.iter().all(|e| e.ended.is_some()), "every entry has its end");
+    let since = r.read(t(20)).await.expect("reads");
+    assert_eq!(since.len(), 2, "from a fire on: {since:?}");
+    s.record(HistoryEntry::new(job, t(40), "host-d", Outcome::Succeeded))
+        .await
+        .expect("records");
+    let kept: Vec<_> = s
+        .read(t(0))
+        .await
+        .expect("reads")
+        .iter()
+        .map(|e| e.fire_time)
+        .collect();
+    assert_eq!(kept, [t(30), t(40)], "a guard keeping two keeps the newest two");
+}
+
+#[tokio::test]
+async fn the_file_guard_keeps_a_shared_bounded_history() {
+    use crate::guard::file::FileGuard;
+    use crate::history::RecentHistory;
+    let dir = scratch_dir("history");
+    let small = RecentHistory {
+        kept: 2,
+        ..RecentHistory::default()
+    };
+    recent_history_is_shared_and_bounded(
+        &FileGuard::new(&dir, "job"),
+        &FileGuard::new(&dir, "job"),
+        &FileGuard::new(&dir, "job").keeping_history(small),
+        "job",
+    )
+    .await;
+    let none = RecentHistory {
+        kept: 0,
+        ..RecentHistory::default()
+    };
+    assert!(FileGuard::new(&dir, "job").keeping_history(none).history().is_none());
+}
+
+#[tokio::test]
+async fn the_redis_guard_keeps_a_shared_bounded_history() {
+    use crate::guard::redis::{connect, Batcher, RedisGuard};
+    use crate::history::RecentHistory;
+    use crate::options::Overlap;
+    let Some(server) = cronguard_testkit::RedisServer::start() else {
+        return;
+    };
+    let conn = connect(&server.url()).await.expect("connects");
+    let guard = || {
+        RedisGuard::new(
+            conn.clone(),
+            Batcher::new(conn.clone()),
+            "cronguard",
+            "job",
+            Duration::from_secs(30),
+            Overlap::Skip,
+        )
+    };
+    let small = RecentHistory {
+        kept: 2,
+        ..RecentHistory::default()
+    };
+    recent_history_is_shared_and_bounded(
+        &guard(),
+        &guard(),
+        &guard().keeping_history(small),
+        "job",
+    )
+    .await;
+    let ttl: i64 = ::redis::cmd("PTTL")
+        .arg("cronguard:{job}:history")
+        .query_async(&mut conn.clone())
+        .await
+        .expect("answers");
+    assert!(ttl > 0, "the history goes with its last entry: TTL {ttl}");
+}

@@ -57,12 +57,15 @@ use fs2::FileExt;
 
 mod controls;
 mod feed;
+mod history;
 mod store;
 
 pub(crate) use feed::FileFeed;
 pub(crate) use store::{check_lock_dir, FileStore};
 
-use super::{Claim, DropReport, Guard, GuardControls, GuardError, GuardErrorKind, Lease};
+use super::{
+    Claim, DropReport, Guard, GuardControls, GuardError, GuardErrorKind, GuardHistory, Lease,
+};
 use crate::clock::{epoch_millis, system_micros, Clock};
 use crate::control::{ManualRun, Pause};
 use crate::registry::BoxFuture;
@@ -101,6 +104,10 @@ pub(crate) struct FileGuard {
     /// The clock of the processes sharing the lock dir (the host's, unless a scheduler was given
     /// another): the guard has none of its own.
     clock: Clock,
+    /// The job's name, as the history gives it.
+    job: Arc<str>,
+    /// How much of the job's history to keep (`<job>.history`).
+    history_kept: crate::history::RecentHistory,
 }
 
 /// How many of its own reported fires a guard value remembers.
@@ -143,7 +150,15 @@ impl FileGuard {
             nonce: fastrand::u64(1..),
             misfire_grace: crate::DEFAULT_MISFIRE_GRACE,
             clock: Clock::system(),
+            job: Arc::from(job),
+            history_kept: crate::history::RecentHistory::default(),
         }
+    }
+
+    /// How much of the job's history to keep.
+    pub(crate) fn keeping_history(mut self, kept: crate::history::RecentHistory) -> Self {
+        self.history_kept = kept;
+        self
     }
 
     /// The clock that tells how old a manual run is: the scheduler's.
@@ -454,6 +469,23 @@ impl Guard for FileGuard {
 
     fn controls(&self) -> Option<&dyn GuardControls> {
         Some(self)
+    }
+
+    fn history(&self) -> Option<&dyn GuardHistory> {
+        (self.history_kept.kept > 0).then_some(self as &dyn GuardHistory)
+    }
+}
+
+impl GuardHistory for FileGuard {
+    fn record(&self, entry: crate::history::HistoryEntry) -> BoxFuture<Result<(), GuardError>> {
+        self.blocking(move |g| g.record_history_blocking(&entry))
+    }
+
+    fn read(
+        &self,
+        since: DateTime<Utc>,
+    ) -> BoxFuture<Result<Vec<crate::history::HistoryEntry>, GuardError>> {
+        self.blocking(move |g| g.read_history_blocking(&g.job, since))
     }
 }
 

@@ -9,6 +9,7 @@ use super::{FileFeed, FileGuard};
 use crate::clock::Clock;
 use crate::guard::feed::ControlFeed;
 use crate::guard::Guard;
+use crate::history::RecentHistory;
 use crate::options::Overlap;
 use crate::private_dir::{check_private_dir, LOCK_DIR};
 
@@ -41,12 +42,19 @@ impl FileStore {
     }
 
     /// The guard of job `job`.
-    pub(crate) fn guard(&self, job: &str, overlap: Overlap, grace: Duration) -> Arc<dyn Guard> {
+    pub(crate) fn guard(
+        &self,
+        job: &str,
+        overlap: Overlap,
+        grace: Duration,
+        history: RecentHistory,
+    ) -> Arc<dyn Guard> {
         Arc::new(
             FileGuard::new(&self.dir, job)
                 .with_overlap(overlap)
                 .with_misfire_grace(grace)
-                .with_clock(self.clock.clone()),
+                .with_clock(self.clock.clone())
+                .keeping_history(history),
         )
     }
 

@@ -62,9 +62,10 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 use tokio::time::Instant;
 
-use super::{Claim, DropReport, Guard, GuardControls, GuardError, Lease, Renewal};
+use super::{Claim, DropReport, Guard, GuardControls, GuardError, GuardHistory, Lease, Renewal};
 use crate::clock::epoch_millis;
 use crate::control::{ManualRun, Pause};
+use crate::history::{HistoryEntry, RecentHistory, HISTORY_LIMIT};
 use crate::options::Overlap;
 use crate::registry::BoxFuture;
 
@@ -193,6 +194,10 @@ pub(crate) struct RedisGuard {
     manual_key: Arc<str>,
     /// `<prefix>:{<job>}:reported:`, followed by a fire's Unix ms.
     reported_prefix: Arc<str>,
+    /// The job's recent history: a sorted set of entries scored by their fire.
+    history_key: Arc<str>,
+    history_kept: RecentHistory,
+    job: Arc<str>,
     lease: Duration,
     replace: bool,
     /// `overlap = "skip"`: a busy fire is dropped, so the claim records its report.
@@ -223,6 +228,9 @@ impl RedisGuard {
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
             manual_key: Arc::from(format!("{prefix}:{{{job}}}:manual")),
             reported_prefix: Arc::from(format!("{prefix}:{{{job}}}:reported:")),
+            history_key: Arc::from(format!("{prefix}:{{{job}}}:history")),
+            history_kept: RecentHistory::default(),
+            job: Arc::from(job),
             lease,
             replace: overlap == Overlap::Replace,
             skip: overlap == Overlap::Skip,
@@ -233,6 +241,12 @@ impl RedisGuard {
     /// The job's misfire grace, which bounds how late a manual run may still be claimed.
     pub(crate) fn with_misfire_grace(mut self, grace: Duration) -> Self {
         self.misfire_grace = grace;
+        self
+    }
+
+    /// How much of the job's history to keep.
+    pub(crate) fn keeping_history(mut self, kept: RecentHistory) -> Self {
+        self.history_kept = kept;
         self
     }
 
@@ -610,6 +624,56 @@ impl Guard for RedisGuard {
 
     fn controls(&self) -> Option<&dyn GuardControls> {
         Some(self)
+    }
+
+    fn history(&self) -> Option<&dyn GuardHistory> {
+        (self.history_kept.kept > 0).then_some(self as &dyn GuardHistory)
+    }
+}
+
+impl GuardHistory for RedisGuard {
+    fn record(&self, entry: HistoryEntry) -> BoxFuture<Result<(), GuardError>> {
+        let batcher = Arc::clone(&self.batcher);
+        let duration = entry
+            .started
+            .zip(entry.ended)
+            .and_then(|(started, ended)| (ended - started).to_std().ok());
+        let op = batch::Op {
+            code: op::HISTORY,
+            keys: vec![Arg::Shared(Arc::clone(&self.history_key))],
+            args: vec![
+                Arg::Int(epoch_millis(entry.fire_time)),
+                Arg::Owned(crate::history::line::tail(&entry, duration)),
+                Arg::Int(i64::try_from(self.history_kept.kept).unwrap_or(i64::MAX)),
+                Arg::Int(i64::try_from(self.history_kept.retention.as_millis()).unwrap_or(i64::MAX)),
+            ],
+        };
+        Box::pin(async move {
+            call_one(&batcher, op).await?;
+            Ok(())
+        })
+    }
+
+    fn read(&self, since: DateTime<Utc>) -> BoxFuture<Result<Vec<HistoryEntry>, GuardError>> {
+        let key = Arc::clone(&self.history_key);
+        let job = Arc::clone(&self.job);
+        let mut conn = self.conn.clone();
+        Box::pin(async move {
+            let lines: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&*key)
+                .arg(epoch_millis(since))
+                .arg("+inf")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(HISTORY_LIMIT)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            Ok(lines
+                .iter()
+                .filter_map(|l| crate::history::line::parse(&job, l))
+                .collect())
+        })
     }
 }
 

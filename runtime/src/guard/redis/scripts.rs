@@ -46,6 +46,10 @@ pub(super) mod op {
     pub(in super::super) const MANUAL: &str = "m";
     /// The fate point. KEYS: state. Answers `{1, point}` or `{0}` (no record).
     pub(in super::super) const FATE_POINT: &str = "p";
+    /// A history entry. KEYS: the job's history. ARGV: the fire (Unix ms, the score), the entry
+    /// after its end time (which the server's clock gives), the entries kept, how long they are
+    /// kept (ms).
+    pub(in super::super) const HISTORY: &str = "h";
     /// Missed fires up to a fire. KEYS: state. ARGV: the last missed fire (Unix ms), the ahead
     /// tolerance (ms). Answers the fate point before, as [`FATE_POINT`].
     pub(in super::super) const REPORT_MISSED: &str = "g";
@@ -436,6 +440,17 @@ local function report_missed(state_key, last_arg, tolerance)
   return point_answer(point)
 end
 
+-- Records a history entry, its end by the server's clock first, and keeps the newest `kept` by
+-- fire, none older than `retention` ms; the key goes with its last entry.
+local function history(key, fire_arg, entry, kept_arg, retention_arg)
+  local retention = tonumber(retention_arg)
+  redis.call('ZADD', key, fire_arg, string.format('%.0f', now) .. '\t' .. entry)
+  redis.call('ZREMRANGEBYRANK', key, 0, -(tonumber(kept_arg) + 1))
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%.0f', now - retention))
+  redis.call('PEXPIRE', key, retention)
+  return {1}
+end
+
 local out = {}
 local k, a = 1, 1
 while a <= #ARGV do
@@ -467,6 +482,9 @@ while a <= #ARGV do
   elseif code == 'g' then
     ok, res = pcall(report_missed, KEYS[k], ARGV[a + 1], ARGV[a + 2])
     k, a = k + 1, a + 3
+  elseif code == 'h' then
+    ok, res = pcall(history, KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+    k, a = k + 1, a + 5
   else
     return redis.error_reply('unknown cronguard operation ' .. tostring(code))
   end

@@ -12,6 +12,7 @@ use super::{
 use crate::error::{Problem, ProblemKind};
 use crate::guard::feed::ControlFeed;
 use crate::guard::Guard;
+use crate::history::RecentHistory;
 use crate::job::Job;
 use crate::options::Overlap;
 
@@ -65,6 +66,7 @@ impl RedisStore {
         lease: Duration,
         overlap: Overlap,
         grace: Duration,
+        history: RecentHistory,
     ) -> Arc<dyn Guard> {
         Arc::new(
             RedisGuard::new(
@@ -76,6 +78,7 @@ impl RedisStore {
                 overlap,
             )
             .with_misfire_grace(grace)
+            .keeping_history(history)
             .waiting_for_replicas(self.wait.clone()),
         )
     }
