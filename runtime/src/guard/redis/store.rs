@@ -85,14 +85,15 @@ impl RedisStore {
         Arc::new(RedisFeed::new(self.conn.clone(), &self.prefix))
     }
 
-    /// Opens the store of the command-line tool (no TLS files, no waiting for replicas); the
-    /// error says what is wrong and what to check.
+    /// Opens the store of the command-line tool (with the TLS files of a `rediss://` URL, no
+    /// waiting for replicas); the error says what is wrong and what to check.
     pub(crate) async fn open_for_admin(
         url: &str,
         prefix: &str,
+        tls: &TlsFiles,
         within: Duration,
     ) -> Result<RedisStore, String> {
-        let conn = match tokio::time::timeout(within, open_with(url, &TlsFiles::default())).await {
+        let conn = match tokio::time::timeout(within, open_with(url, tls)).await {
             Ok(Open::Ready(conn)) => conn,
             Ok(Open::Unreachable(_, why)) => {
                 return Err(format!(
