@@ -37,7 +37,7 @@ impl RedisSettings {
         let env = crate::env::var;
         RedisSettings {
             url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
-            prefix: DEFAULT_PREFIX.to_owned(),
+            prefix: env("CRONGUARD_REDIS_PREFIX").unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             tls: RedisTlsSettings {
                 ca: env("CRONGUARD_REDIS_CA_FILE").map(PathBuf::from),
                 client_cert: env("CRONGUARD_REDIS_CLIENT_CERT_FILE").map(PathBuf::from),
