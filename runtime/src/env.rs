@@ -18,6 +18,17 @@ pub(crate) fn var(name: &str) -> Option<String> {
 /// one line. The message names the variable and says what to change.
 #[cfg(any(feature = "redis", feature = "postgres"))]
 pub(crate) fn url(var_name: &str, fallback: &str) -> Result<Option<String>, String> {
+    url_in(&var, var_name, fallback)
+}
+
+/// [`url`], with the variables of `env`.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+fn url_in(
+    env: &dyn Fn(&str) -> Option<String>,
+    var_name: &str,
+    fallback: &str,
+) -> Result<Option<String>, String> {
+    let var = env;
     let file_var = format!("{var_name}_FILE");
     match (var(var_name), var(&file_var)) {
         (Some(_), Some(_)) => Err(format!(
@@ -86,6 +97,36 @@ mod tests {
         assert!(two.contains("more than one line"), "{two}");
         let missing = url_file(&dir.join("missing"), "X_FILE").expect_err("missing");
         assert!(missing.contains("cannot read the URL file"), "{missing}");
+
+        // `X_URL`, else the file of `X_URL_FILE`, else `URL`; `X_URL` and its twin: an error.
+        let secret = file("secret", "redis://:from-file@host\n");
+        let secret = secret.display().to_string();
+        let read = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            url_in(
+                &|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+                "X_URL",
+                "URL",
+            )
+        };
+        assert_eq!(read(&[]), Ok(None));
+        assert_eq!(
+            read(&[("URL", "redis://generic")]),
+            Ok(Some("redis://generic".to_owned()))
+        );
+        assert_eq!(
+            read(&[("URL", "redis://generic"), ("X_URL_FILE", &secret)]),
+            Ok(Some("redis://:from-file@host".to_owned()))
+        );
+        assert_eq!(
+            read(&[("URL", "redis://generic"), ("X_URL", "redis://own")]),
+            Ok(Some("redis://own".to_owned()))
+        );
+        let both = read(&[("X_URL", "redis://own"), ("X_URL_FILE", &secret)]).expect_err("both");
+        assert!(both.contains("both `X_URL` and `X_URL_FILE`"), "{both}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
