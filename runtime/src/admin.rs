@@ -217,10 +217,10 @@ impl StoreProcess {
         }
     }
 
-    /// `` `instance` (process 1234) ``, for messages.
+    /// `` `instance` pid 1234 ``, for messages.
     fn named(&self) -> String {
         match self.pid {
-            Some(pid) => format!("`{}` (process {pid})", self.instance),
+            Some(pid) => format!("`{}` pid {pid}", self.instance),
             None => format!("`{}`", self.instance),
         }
     }
@@ -303,33 +303,40 @@ fn refusal(l: &JobLiveness) -> String {
     let at = l
         .announced_at
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let anyway = "`cronguard trigger --force` (`Store::trigger`) publishes the run anyway: a replica that runs the job takes it if it reads the control feed within the job's misfire grace, one that starts later does not";
+    let anyway = "`cronguard trigger --force` asks anyway: a replica that runs the job takes the run if it reads the control feed within the job's misfire grace; one that starts later does not";
     match &l.liveness {
         Liveness::Live { .. } => format!("job `{job}` runs on a live replica"),
         Liveness::NoProcess { last: Some(last) } => format!(
-            "no live replica runs job `{job}`: no process has attended this store for {} (the last was {}), so none reads its control feed; start a replica that runs the job, then ask again ({anyway})",
+            "no live replica runs job `{job}`: no process has attended this store for {} (the last was {}), so none reads its control feed; start a replica that runs the job, then ask again. {anyway}",
             ago(last.seen_ago),
             last.named()
         ),
         Liveness::NoProcess { last: None } => format!(
-            "no live replica runs job `{job}`: no process attends this store (the job was announced by `{}` at {at}), so none reads its control feed; start a replica that runs the job, then ask again ({anyway})",
+            "no live replica runs job `{job}`: no process attends this store (the job was announced by `{}` at {at}), so none reads its control feed; start a replica that runs the job, then ask again. {anyway}",
             l.announced_by
         ),
         Liveness::AnnouncerGone { announcer, present } => {
             const SHOWN: usize = 5;
-            let mut names: Vec<String> = present.iter().take(SHOWN).map(StoreProcess::named).collect();
+            let mut names: Vec<String> = present
+                .iter()
+                .take(SHOWN)
+                .map(StoreProcess::named)
+                .collect();
             if present.len() > SHOWN {
                 names.push(format!("{} more", present.len() - SHOWN));
             }
             let seen = announcer
                 .as_ref()
-                .map(|p| format!(", last seen {} ago", ago(p.seen_ago)))
+                .map(|p| format!(" (last seen {} ago)", ago(p.seen_ago)))
                 .unwrap_or_default();
             format!(
-                "no live replica is known to run job `{job}`: `{}`, the replica that announced it last (at {at}), is not present at this store{seen}; {} {} ({}), but the store does not record which jobs each runs. If one of them runs `{job}`, ask with `--force` ({anyway}); otherwise start a replica that runs it",
+                "no live replica is known to run job `{job}`: `{}`, which announced it last (at {at}), is not present at this store{seen}; {} present ({}), but the store does not record which jobs each runs. If one of them runs `{job}`, ask with `cronguard trigger --force`; otherwise start a replica that runs it",
                 l.announced_by,
-                present.len(),
-                if present.len() == 1 { "other process is" } else { "other processes are" },
+                if present.len() == 1 {
+                    "1 other process is".to_owned()
+                } else {
+                    format!("{} other processes are", present.len())
+                },
                 names.join(", ")
             )
         }
