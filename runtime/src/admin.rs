@@ -26,9 +26,13 @@
 //! mistyped name is an error instead of a pause nobody reads. A pause is stored with the job's
 //! state (every claim honours it) and published on the store's control feed, which every replica
 //! reads about once a second; a run asked for with [`Store::trigger`] is published there and
-//! claimed by the replicas that run the job, exactly one of which runs it.
+//! claimed by the replicas that run the job, exactly one of which runs it. Only the replicas
+//! alive then read it: [`Store::liveness`] tells from the store whether one runs the job, and
+//! [`Store::trigger_if_live`] asks only then.
 
 use std::path::Path;
+#[cfg(feature = "redis")]
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +45,7 @@ use crate::guard::feed::{ControlAction, ControlFeed, ControlRequest, RosterEntry
 use crate::guard::{Guard, GuardError};
 use crate::health::CLAIM_AHEAD_TOLERANCE;
 use crate::history::{HistoryEntry, RecentHistory};
+use crate::liveness::liveness;
 use crate::DEFAULT_MISFIRE_GRACE;
 
 /// How long one request may wait for the store.
@@ -170,6 +175,8 @@ impl StoredJobState {
     }
 }
 
+pub use crate::liveness::{JobLiveness, Liveness, StoreProcess};
+
 /// Why an operation on a store failed. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -210,6 +217,46 @@ pub enum AdminError {
     /// The store's guard does not keep pauses or manual runs.
     #[error("the guard of job `{0}` does not support pause, resume or run now")]
     Unsupported(String),
+    /// [`Store::trigger_if_live`]: the store shows no live replica that runs the job, so a run
+    /// asked for would start nowhere; nothing was published.
+    #[error("{}", crate::liveness::refusal(.0))]
+    NoLiveReplica(Box<JobLiveness>),
+}
+
+/// The TLS files of a `rediss://` store ([`Store::redis_tls`]): what the replicas take from
+/// `CRONGUARD_REDIS_CA_FILE`, `CRONGUARD_REDIS_CLIENT_CERT_FILE` and
+/// `CRONGUARD_REDIS_CLIENT_KEY_FILE` (or `Builder::redis_tls_ca`,
+/// `Builder::redis_tls_client_cert`).
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RedisTlsFiles {
+    /// A PEM file of the CA certificate(s) to trust instead of the system's store.
+    pub ca: Option<PathBuf>,
+    /// PEM files of a client certificate (chain) and its private key, for a server with
+    /// `tls-auth-clients yes`.
+    pub client: Option<(PathBuf, PathBuf)>,
+}
+
+#[cfg(feature = "redis")]
+impl RedisTlsFiles {
+    /// No files: the system's store is trusted, no client certificate is shown.
+    pub fn new() -> Self {
+        RedisTlsFiles::default()
+    }
+
+    /// Trusts the CA(s) of the PEM file `path` instead of the system's store.
+    pub fn ca(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca = Some(path.into());
+        self
+    }
+
+    /// Shows the client certificate (chain) of the PEM file `cert`, with its key `key`.
+    pub fn client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.client = Some((cert.into(), key.into()));
+        self
+    }
 }
 
 /// Where the store lives.
@@ -270,9 +317,33 @@ impl Store {
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub async fn redis(url: &str, prefix: &str) -> Result<Store, AdminError> {
-        use crate::guard::redis::{redact, RedisStore};
+        Store::redis_tls(url, prefix, &RedisTlsFiles::default()).await
+    }
+
+    /// [`Store::redis`], with the TLS files of a `rediss://` URL: a private CA to trust, a client
+    /// certificate to show (the replicas' `CRONGUARD_REDIS_CA_FILE`,
+    /// `CRONGUARD_REDIS_CLIENT_CERT_FILE` and `CRONGUARD_REDIS_CLIENT_KEY_FILE`). TLS needs the
+    /// `redis-tls` feature; files given for a URL without TLS are refused, as at a replica's
+    /// start.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Open`] when the URL or the files are wrong, the server's certificate is not
+    /// trusted, the server refuses the client's, or it does not answer.
+    #[cfg(feature = "redis")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+    pub async fn redis_tls(
+        url: &str,
+        prefix: &str,
+        tls: &RedisTlsFiles,
+    ) -> Result<Store, AdminError> {
+        use crate::guard::redis::{redact, RedisStore, TlsFiles};
         let shown = format!("Redis at `{}`", redact(url));
-        let store = RedisStore::open_for_admin(url, prefix, STORE_WAIT)
+        let files = TlsFiles {
+            ca: tls.ca.clone(),
+            client: tls.client.clone(),
+        };
+        let store = RedisStore::open_for_admin(url, prefix, &files, STORE_WAIT)
             .await
             .map_err(|problem| AdminError::Open {
                 store: shown.clone(),
@@ -314,14 +385,12 @@ impl Store {
     /// matter to what the tool asks).
     fn guard(&self, job: &str) -> Arc<dyn Guard> {
         match &self.backend {
-            Backend::LockDir(store) => {
-                store.guard(
-                    job,
-                    crate::Overlap::Skip,
-                    DEFAULT_MISFIRE_GRACE,
-                    RecentHistory::default(),
-                )
-            }
+            Backend::LockDir(store) => store.guard(
+                job,
+                crate::Overlap::Skip,
+                DEFAULT_MISFIRE_GRACE,
+                RecentHistory::default(),
+            ),
             #[cfg(feature = "redis")]
             Backend::Redis(store) => store.guard(
                 job,
@@ -532,6 +601,10 @@ impl Store {
     /// runs it (within the job's misfire grace). Returns the run's key,
     /// `job@manual:<16 hex digits>`, which its events and logs carry.
     ///
+    /// The request is published whether or not a replica that runs the job is alive to read
+    /// it (a replica that starts later does not take it): [`Store::trigger_if_live`] asks only
+    /// when the store shows one.
+    ///
     /// # Errors
     ///
     /// [`AdminError::UnknownJob`] when no replica announced it, [`AdminError::Feed`] when the
@@ -547,6 +620,59 @@ impl Store {
         };
         self.publish(job, ControlAction::Trigger(run)).await?;
         Ok(crate::fire::run_key(job, run.requested_at, Some(run.id)))
+    }
+
+    /// Every process the store lists — the replicas that attend it, present or not — most
+    /// recently seen first, without attending it (the replicas do not see the tool).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store does not answer.
+    pub async fn processes(&self) -> Result<Vec<StoreProcess>, AdminError> {
+        let mut processes: Vec<StoreProcess> = self
+            .ask(self.feed.processes())
+            .await?
+            .into_iter()
+            .map(StoreProcess::of)
+            .collect();
+        processes.sort_by(|a, b| {
+            a.seen_ago
+                .cmp(&b.seen_ago)
+                .then_with(|| a.instance.cmp(&b.instance))
+        });
+        Ok(processes)
+    }
+
+    /// Whether a live replica runs `job`, as the store tells it (see [`Liveness`]).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::UnknownJob`] when no replica announced it, [`AdminError::Store`] when the
+    /// store does not answer.
+    pub async fn liveness(&self, job: &str) -> Result<JobLiveness, AdminError> {
+        let entry = self.announced(job).await?;
+        let liveness = liveness(&entry.instance, self.processes().await?);
+        Ok(JobLiveness {
+            job: entry.job,
+            announced_by: entry.instance,
+            announced_at: entry.at,
+            liveness,
+        })
+    }
+
+    /// [`Store::trigger`], once [`Store::liveness`] shows a live replica that runs `job`:
+    /// otherwise nothing is published, since the run would start nowhere.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::NoLiveReplica`] when the store shows no live replica of the job (the error
+    /// says what it shows), and the errors of [`Store::liveness`] and [`Store::trigger`].
+    pub async fn trigger_if_live(&self, job: &str) -> Result<String, AdminError> {
+        let liveness = self.liveness(job).await?;
+        if !liveness.is_live() {
+            return Err(AdminError::NoLiveReplica(Box::new(liveness)));
+        }
+        self.trigger(job).await
     }
 
     async fn publish(&self, job: &str, action: ControlAction) -> Result<(), AdminError> {

@@ -28,13 +28,23 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// Environment: `CRONGUARD_LOCK_DIR` (lock dir of `file` guards; default a folder private to
 /// this user: `$XDG_RUNTIME_DIR/cronguard`, else `/run/cronguard` for root, else
-/// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL` or `REDIS_URL` (`redis` guards:
-/// `redis://`, `rediss://` with the `redis-tls` feature, `redis+sentinel://`),
-/// `CRONGUARD_REDIS_CA_FILE`, `CRONGUARD_REDIS_CLIENT_CERT_FILE` and
-/// `CRONGUARD_REDIS_CLIENT_KEY_FILE` (PEM files for `rediss://`, see [`Builder::redis_tls_ca`]),
-/// `CRONGUARD_POSTGRES_URL` or `DATABASE_URL` (`postgres` guards), `CRONGUARD_POSTGRES_SCHEMA`
-/// (default `cronguard`), `CRONGUARD_INSTANCE` (this process's name in events; default
-/// `hostname:pid`).
+/// `<system temp dir>/cronguard-<uid>`), `CRONGUARD_REDIS_URL`, else `CRONGUARD_REDIS_URL_FILE`,
+/// else `REDIS_URL` (`redis` guards: `redis://`, `rediss://` with the `redis-tls` feature,
+/// `redis+sentinel://`), `CRONGUARD_REDIS_PREFIX` (the first part of every Redis key, see
+/// [`Builder::redis_prefix`]; default `cronguard`), `CRONGUARD_REDIS_CA_FILE`,
+/// `CRONGUARD_REDIS_CLIENT_CERT_FILE` and `CRONGUARD_REDIS_CLIENT_KEY_FILE` (PEM files for
+/// `rediss://`, see [`Builder::redis_tls_ca`]), `CRONGUARD_POSTGRES_URL`, else
+/// `CRONGUARD_POSTGRES_URL_FILE`, else `DATABASE_URL` (`postgres` guards),
+/// `CRONGUARD_POSTGRES_SCHEMA` (default `cronguard`), `CRONGUARD_INSTANCE` (this process's name
+/// in events; default `hostname:pid`).
+///
+/// `CRONGUARD_REDIS_URL_FILE` and `CRONGUARD_POSTGRES_URL_FILE` name a file that holds the URL
+/// (the `_FILE` convention of Docker and Kubernetes secrets), so that its password is in no
+/// variable: the file's contents without the surrounding whitespace (its trailing newline) are
+/// the URL. Setting a variable and its `_FILE` twin, or a file that cannot be read, is empty or
+/// holds more than one line, is a start error of the jobs of that guard (unless
+/// [`Builder::redis_url`] or [`Builder::postgres_url`] gives the URL). The command-line tool
+/// `cronguard` reads the same variables.
 ///
 /// # Errors
 ///
@@ -162,6 +172,7 @@ impl Builder {
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub fn redis_url(mut self, url: impl Into<String>) -> Self {
         self.guards.redis.url = Some(url.into());
+        self.guards.redis_url_problem = None;
         self
     }
 
@@ -191,7 +202,7 @@ impl Builder {
         self
     }
 
-    /// The first part of every Redis key (default `cronguard`): keys are
+    /// The first part of every Redis key (default `cronguard`, or `CRONGUARD_REDIS_PREFIX`): keys are
     /// `<prefix>:{<job>}:lock`, `<prefix>:{<job>}:state`, `<prefix>:{<job>}:cancel` and
     /// `<prefix>:{<job>}:reported:<fire ms>`.
     #[cfg(feature = "redis")]
@@ -239,6 +250,7 @@ impl Builder {
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     pub fn postgres_url(mut self, url: impl Into<String>) -> Self {
         self.guards.postgres.url = Some(url.into());
+        self.guards.postgres_url_problem = None;
         self
     }
 

@@ -35,6 +35,13 @@ pub(crate) struct GuardSettings {
     pub(crate) redis: RedisSettings,
     #[cfg(feature = "postgres")]
     pub(crate) postgres: PostgresSettings,
+    /// Why the Redis URL of the environment could not be read (`CRONGUARD_REDIS_URL_FILE`); a
+    /// start error of the `redis` jobs unless `Builder::redis_url` gives one.
+    #[cfg(feature = "redis")]
+    pub(crate) redis_url_problem: Option<String>,
+    /// The same for PostgreSQL (`CRONGUARD_POSTGRES_URL_FILE`, `Builder::postgres_url`).
+    #[cfg(feature = "postgres")]
+    pub(crate) postgres_url_problem: Option<String>,
     pub(crate) history_retention_days: u32,
     /// Entries of each job's history the `redis` and `file` guards keep (`Builder::recent_history`).
     pub(crate) recent_history: usize,
@@ -46,17 +53,46 @@ pub(crate) struct GuardSettings {
 impl GuardSettings {
     /// The settings the environment gives.
     pub(crate) fn from_env() -> Self {
+        // The URLs: `CRONGUARD_<X>_URL`, else the file of `CRONGUARD_<X>_URL_FILE`, else the
+        // generic variable (`REDIS_URL`, `DATABASE_URL`).
+        #[cfg(feature = "redis")]
+        let (redis, redis_url_problem) = {
+            let mut redis = RedisSettings::from_env();
+            let (url, problem) = split(crate::env::url("CRONGUARD_REDIS_URL", "REDIS_URL"));
+            redis.url = url;
+            (redis, problem)
+        };
+        #[cfg(feature = "postgres")]
+        let (postgres, postgres_url_problem) = {
+            let mut postgres = PostgresSettings::from_env();
+            let (url, problem) = split(crate::env::url("CRONGUARD_POSTGRES_URL", "DATABASE_URL"));
+            postgres.url = url;
+            (postgres, problem)
+        };
         GuardSettings {
             lock_dir: crate::env::var("CRONGUARD_LOCK_DIR").map(PathBuf::from),
             #[cfg(feature = "redis")]
-            redis: RedisSettings::from_env(),
+            redis,
             #[cfg(feature = "postgres")]
-            postgres: PostgresSettings::from_env(),
+            postgres,
+            #[cfg(feature = "redis")]
+            redis_url_problem,
+            #[cfg(feature = "postgres")]
+            postgres_url_problem,
             history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
             recent_history: crate::history::RECENT_HISTORY_KEPT,
             custom: BTreeMap::new(),
             required_at_start: false,
         }
+    }
+}
+
+/// A URL read from the environment, or why it could not be.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+fn split(read: Result<Option<String>, String>) -> (Option<String>, Option<String>) {
+    match read {
+        Ok(url) => (url, None),
+        Err(problem) => (None, Some(problem)),
     }
 }
 
@@ -103,6 +139,13 @@ impl Stores {
         #[cfg(feature = "redis")]
         let redis = if redis_jobs.is_empty() {
             None
+        } else if let Some(problem) = settings.redis_url_problem {
+            problems.push(Problem::new(
+                ProblemKind::MissingUrl,
+                crate::job::one_of(&redis_jobs),
+                problem,
+            ));
+            None
         } else {
             RedisStore::open(settings.redis, required, &redis_jobs, problems).await
         };
@@ -111,6 +154,13 @@ impl Stores {
         let postgres_jobs = of(Lock::Postgres);
         #[cfg(feature = "postgres")]
         let postgres = if postgres_jobs.is_empty() {
+            None
+        } else if let Some(problem) = settings.postgres_url_problem {
+            problems.push(Problem::new(
+                ProblemKind::MissingUrl,
+                crate::job::one_of(&postgres_jobs),
+                problem,
+            ));
             None
         } else {
             PostgresStore::open(settings.postgres, required, &postgres_jobs, problems).await

@@ -219,7 +219,8 @@ pub(crate) mod line {
         let mut entry = HistoryEntry::new(job, fire_time, instance, outcome);
         entry.fencing_token = fencing_token;
         entry.ended = Some(ended);
-        entry.started = duration.and_then(|d| ended.checked_sub_signed(chrono::TimeDelta::from_std(d).ok()?));
+        entry.started =
+            duration.and_then(|d| ended.checked_sub_signed(chrono::TimeDelta::from_std(d).ok()?));
         entry.lateness = lateness;
         entry.error = error;
         Some(entry)
@@ -285,7 +286,10 @@ pub(crate) mod line {
             let mut dropped = HistoryEntry::new("j", fire, "-", Outcome::Skipped);
             dropped.error = Some("-".to_owned());
             let back = parse("j", &whole(&dropped, None, ended)).unwrap();
-            assert_eq!((back.instance.as_str(), back.error.as_deref()), ("-", Some("-")));
+            assert_eq!(
+                (back.instance.as_str(), back.error.as_deref()),
+                ("-", Some("-"))
+            );
             assert_eq!(back.started, None);
             assert_eq!(parse("j", "garbage"), None);
         }

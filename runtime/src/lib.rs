@@ -87,6 +87,7 @@ mod health;
 pub mod history;
 mod job;
 mod job_config;
+mod liveness;
 pub mod metrics;
 mod model;
 mod operate;

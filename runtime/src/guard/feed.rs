@@ -105,6 +105,17 @@ pub(crate) struct RosterEntry {
     pub(crate) due_grace: Option<Duration>,
 }
 
+/// A process that attended a store (a replica reading its control feed), as the store last saw
+/// it: read without attending, for the command-line tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SeenProcess {
+    /// Its id: the instance name, the operating-system process id and a random part (see
+    /// `executor::Presence`).
+    pub(crate) id: String,
+    /// How long ago it last attended, by the store's clock (the lock dir: this host's).
+    pub(crate) ago: Duration,
+}
+
 /// What one read of a feed found.
 #[derive(Debug)]
 pub(crate) struct FeedRead {
@@ -160,6 +171,12 @@ pub(crate) trait ControlFeed: Send + Sync + 'static {
     /// Lists `process` as present for [`PRESENCE_TTL`], forgets the processes that did not
     /// attend within it, and returns the ids of the processes present, in any order.
     fn attend(&self, process: &str) -> BoxFuture<Result<Vec<String>, GuardError>>;
+
+    /// Every process the store still lists, without attending: those present, and those that
+    /// stopped attending less than [`PRESENCE_TTL`] before the last attend of another (the store
+    /// forgets a process only when another attends, so the last process of a store that every
+    /// process left stays listed, with how long ago it was seen).
+    fn processes(&self) -> BoxFuture<Result<Vec<SeenProcess>, GuardError>>;
 }
 
 /// Two processes attend `feed` and both are listed, each once (for each store's own tests, which
@@ -187,4 +204,19 @@ pub(crate) async fn expect_alone(feed: &dyn ControlFeed) {
         ["a 1 0001"],
         "a process that stopped attending is forgotten"
     );
+}
+
+/// After [`two_attend`] and `"b 2 0002"` aged past [`PRESENCE_TTL`]: both are listed without
+/// attending, `"a 1 0001"` as seen just now and `"b 2 0002"` as seen longer ago than that, and
+/// listing again forgets neither.
+#[cfg(test)]
+pub(crate) async fn listed_without_attending(feed: &dyn ControlFeed) {
+    for _ in 0..2 {
+        let mut seen = feed.processes().await.expect("lists");
+        seen.sort_by(|x, y| x.id.cmp(&y.id));
+        let ids: Vec<&str> = seen.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["a 1 0001", "b 2 0002"], "{seen:?}");
+        assert!(seen[0].ago < Duration::from_secs(2), "{seen:?}");
+        assert!(seen[1].ago >= PRESENCE_TTL, "{seen:?}");
+    }
 }

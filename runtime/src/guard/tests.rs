@@ -1327,9 +1327,19 @@ async fn recent_history_is_shared_and_bounded(
     assert_eq!(read[0].error, skipped.error, "texts come back as written");
     assert_eq!(read[1].fencing_token, Some(7));
     assert_eq!(read[1].lateness, Some(Duration::from_millis(12)));
-    let (started, ended) = (read[1].started.expect("started"), read[1].ended.expect("ended"));
-    assert_eq!(ended - started, chrono::TimeDelta::seconds(1), "the run's duration");
-    assert!(read.iter().all(|e| e.ended.is_some()), "every entry has its end");
+    let (started, ended) = (
+        read[1].started.expect("started"),
+        read[1].ended.expect("ended"),
+    );
+    assert_eq!(
+        ended - started,
+        chrono::TimeDelta::seconds(1),
+        "the run's duration"
+    );
+    assert!(
+        read.iter().all(|e| e.ended.is_some()),
+        "every entry has its end"
+    );
     let since = r.read(t(20)).await.expect("reads");
     assert_eq!(since.len(), 2, "from a fire on: {since:?}");
     s.record(HistoryEntry::new(job, t(40), "host-d", Outcome::Succeeded))
@@ -1342,7 +1352,11 @@ async fn recent_history_is_shared_and_bounded(
         .iter()
         .map(|e| e.fire_time)
         .collect();
-    assert_eq!(kept, [t(30), t(40)], "a guard keeping two keeps the newest two");
+    assert_eq!(
+        kept,
+        [t(30), t(40)],
+        "a guard keeping two keeps the newest two"
+    );
 }
 
 #[tokio::test]
@@ -1365,7 +1379,10 @@ async fn the_file_guard_keeps_a_shared_bounded_history() {
         kept: 0,
         ..RecentHistory::default()
     };
-    assert!(FileGuard::new(&dir, "job").keeping_history(none).history().is_none());
+    assert!(FileGuard::new(&dir, "job")
+        .keeping_history(none)
+        .history()
+        .is_none());
 }
 
 #[tokio::test]

@@ -25,7 +25,8 @@ use chrono::{DateTime, Utc};
 use super::{file_stem, open};
 use crate::clock::epoch_millis;
 use crate::guard::feed::{
-    ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+    ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, SeenProcess, FEED_BATCH,
+    PRESENCE_TTL,
 };
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
@@ -346,6 +347,33 @@ impl FileFeed {
         }
         Ok(present)
     }
+
+    /// The processes of `.cronguard-processes/`, without attending or forgetting any.
+    fn processes_blocking(&self) -> Result<Vec<SeenProcess>, GuardError> {
+        let dir = self.dir.join(PROCESSES);
+        let items = match std::fs::read_dir(&dir) {
+            Ok(items) => items,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Self::err(&dir, e)),
+        };
+        let now = std::time::SystemTime::now();
+        let mut seen = Vec::new();
+        for item in items.flatten() {
+            let path = item.path();
+            let (Ok(at), Ok(id)) = (
+                item.metadata().and_then(|m| m.modified()),
+                std::fs::read_to_string(&path),
+            ) else {
+                // Forgotten by an attending process meanwhile.
+                continue;
+            };
+            seen.push(SeenProcess {
+                id,
+                ago: now.duration_since(at).unwrap_or_default(),
+            });
+        }
+        Ok(seen)
+    }
 }
 
 fn blocking<T: Send + 'static>(
@@ -381,6 +409,10 @@ impl ControlFeed for FileFeed {
         let process = process.to_owned();
         blocking(&self.dir, move |f| f.attend_blocking(&process))
     }
+
+    fn processes(&self) -> BoxFuture<Result<Vec<SeenProcess>, GuardError>> {
+        blocking(&self.dir, FileFeed::processes_blocking)
+    }
 }
 
 #[cfg(test)]
@@ -411,6 +443,8 @@ mod tests {
             .open(&b)
             .and_then(|f| f.set_modified(long_ago))
             .expect("ages a process");
+        crate::guard::feed::listed_without_attending(&feed).await;
+        assert!(b.exists(), "listing forgets nobody");
         crate::guard::feed::expect_alone(&feed).await;
         assert!(!b.exists(), "a process gone quiet is removed");
         let _ = std::fs::remove_dir_all(&dir);

@@ -265,4 +265,26 @@ impl ControlFeed for PostgresFeed {
             rows.iter().map(|row| get(row, 0)).collect()
         })
     }
+
+    fn processes(&self) -> BoxFuture<Result<Vec<crate::guard::feed::SeenProcess>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT process, \
+                   greatest(0, (extract(epoch FROM clock_timestamp() - seen) * 1000)::bigint) \
+                 FROM {}.processes",
+                db.schema
+            );
+            let rows = db.query(&sql, &[]).await?;
+            rows.iter()
+                .map(|row| {
+                    let ms: i64 = get(row, 1)?;
+                    Ok(crate::guard::feed::SeenProcess {
+                        id: get(row, 0)?,
+                        ago: Duration::from_millis(u64::try_from(ms).unwrap_or(0)),
+                    })
+                })
+                .collect()
+        })
+    }
 }

@@ -29,7 +29,8 @@ use redis::Value;
 
 use super::{redis_err, RedisConn};
 use crate::guard::feed::{
-    ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, FEED_BATCH, PRESENCE_TTL,
+    ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, SeenProcess, FEED_BATCH,
+    PRESENCE_TTL,
 };
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
@@ -279,6 +280,38 @@ impl ControlFeed for RedisFeed {
         Box::pin(async move {
             let present: Vec<String> = call.invoke_async(&mut conn).await.map_err(redis_err)?;
             Ok(present)
+        })
+    }
+
+    fn processes(&self) -> BoxFuture<Result<Vec<SeenProcess>, GuardError>> {
+        let mut conn = self.conn.clone();
+        let key = self.processes.clone();
+        let mut call = super::scripts::PROCESSES.prepare_invoke();
+        call.key(&key);
+        Box::pin(async move {
+            let (now, listed): (String, Vec<String>) =
+                call.invoke_async(&mut conn).await.map_err(redis_err)?;
+            let ms = |text: &str| text.parse::<f64>().ok().filter(|ms| ms.is_finite());
+            let now = ms(&now).ok_or_else(|| {
+                invalid(format!("the server's clock `{now}` is not a time in ms"))
+            })?;
+            listed
+                .chunks_exact(2)
+                .map(|pair| {
+                    let seen = ms(&pair[1]).ok_or_else(|| {
+                        invalid(format!(
+                            "the sorted set {key} holds a score `{}` that is not a time in ms",
+                            pair[1]
+                        ))
+                    })?;
+                    // Whole ms, never negative: the set holds ms of the server's clock.
+                    let ago = Duration::from_millis((now - seen).max(0.0) as u64);
+                    Ok(SeenProcess {
+                        id: pair[0].clone(),
+                        ago,
+                    })
+                })
+                .collect()
         })
     }
 }
@@ -543,6 +576,7 @@ mod server_tests {
             .query_async(&mut conn)
             .await
             .expect("ZADD");
+        crate::guard::feed::listed_without_attending(&feed).await;
         crate::guard::feed::expect_alone(&feed).await;
     }
 

@@ -645,7 +645,9 @@ impl GuardHistory for RedisGuard {
                 Arg::Int(epoch_millis(entry.fire_time)),
                 Arg::Owned(crate::history::line::tail(&entry, duration)),
                 Arg::Int(i64::try_from(self.history_kept.kept).unwrap_or(i64::MAX)),
-                Arg::Int(i64::try_from(self.history_kept.retention.as_millis()).unwrap_or(i64::MAX)),
+                Arg::Int(
+                    i64::try_from(self.history_kept.retention.as_millis()).unwrap_or(i64::MAX),
+                ),
             ],
         };
         Box::pin(async move {

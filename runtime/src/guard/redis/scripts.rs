@@ -25,6 +25,18 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
     )
 });
 
+/// Lists the processes of the sorted set `KEYS[1]` without attending: answers the server's clock
+/// (Unix ms) and each member with its score (when it last attended), for the command-line tool.
+pub(in super::super) static PROCESSES: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return {string.format('%.0f', now), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
+"#,
+    )
+});
+
 /// The code of each operation in `ARGV`, followed by its arguments; its keys come next in `KEYS`.
 pub(super) mod op {
     /// KEYS: lock, state, cancel, the report record of the fire. ARGV: fire (Unix ms), the

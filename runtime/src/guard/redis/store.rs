@@ -38,7 +38,7 @@ impl RedisSettings {
         let env = crate::env::var;
         RedisSettings {
             url: env("CRONGUARD_REDIS_URL").or_else(|| env("REDIS_URL")),
-            prefix: DEFAULT_PREFIX.to_owned(),
+            prefix: env("CRONGUARD_REDIS_PREFIX").unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
             tls: RedisTlsSettings {
                 ca: env("CRONGUARD_REDIS_CA_FILE").map(PathBuf::from),
                 client_cert: env("CRONGUARD_REDIS_CLIENT_CERT_FILE").map(PathBuf::from),
@@ -88,14 +88,15 @@ impl RedisStore {
         Arc::new(RedisFeed::new(self.conn.clone(), &self.prefix))
     }
 
-    /// Opens the store of the command-line tool (no TLS files, no waiting for replicas); the
-    /// error says what is wrong and what to check.
+    /// Opens the store of the command-line tool (with the TLS files of a `rediss://` URL, no
+    /// waiting for replicas); the error says what is wrong and what to check.
     pub(crate) async fn open_for_admin(
         url: &str,
         prefix: &str,
+        tls: &TlsFiles,
         within: Duration,
     ) -> Result<RedisStore, String> {
-        let conn = match tokio::time::timeout(within, open_with(url, &TlsFiles::default())).await {
+        let conn = match tokio::time::timeout(within, open_with(url, tls)).await {
             Ok(Open::Ready(conn)) => conn,
             Ok(Open::Unreachable(_, why)) => {
                 return Err(format!(
