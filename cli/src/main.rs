@@ -38,7 +38,8 @@ struct StoreArgs {
     /// The key prefix of the Redis guards (`Builder::redis_prefix`)
     #[arg(long, value_name = "P", default_value = "cronguard", global = true)]
     prefix: String,
-    /// The PostgreSQL of `lock = "postgres"` jobs [env: CRONGUARD_POSTGRES_URL]
+    /// The PostgreSQL of `lock = "postgres"` jobs [env: CRONGUARD_POSTGRES_URL]; TLS as its
+    /// `sslmode` says, with the CA of `sslrootcert` or CRONGUARD_POSTGRES_CA_FILE
     #[arg(long, value_name = "URL", global = true)]
     postgres: Option<String>,
     /// The schema of the PostgreSQL guards [env: CRONGUARD_POSTGRES_SCHEMA] [default: cronguard]
