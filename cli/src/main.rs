@@ -61,6 +61,14 @@ Environment:
         --redis-client-key-file)
   CRONGUARD_POSTGRES_URL, CRONGUARD_POSTGRES_URL_FILE, DATABASE_URL
         the PostgreSQL of `lock = \"postgres\"` jobs (--postgres, --postgres-url-file)
+  CRONGUARD_POSTGRES_CA_FILE
+        for a PostgreSQL URL with TLS (sslmode): a PEM file of the CA(s) to trust instead of the
+        system's (or sslrootcert in the URL)
+  CRONGUARD_POSTGRES_CLIENT_CERT_FILE, CRONGUARD_POSTGRES_CLIENT_KEY_FILE
+        for a PostgreSQL server that asks for client certificates: the certificate and its key,
+        PEM (or sslcert and sslkey in the URL)
+  CRONGUARD_POSTGRES_POOL_SIZE
+        connections to PostgreSQL [default: 8]
   CRONGUARD_POSTGRES_SCHEMA
         the PostgreSQL schema (--schema) [default: cronguard]
   CRONGUARD_LOCK_DIR
@@ -120,8 +128,8 @@ struct StoreArgs {
     /// For rediss://: the PEM file of the client certificate's key
     #[arg(long, value_name = "PATH", global = true)]
     redis_client_key_file: Option<PathBuf>,
-    /// The PostgreSQL of `lock = "postgres"` jobs; a password in it shows in the process list,
-    /// prefer --postgres-url-file
+    /// The PostgreSQL of `lock = "postgres"` jobs, with TLS as its `sslmode` says; a password in
+    /// it shows in the process list, prefer --postgres-url-file
     #[arg(long, value_name = "URL", global = true)]
     postgres: Option<String>,
     /// A file that holds the PostgreSQL URL

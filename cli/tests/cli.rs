@@ -1,5 +1,5 @@
 //! The `cronguard` binary against a running scheduler that shares its store: a lock dir, a real
-//! `redis-server` (also one that speaks only TLS, with a private CA), a real PostgreSQL. What the
+//! `redis-server` (also one that speaks only TLS, with a private CA), a real PostgreSQL (also one that accepts only TLS). What the
 //! tool does must reach the replica: `list` shows its job, `pause` makes its next fire a paused
 //! skip, `resume` lets it run again, `trigger` runs it under the printed key — and is refused
 //! when no live replica runs the job. `health` tells from the store alone that no replica runs a
@@ -40,6 +40,10 @@ const STORE_VARS: &[&str] = &[
     "CRONGUARD_POSTGRES_URL",
     "CRONGUARD_POSTGRES_URL_FILE",
     "DATABASE_URL",
+    "CRONGUARD_POSTGRES_CA_FILE",
+    "CRONGUARD_POSTGRES_CLIENT_CERT_FILE",
+    "CRONGUARD_POSTGRES_CLIENT_KEY_FILE",
+    "CRONGUARD_POSTGRES_POOL_SIZE",
     "CRONGUARD_POSTGRES_SCHEMA",
     "CRONGUARD_LOCK_DIR",
 ];
@@ -356,6 +360,50 @@ async fn operates_the_jobs_of_a_postgres_server() {
         .expect("starts");
     let store = vec!["--postgres".to_owned(), postgres.url()];
     operate(store, scheduler).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operates_the_jobs_of_a_postgres_server_over_tls() {
+    let Some(postgres) = cronguard_testkit::PostgresTls::start(cronguard_testkit::ClientAuth::No)
+    else {
+        return;
+    };
+    let url = postgres.url("verify-full");
+    let scheduler = cronguard::builder()
+        .registered_jobs(false)
+        .postgres_url(&url)
+        .postgres_tls_ca(postgres.ca_file())
+        .instance("replica-a")
+        .job(job(Lock::Postgres).history(true))
+        .start()
+        .await
+        .expect("starts over TLS");
+    // The CA as the URL's `sslrootcert`.
+    let with_ca = format!("{url}&sslrootcert={}", postgres.ca_file().display());
+    operate(vec!["--postgres".to_owned(), with_ca], scheduler, true).await;
+
+    let untrusted = fails(&["--postgres".to_owned(), url.clone()], &["list"]).await;
+    assert!(untrusted.contains("not trusted"), "{untrusted}");
+    assert!(
+        untrusted.contains("CRONGUARD_POSTGRES_CA_FILE"),
+        "{untrusted}"
+    );
+    // The CA as the replicas read it from the environment.
+    let mut cmd = Command::new(CLI);
+    cmd.args(["--postgres", &url, "list"])
+        .env_remove("CRONGUARD_POSTGRES_URL")
+        .env("CRONGUARD_POSTGRES_CA_FILE", postgres.ca_file());
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("joins")
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("tick "),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Where the replicas of the dead-man check keep their state.

@@ -359,16 +359,25 @@ impl Store {
     /// The PostgreSQL of `lock = "postgres"` jobs (the replicas' `CRONGUARD_POSTGRES_URL`), in
     /// their schema (`Builder::postgres_schema`, `cronguard` by default).
     ///
+    /// It connects as a replica does: TLS as the URL's `sslmode` asks (feature `postgres-tls`),
+    /// with the CA and client certificate of the URL's `sslrootcert`, `sslcert` and `sslkey` or
+    /// of `CRONGUARD_POSTGRES_CA_FILE`, `CRONGUARD_POSTGRES_CLIENT_CERT_FILE` and
+    /// `CRONGUARD_POSTGRES_CLIENT_KEY_FILE`, and a pool of `CRONGUARD_POSTGRES_POOL_SIZE`
+    /// connections (see [`Builder::postgres_url`](crate::Builder::postgres_url)).
+    ///
     /// # Errors
     ///
-    /// [`AdminError::Open`] when the URL, the credentials or the schema are wrong, or the server
-    /// does not answer.
+    /// [`AdminError::Open`] when the URL, the credentials, the TLS settings or the schema are
+    /// wrong, or the server does not answer.
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     pub async fn postgres(url: &str, schema: &str) -> Result<Store, AdminError> {
-        use crate::guard::postgres::{redact, PostgresStore};
-        let shown = format!("PostgreSQL at `{}`", redact(url));
-        let store = PostgresStore::open_for_admin(url, schema, STORE_WAIT * 2)
+        use crate::guard::postgres::{PostgresSettings, PostgresStore};
+        let mut settings = PostgresSettings::from_env();
+        settings.url = Some(url.to_owned());
+        settings.schema = schema.to_owned();
+        let shown = settings.shown();
+        let store = PostgresStore::open_for_admin(&settings, STORE_WAIT * 2)
             .await
             .map_err(|problem| AdminError::Open {
                 store: shown.clone(),

@@ -34,7 +34,10 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`Builder::redis_prefix`]; default `cronguard`), `CRONGUARD_REDIS_CA_FILE`,
 /// `CRONGUARD_REDIS_CLIENT_CERT_FILE` and `CRONGUARD_REDIS_CLIENT_KEY_FILE` (PEM files for
 /// `rediss://`, see [`Builder::redis_tls_ca`]), `CRONGUARD_POSTGRES_URL`, else
-/// `CRONGUARD_POSTGRES_URL_FILE`, else `DATABASE_URL` (`postgres` guards),
+/// `CRONGUARD_POSTGRES_URL_FILE`, else `DATABASE_URL` (`postgres` guards; TLS as its `sslmode`
+/// says, with the `postgres-tls` feature), `CRONGUARD_POSTGRES_CA_FILE`,
+/// `CRONGUARD_POSTGRES_CLIENT_CERT_FILE` and `CRONGUARD_POSTGRES_CLIENT_KEY_FILE` (PEM files, see
+/// `Builder::postgres_tls_ca`), `CRONGUARD_POSTGRES_POOL_SIZE` (default 8),
 /// `CRONGUARD_POSTGRES_SCHEMA` (default `cronguard`), `CRONGUARD_INSTANCE` (this process's name
 /// in events; default `hostname:pid`).
 ///
@@ -245,11 +248,157 @@ impl Builder {
     }
 
     /// The PostgreSQL URL of the `postgres` guards (`postgres://user:password@host:5432/db`, or
-    /// the `key=value` form).
+    /// the `key=value` form). Also `CRONGUARD_POSTGRES_URL`, then `DATABASE_URL`.
+    ///
+    /// Its `sslmode` chooses TLS, as libpq does: `disable`; `prefer` (the default: TLS when the
+    /// server offers it, without checking its certificate); `require` (always TLS, the
+    /// certificate unchecked); `verify-ca` (the certificate's chain checked); `verify-full` (the
+    /// chain and that the certificate names the URL's host). Every mode but `disable` needs the
+    /// feature `postgres-tls` for TLS: without it `prefer` connects in plain text, and the others
+    /// are a start error that names the feature. `sslrootcert`, `sslcert` and `sslkey` in the URL
+    /// name the CA and client certificate files, as [`postgres_tls_ca`](Builder::postgres_tls_ca)
+    /// and [`postgres_tls_client_cert`](Builder::postgres_tls_client_cert) do; with a CA given,
+    /// `prefer` and `require` check the certificate's chain too. The URL's `connect_timeout`
+    /// (seconds) is used when [`postgres_connect_timeout`](Builder::postgres_connect_timeout) is
+    /// not. See `docs/operations/postgres.md`.
+    ///
+    /// Set both this and [`postgres_pool`](Builder::postgres_pool), it is a start error.
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     pub fn postgres_url(mut self, url: impl Into<String>) -> Self {
         self.guards.postgres.url = Some(url.into());
+        self.guards.postgres_url_problem = None;
+        self.guards.postgres.set_in_code("postgres_url");
+        self
+    }
+
+    /// For a PostgreSQL URL with TLS (feature `postgres-tls`): a PEM file of the CA
+    /// certificate(s) that signed the server's certificate, trusted instead of the operating
+    /// system's store (for a server with a certificate of a private CA, or a managed service's
+    /// own CA bundle such as Amazon RDS's). Also `CRONGUARD_POSTGRES_CA_FILE`, or
+    /// `sslrootcert=<file>` in the URL (the same file twice is fine, two files a start error).
+    /// With `sslmode=verify-ca` or `verify-full` the server's certificate is checked against it;
+    /// with `prefer` or `require` its chain is too (as libpq does when it finds a root
+    /// certificate), but not its host name. Set with `sslmode=disable`, or in a build without
+    /// `postgres-tls`, it is a start error.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres_tls_ca(mut self, ca_file: impl Into<PathBuf>) -> Self {
+        self.guards.postgres.tls.ca = Some(ca_file.into());
+        self.guards.postgres.set_in_code("postgres_tls_ca");
+        self
+    }
+
+    /// For a PostgreSQL URL with TLS (feature `postgres-tls`) to a server that asks for client
+    /// certificates (`hostssl … cert` in `pg_hba.conf`): PEM files of the client certificate
+    /// (chain) and of its private key. The server takes the certificate's common name as the
+    /// user name, unless `pg_ident.conf` maps it. Also `CRONGUARD_POSTGRES_CLIENT_CERT_FILE` and
+    /// `CRONGUARD_POSTGRES_CLIENT_KEY_FILE`, or `sslcert` and `sslkey` in the URL.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres_tls_client_cert(
+        mut self,
+        cert_file: impl Into<PathBuf>,
+        key_file: impl Into<PathBuf>,
+    ) -> Self {
+        self.guards.postgres.tls.client_cert = Some(cert_file.into());
+        self.guards.postgres.tls.client_key = Some(key_file.into());
+        self.guards.postgres.set_in_code("postgres_tls_client_cert");
+        self
+    }
+
+    /// How many connections the `postgres` guards' pool keeps at most (default
+    /// [`DEFAULT_POSTGRES_POOL_SIZE`](crate::DEFAULT_POSTGRES_POOL_SIZE), 8), shared by every
+    /// `postgres` job of the process: each claim, renewal or release batch, control-feed read or
+    /// history write takes one for one statement and gives it back. Jobs due together are sent
+    /// as a few statements at once (up to six), so fewer connections make them wait their turn
+    /// (up to the [wait timeout](Builder::postgres_pool_wait_timeout)). At least 1: 0 is a start
+    /// error. Also `CRONGUARD_POSTGRES_POOL_SIZE`.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres_pool_size(mut self, connections: usize) -> Self {
+        self.guards.postgres.pool.size = Some(connections);
+        self.guards.postgres.set_in_code("postgres_pool_size");
+        self
+    }
+
+    /// How long making one PostgreSQL connection may take — the TCP connection, the TLS
+    /// handshake and the authentication — before it counts as failed (default
+    /// [`DEFAULT_POSTGRES_CONNECT_TIMEOUT`](crate::DEFAULT_POSTGRES_CONNECT_TIMEOUT), 2 s, or
+    /// the URL's `connect_timeout`). A statement that needs a new connection waits for the
+    /// longer of this and the [wait timeout](Builder::postgres_pool_wait_timeout). More than
+    /// zero and at most 60 s, or a start error.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.guards.postgres.pool.connect_timeout = Some(timeout);
+        self.guards.postgres.set_in_code("postgres_connect_timeout");
+        self
+    }
+
+    /// How long a statement of the `postgres` guards waits for a connection of the pool when all
+    /// are in use (default
+    /// [`DEFAULT_POSTGRES_POOL_WAIT_TIMEOUT`](crate::DEFAULT_POSTGRES_POOL_WAIT_TIMEOUT), 2 s);
+    /// past it the statement fails as a timeout, and the claim is retried within the fire's
+    /// grace. With [`postgres_pool`](Builder::postgres_pool) it bounds the wait for a connection
+    /// of the application's pool. More than zero and at most 60 s, or a start error.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres_pool_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.guards.postgres.pool.wait_timeout = Some(timeout);
+        self
+    }
+
+    /// Hands the `postgres` guards the application's own pool instead of a URL: cronguard makes
+    /// no connection of its own, and the application's pool's URL, TLS, size and timeouts
+    /// apply. It is a [`deadpool_postgres::Pool`](crate::deadpool_postgres::Pool) of the
+    /// `deadpool-postgres` version cronguard re-exports (0.14).
+    ///
+    /// What cronguard does with the pool's connections: each statement takes one, runs in a
+    /// transaction of its own (`BEGIN`, `SET LOCAL lock_timeout` and `statement_timeout`, the
+    /// statement, `COMMIT`) and gives it back; nothing is left on the session — no `SET` outside
+    /// a transaction, no named prepared statements, no advisory locks outside a transaction, no
+    /// temporary tables, no `LISTEN` (the control feed is read by polling a table about once a
+    /// second), and no connection is held between statements. A connection whose statement
+    /// timed out or whose socket failed is taken out of the pool and closed (the pool makes a
+    /// new one when asked). At start the schema's tables and functions are created when missing,
+    /// so the pool's role needs `CREATE` on the database once, or the tables made beforehand
+    /// (`docs/operations/postgres.md`). Claims compete with the application's queries for the
+    /// connections: when the application holds them all for longer than the
+    /// [wait timeout](Builder::postgres_pool_wait_timeout), claims fail as timeouts, are
+    /// retried, and are reported as misfires once the fire's grace runs out.
+    ///
+    /// `CRONGUARD_POSTGRES_URL`, `DATABASE_URL` and the other connection variables of the
+    /// environment are then not used (those of cronguard's own that are set are named at start,
+    /// at info level). With
+    /// [`postgres_url`](Builder::postgres_url),
+    /// [`postgres_tls_ca`](Builder::postgres_tls_ca),
+    /// [`postgres_tls_client_cert`](Builder::postgres_tls_client_cert),
+    /// [`postgres_pool_size`](Builder::postgres_pool_size) or
+    /// [`postgres_connect_timeout`](Builder::postgres_connect_timeout) also called, it is a
+    /// start error: those set up connections of cronguard's own.
+    ///
+    /// ```no_run
+    /// use cronguard::deadpool_postgres::{Config, Runtime};
+    /// use cronguard::deadpool_postgres::tokio_postgres::NoTls;
+    ///
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut config = Config::new();
+    /// config.url = Some("postgres://app@db.internal/app".to_owned());
+    /// let pool = config.create_pool(Some(Runtime::Tokio1), NoTls)?;
+    /// let handle = cronguard::builder()
+    ///     .state(pool.clone()) // the jobs' own queries use it too
+    ///     .postgres_pool(pool)
+    ///     .start()
+    ///     .await?;
+    /// # handle.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub fn postgres_pool(mut self, pool: crate::deadpool_postgres::Pool) -> Self {
+        self.guards.postgres.shared = Some(pool);
         self.guards.postgres_url_problem = None;
         self
     }

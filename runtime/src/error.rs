@@ -117,7 +117,8 @@ pub enum ProblemKind {
     /// is.
     Unreachable,
     /// A guard's store answered but refused the connection, or its URL is not valid: a wrong
-    /// password, an unknown user, a scheme this build does not support.
+    /// password, an unknown user, a scheme this build does not support, a TLS certificate that
+    /// is not trusted.
     GuardRefused,
     /// A job uses a guard whose cargo feature is off in this build.
     MissingFeature,

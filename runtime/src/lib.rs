@@ -51,7 +51,8 @@
 //!
 //! - `redis` (default): the `redis` guard; `redis-tls` (or `redis-tls-webpki-roots`) adds
 //!   `rediss://` URLs.
-//! - `postgres`: the `postgres` guard and its run history.
+//! - `postgres`: the `postgres` guard and its run history; `postgres-tls` adds TLS as the URL's
+//!   `sslmode` asks (rustls).
 //! - `conformance`: the guard conformance suite (`cronguard::guard::conformance`), for tests of a
 //!   guard of your own.
 //! - `serde`: `Serialize` for the status, events, health and history (and `Deserialize` for jobs
@@ -111,7 +112,10 @@ pub use crate::events::{
 };
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use crate::guard::postgres::DEFAULT_POSTGRES_SCHEMA;
+pub use crate::guard::postgres::{
+    DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_POSTGRES_POOL_SIZE,
+    DEFAULT_POSTGRES_POOL_WAIT_TIMEOUT, DEFAULT_POSTGRES_SCHEMA,
+};
 pub use crate::guards::DEFAULT_HISTORY_RETENTION_DAYS;
 pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
@@ -126,6 +130,13 @@ pub use cronguard_macros::scheduled;
 pub use cronguard_schedule::{
     CronError, Fires, FiresBefore, Schedule, ScheduleError, MAX_LEASE, MIN_LEASE,
 };
+/// `deadpool-postgres` 0.14, whose [`Pool`](deadpool_postgres::Pool)
+/// [`Builder::postgres_pool`] takes (and, as `deadpool_postgres::tokio_postgres`, the
+/// `tokio-postgres` it is built on): an application that makes its pool with this re-export
+/// always has the version cronguard was built with.
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use deadpool_postgres;
 
 /// Not public API. Lets the benchmarks drive a guard directly.
 #[cfg(feature = "redis")]

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod certs;
 #[cfg(unix)]
 mod postgres;
 mod redis_cluster;
@@ -21,7 +22,7 @@ mod redis_sentinel;
 mod redis_tls;
 mod stall_proxy;
 #[cfg(unix)]
-pub use postgres::{PgBouncer, PostgresServer};
+pub use postgres::{PgBouncer, PostgresServer, PostgresTls};
 pub use redis_cluster::RedisCluster;
 pub use redis_sentinel::RedisSentinel;
 pub use redis_tls::{ClientAuth, RedisTls};

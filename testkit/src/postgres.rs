@@ -1,14 +1,17 @@
 //! A real PostgreSQL server in a temporary folder (`initdb`, then `postgres` on a free loopback
 //! port), which a test can pause (SIGSTOP of every server process), resume, kill and restart. It
 //! is always stopped by its process id (and those of the processes it started), never by port
-//! or name.
+//! or name. [`PostgresTls`] is one that accepts only TLS connections, with a test CA.
 
 use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::free_port;
+use rcgen::{ExtendedKeyUsagePurpose, Issuer};
+
+use crate::certs::{ca, leaf, write};
+use crate::{free_port, ClientAuth};
 
 /// A PostgreSQL server of one test: trust authentication for user `postgres` on 127.0.0.1.
 #[derive(Debug)]
@@ -17,6 +20,8 @@ pub struct PostgresServer {
     dir: PathBuf,
     bin: PathBuf,
     child: Option<Child>,
+    /// `-c name=value` settings beyond the defaults (TLS).
+    settings: Vec<String>,
 }
 
 fn required() -> bool {
@@ -88,6 +93,13 @@ impl PostgresServer {
     /// Makes a fresh cluster and starts it on a free loopback port; waits until it accepts
     /// connections. `None` when PostgreSQL is not installed (outside CI).
     pub fn start() -> Option<PostgresServer> {
+        let mut server = Self::init()?;
+        server.spawn();
+        Some(server)
+    }
+
+    /// Makes a fresh cluster in a scratch folder of its own, not started.
+    fn init() -> Option<PostgresServer> {
         let Some(bin) = bin_dir() else {
             crate::report_missing(
                 "initdb",
@@ -123,14 +135,13 @@ impl PostgresServer {
             .status()
             .expect("initdb runs");
         assert!(status.success(), "initdb failed in {}", dir.display());
-        let mut server = PostgresServer {
+        Some(PostgresServer {
             port,
             dir,
             bin,
             child: None,
-        };
-        server.spawn();
-        Some(server)
+            settings: Vec::new(),
+        })
     }
 
     fn spawn(&mut self) {
@@ -143,6 +154,7 @@ impl PostgresServer {
             .arg(format!("unix_socket_directories={}", self.dir.display()))
             .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
             .args(["-c", "track_functions=all", "-c", "max_connections=200"])
+            .args(self.settings.iter().flat_map(|s| ["-c", s.as_str()]))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -268,6 +280,113 @@ impl Drop for PostgresServer {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A PostgreSQL server of one test that accepts only TLS connections on 127.0.0.1
+/// (`hostnossl … reject` in `pg_hba.conf`), for user `postgres`: `trust` over TLS, or, with
+/// [`ClientAuth::Required`], a client certificate of the test CA whose common name is
+/// `postgres` (`cert`). Its certificate, of a test CA made at start (`rcgen`), names `localhost`
+/// and `127.0.0.1`.
+#[derive(Debug)]
+pub struct PostgresTls {
+    server: PostgresServer,
+    tls: PathBuf,
+}
+
+impl PostgresTls {
+    /// Makes the test CA and the certificates, a fresh cluster with `ssl = on`, and starts it on
+    /// a free loopback port; waits until it accepts connections. `None` when PostgreSQL is not
+    /// installed (outside CI).
+    pub fn start(auth: ClientAuth) -> Option<PostgresTls> {
+        let mut server = PostgresServer::init()?;
+        let tls = server.dir.join("tls");
+        std::fs::create_dir_all(&tls).expect("a folder for the test certificates");
+        let (ca_params, ca_key, ca_pem) = ca("cronguard test CA");
+        let issuer = Issuer::new(ca_params, ca_key);
+        let (server_pem, server_key) = leaf(
+            &issuer,
+            &["localhost", "127.0.0.1"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        );
+        // `cert` authentication takes the common name as the user.
+        let (client_pem, client_key) =
+            leaf(&issuer, &["postgres"], ExtendedKeyUsagePurpose::ClientAuth);
+        let (_, _, other_ca_pem) = ca("another CA");
+        write(&tls, "ca.pem", &ca_pem);
+        write(&tls, "server.pem", &server_pem);
+        write(&tls, "server.key", &server_key);
+        write(&tls, "client.pem", &client_pem);
+        write(&tls, "client.key", &client_key);
+        write(&tls, "other-ca.pem", &other_ca_pem);
+        // The server refuses a key that others can read, or that is not its user's.
+        std::fs::set_permissions(
+            tls.join("server.key"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .expect("chmod the server key");
+        if is_root() {
+            let (uid, gid) = postgres_owner().expect("a `postgres` user to run PostgreSQL");
+            for name in ["", "ca.pem", "server.pem", "server.key"] {
+                std::os::unix::fs::chown(tls.join(name), Some(uid), Some(gid))
+                    .expect("chown the server's certificate files");
+            }
+        }
+        let method = match auth {
+            ClientAuth::No => "trust",
+            ClientAuth::Required => "cert",
+        };
+        std::fs::write(
+            server.dir.join("data").join("pg_hba.conf"),
+            format!(
+                "local all all trust\n\
+                 hostnossl all all 127.0.0.1/32 reject\n\
+                 hostssl all all 127.0.0.1/32 {method}\n"
+            ),
+        )
+        .expect("writes pg_hba.conf");
+        server.settings = vec![
+            "ssl=on".to_owned(),
+            format!("ssl_cert_file={}", tls.join("server.pem").display()),
+            format!("ssl_key_file={}", tls.join("server.key").display()),
+        ];
+        if auth == ClientAuth::Required {
+            server
+                .settings
+                .push(format!("ssl_ca_file={}", tls.join("ca.pem").display()));
+        }
+        server.spawn();
+        Some(PostgresTls { server, tls })
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres?sslmode=<sslmode>`.
+    pub fn url(&self, sslmode: &str) -> String {
+        format!("{}?sslmode={sslmode}", self.server.url())
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.server.port
+    }
+
+    /// The PEM file of the test CA that signed the server's and the client's certificates.
+    pub fn ca_file(&self) -> PathBuf {
+        self.tls.join("ca.pem")
+    }
+
+    /// The PEM file of a CA that signed nothing of this server.
+    pub fn other_ca_file(&self) -> PathBuf {
+        self.tls.join("other-ca.pem")
+    }
+
+    /// The PEM file of a client certificate of the test CA for user `postgres`.
+    pub fn client_cert(&self) -> PathBuf {
+        self.tls.join("client.pem")
+    }
+
+    /// The PEM file of the client certificate's key.
+    pub fn client_key(&self) -> PathBuf {
+        self.tls.join("client.key")
     }
 }
 

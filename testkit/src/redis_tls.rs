@@ -2,16 +2,13 @@
 //! test (`rcgen`): a server certificate for `127.0.0.1` and `localhost`, a client certificate for
 //! `tls-auth-clients yes`, and a second CA that trusts nothing of this server.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
-
+use crate::certs::{ca, leaf, write};
 use crate::{free_port, require_program, required};
+use rcgen::{ExtendedKeyUsagePurpose, Issuer};
 
 /// A TLS-only `redis-server` of one test, with the files of its test CA in a temporary folder.
 #[derive(Debug)]
@@ -21,45 +18,16 @@ pub struct RedisTls {
     child: Option<Child>,
 }
 
-/// Whether clients must show a certificate of the test CA (`tls-auth-clients`).
+/// Whether clients must show a certificate of the test CA: Redis's `tls-auth-clients`, or
+/// PostgreSQL's `cert` authentication in `pg_hba.conf`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientAuth {
-    /// `tls-auth-clients no`.
+    /// `tls-auth-clients no`; PostgreSQL: `trust` over TLS.
     No,
-    /// `tls-auth-clients yes`: [`RedisTls::client_cert`] and [`RedisTls::client_key`].
+    /// `tls-auth-clients yes`: [`RedisTls::client_cert`] and [`RedisTls::client_key`];
+    /// PostgreSQL: `cert` over TLS, [`PostgresTls::client_cert`](crate::PostgresTls::client_cert)
+    /// (its common name is the user, `postgres`).
     Required,
-}
-
-fn ca(name: &str) -> (CertificateParams, KeyPair, String) {
-    let key = KeyPair::generate().expect("a key for the test CA");
-    let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    params.distinguished_name.push(DnType::CommonName, name);
-    let pem = params.self_signed(&key).expect("the test CA").pem();
-    (params, key, pem)
-}
-
-fn leaf(
-    issuer: &Issuer<'_, KeyPair>,
-    names: &[&str],
-    usage: ExtendedKeyUsagePurpose,
-) -> (String, String) {
-    let key = KeyPair::generate().expect("a key");
-    let mut params =
-        CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
-            .expect("certificate params");
-    params.distinguished_name.push(
-        DnType::CommonName,
-        names.first().copied().unwrap_or("client"),
-    );
-    params.extended_key_usages = vec![usage];
-    let cert = params.signed_by(&key, issuer).expect("a certificate");
-    (cert.pem(), key.serialize_pem())
-}
-
-fn write(dir: &Path, name: &str, text: &str) {
-    std::fs::write(dir.join(name), text).expect("writes a test certificate file");
 }
 
 impl RedisTls {

@@ -81,6 +81,8 @@ mod batching;
 #[cfg(any(test, feature = "conformance"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
 pub mod conformance;
+#[cfg(any(feature = "redis-tls", feature = "postgres-tls"))]
+pub(crate) mod crypto;
 mod error;
 pub(crate) mod feed;
 pub(crate) mod file;

@@ -17,32 +17,41 @@
 //! Nothing depends on a session: no advisory locks, no temporary tables, no named prepared
 //! statements (every statement is sent unnamed with its parameter types, [`query_typed`]), so the
 //! guard works through PgBouncer in transaction mode and a recycled pooled connection leaks
-//! nothing.
+//! nothing — which is also why the application's own pool can be shared (`Builder::postgres_pool`).
+//! How connections are made (TLS, the pool) is in [`connect`].
 //!
 //! [`query_typed`]: tokio_postgres::Client::query_typed
 
 mod batch;
+pub(crate) mod connect;
 mod feed;
 pub(crate) mod schema;
 #[cfg(test)]
 mod server_tests;
 mod store;
+#[cfg(all(test, not(feature = "postgres-tls")))]
+mod tls_absent_tests;
+#[cfg(all(test, feature = "postgres-tls"))]
+mod tls_tests;
 
+pub use connect::{
+    DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_POSTGRES_POOL_SIZE,
+    DEFAULT_POSTGRES_POOL_WAIT_TIMEOUT,
+};
 // Built by the scheduler's control wiring, which lands separately.
 pub(crate) use feed::PostgresFeed;
 pub use store::DEFAULT_POSTGRES_SCHEMA;
 pub(crate) use store::{PostgresSettings, PostgresStore};
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Object, Pool};
 use tokio::time::Instant;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
 
 use super::{
     Claim, DropReport, Guard, GuardControls, GuardError, GuardErrorKind, GuardHistory, Lease,
@@ -56,8 +65,9 @@ use crate::registry::BoxFuture;
 /// How far a fire may lie ahead of the database clock and still be claimed (as for Redis).
 const CLAIM_AHEAD_TOLERANCE_MS: i64 = 1000;
 
-/// How long one statement may take, waiting for a pooled connection included; a frozen database
-/// turns into errors, never into a stuck scheduler.
+/// How long one statement may take once it has a connection; a frozen database turns into
+/// errors, never into a stuck scheduler. The wait for a connection has its own deadline
+/// ([`Database::wait`]).
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Opens the transaction each statement runs in, with server-side limits below
@@ -71,12 +81,13 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// startup `options`) and leaves nothing on a pooled connection.
 const LIMITS: &str = "BEGIN; SET LOCAL lock_timeout = 800; SET LOCAL statement_timeout = 1500";
 
-/// Connections kept by one process: claims of many jobs share them.
-const POOL_SIZE: usize = 8;
-
 /// The connections and the statements of one schema, shared by every `postgres` job of a process.
 pub(crate) struct Database {
+    /// cronguard's own pool, or the application's (`Builder::postgres_pool`): a connection is
+    /// taken for one statement (one transaction) and given back, never held between them.
     pool: Pool,
+    /// How long a statement waits for a connection of the pool, a new one made included.
+    wait: Duration,
     sql: Statements,
     schema: String,
     /// Held while the schema is created again (see [`Database::query`]), so that the jobs of a
@@ -109,6 +120,9 @@ pub(crate) enum OpenFailure {
     Settings(String),
     /// The server refused the connection (the user, the password, the database).
     Refused(String),
+    /// TLS is set up in a way that cannot work with this server (a certificate not trusted, a
+    /// client certificate missing, TLS asked of a server without it); the text says what to do.
+    Tls(String),
     /// A table of the schema exists but is not cronguard's.
     ForeignTable(String),
     /// The schema could not be made ready.
@@ -120,7 +134,9 @@ impl OpenFailure {
     pub(crate) fn problem_kind(&self) -> crate::error::ProblemKind {
         use crate::error::ProblemKind;
         match self {
-            OpenFailure::Settings(_) | OpenFailure::Refused(_) => ProblemKind::GuardRefused,
+            OpenFailure::Settings(_) | OpenFailure::Refused(_) | OpenFailure::Tls(_) => {
+                ProblemKind::GuardRefused
+            }
             OpenFailure::ForeignTable(_) => ProblemKind::ForeignTable,
             OpenFailure::Store(_) => ProblemKind::Other,
         }
@@ -130,8 +146,10 @@ impl OpenFailure {
 impl std::fmt::Display for OpenFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OpenFailure::Settings(text) | OpenFailure::ForeignTable(text) => f.write_str(text),
-            OpenFailure::Refused(text) => write!(f, "{text}; check the URL, the user, the password and the database in `CRONGUARD_POSTGRES_URL`"),
+            OpenFailure::Settings(text)
+            | OpenFailure::ForeignTable(text)
+            | OpenFailure::Tls(text) => f.write_str(text),
+            OpenFailure::Refused(text) => write!(f, "{text}; check the user, the password and the database of the URL (`CRONGUARD_POSTGRES_URL`) or of the application's pool"),
             OpenFailure::Store(e) => write!(f, "{}", crate::error::Chain(e)),
         }
     }
@@ -263,6 +281,10 @@ pub(crate) fn failure(kind: GuardErrorKind, text: impl std::fmt::Display) -> Gua
 /// The kind of a failed call: the server's own verdict where it answered, otherwise a server
 /// that could not be reached.
 fn kind_of(e: &tokio_postgres::Error) -> GuardErrorKind {
+    if e.as_db_error().is_none() && connect::tls_problem(e).is_some() {
+        // A failed handshake: a misconfiguration, not an outage.
+        return GuardErrorKind::Refused;
+    }
     match e.code() {
         Some(c) if [SqlState::QUERY_CANCELED, SqlState::LOCK_NOT_AVAILABLE].contains(c) => {
             GuardErrorKind::Timeout
@@ -303,7 +325,11 @@ impl From<GuardError> for Failed {
 }
 
 fn pg_err(e: &tokio_postgres::Error) -> GuardError {
-    failure(kind_of(e), describe(e))
+    let text = match e.as_db_error() {
+        None => connect::tls_problem(e).unwrap_or_else(|| describe(e)),
+        Some(_) => describe(e),
+    };
+    failure(kind_of(e), text)
 }
 
 /// A deadline of `what` that passed.
@@ -314,14 +340,29 @@ fn too_slow(what: impl std::fmt::Display) -> GuardError {
 type Params<'a> = [(&'a (dyn ToSql + Sync), Type)];
 
 impl Database {
-    /// Connects to `url` and makes sure schema `schema` holds cronguard's tables (see
+    /// Opens `pool` and makes sure schema `schema` holds cronguard's tables (see
     /// [`schema::ensure`]); a server that does not answer is [`Open::Unreachable`], not an error.
-    pub(crate) async fn open(url: &str, schema: &str) -> Open {
-        let db = match Database::new(url, schema) {
+    /// A statement waits up to `wait` for a connection of the pool.
+    pub(crate) async fn open(pool: Pool, wait: Duration, schema: &str) -> Open {
+        let db = match Database::new(pool, wait, schema) {
             Ok(db) => db,
             Err(e) => return Open::Failed(OpenFailure::Settings(e)),
         };
-        let mut client = match db.pool.get().await {
+        let got = match tokio::time::timeout(wait, db.pool.get()).await {
+            Ok(got) => got,
+            Err(_) => {
+                let why = format!("no connection within {wait:?}");
+                return Open::Unreachable(db, why);
+            }
+        };
+        let tls_problem = match &got {
+            Err(deadpool_postgres::PoolError::Backend(e)) => connect::tls_problem(e),
+            _ => None,
+        };
+        if let Some(why) = tls_problem {
+            return Open::Failed(OpenFailure::Tls(why));
+        }
+        let mut client = match got {
             Ok(client) => client,
             Err(e) if unreachable(&e) => {
                 let why = pool_text(&e);
@@ -343,43 +384,37 @@ impl Database {
         Open::Ready(db)
     }
 
-    /// Connects to `url` and makes sure the schema is there; an unreachable server is an error.
+    /// Connects to `url` (no TLS files, the default pool) and makes sure the schema is there; an
+    /// unreachable server is an error.
     #[cfg_attr(not(any(test, feature = "redis")), allow(dead_code))]
     pub(crate) async fn connect(url: &str, schema: &str) -> Result<Database, String> {
-        match Database::open(url, schema).await {
+        let settings = PostgresSettings::for_url(url, schema);
+        Database::connect_with(&settings).await
+    }
+
+    /// Connects as `settings` say and makes sure the schema is there; an unreachable server is an
+    /// error.
+    pub(crate) async fn connect_with(settings: &PostgresSettings) -> Result<Database, String> {
+        let (pool, wait) = settings.pool().map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|(_, text)| text)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        match Database::open(pool, wait, &settings.schema).await {
             Open::Ready(db) => Ok(db),
             Open::Unreachable(_, why) => Err(format!("PostgreSQL cannot be reached ({why})")),
             Open::Failed(e) => Err(e.to_string()),
         }
     }
 
-    /// The pool of connections to `url`, none made yet.
-    fn new(url: &str, schema: &str) -> Result<Database, String> {
+    /// The store of `schema` on `pool`, none of whose connections is made yet.
+    fn new(pool: Pool, wait: Duration, schema: &str) -> Result<Database, String> {
         schema::check_name(schema)?;
-        let mut config = tokio_postgres::Config::from_str(url)
-            .map_err(|e| format!("the PostgreSQL URL is not valid: {e}"))?;
-        config.connect_timeout(STATEMENT_TIMEOUT);
-        config.keepalives_idle(Duration::from_secs(30));
-        if config.get_application_name().is_none() {
-            config.application_name("cronguard");
-        }
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(STATEMENT_TIMEOUT))
-            .create_timeout(Some(STATEMENT_TIMEOUT))
-            .recycle_timeout(Some(STATEMENT_TIMEOUT))
-            .build()
-            .map_err(|e| format!("cannot set up the PostgreSQL connection pool: {e}"))?;
         Ok(Database {
             pool,
+            wait,
             sql: Statements::new(schema),
             schema: schema.to_owned(),
             recreating: tokio::sync::Mutex::new(()),
@@ -387,6 +422,14 @@ impl Database {
             batches: std::sync::OnceLock::new(),
             statements: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// A connection of the pool within [`wait`](Database::wait).
+    async fn connection(&self) -> Result<Object, GuardError> {
+        tokio::time::timeout(self.wait, self.pool.get())
+            .await
+            .map_err(|_| too_slow(format_args!("no connection within {:?}", self.wait)))?
+            .map_err(|e| pool_error(&e))
     }
 
     /// Makes the schema on `client` if it was not checked yet (the database was unreachable at
@@ -427,11 +470,7 @@ impl Database {
     /// [`query`](Self::query), telling apart a statement that failed because a row it needed
     /// was locked elsewhere for longer than the lock timeout of [`LIMITS`]; it took no effect.
     async fn query_or_locked(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, Failed> {
-        let client = tokio::time::timeout(STATEMENT_TIMEOUT, self.pool.get())
-            .await
-            .map_err(|_| too_slow("no connection within 2 s"))?
-            .map_err(|e| pool_error(&e))?;
-        let mut client = client;
+        let mut client = self.connection().await?;
         self.ensure_schema(&mut client).await?;
         self.statements
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -523,11 +562,7 @@ impl Database {
         const BATCH: i64 = 1000;
         let mut deleted = 0;
         loop {
-            let client = tokio::time::timeout(STATEMENT_TIMEOUT, self.pool.get())
-                .await
-                .map_err(|_| too_slow("no connection within 2 s"))?
-                .map_err(|e| pool_error(&e))?;
-            let mut client = client;
+            let mut client = self.connection().await?;
             self.ensure_schema(&mut client).await?;
             let n = client
                 .execute_typed(

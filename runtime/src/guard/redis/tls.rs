@@ -53,7 +53,8 @@ pub(crate) fn client(_url: &str, _files: &TlsFiles) -> Result<redis::Client, Str
 /// The client of a `rediss://` URL.
 #[cfg(feature = "redis-tls")]
 pub(crate) fn client(url: &str, files: &TlsFiles) -> Result<redis::Client, String> {
-    install_crypto_provider();
+    // Installs `ring` as rustls's provider when the application installed none.
+    crate::guard::crypto::provider();
     if files.is_empty() {
         return redis::Client::open(url).map_err(|e| format!("the URL is not valid: {e}"));
     }
@@ -82,17 +83,6 @@ pub(crate) fn certificates(files: &TlsFiles) -> Result<redis::TlsCertificates, S
         client_tls,
         root_cert,
     })
-}
-
-/// rustls needs one process-wide cryptography provider; when the application installed none,
-/// `ring` (the one this feature compiles) is installed, so that a second provider compiled in
-/// by another crate does not make the connection fail.
-#[cfg(feature = "redis-tls")]
-fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err: another thread installed one first, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
 }
 
 /// When `e` says that the TLS handshake failed because a certificate was refused (the server's
