@@ -268,15 +268,15 @@ pub(crate) mod line {
 
         #[test]
         fn an_entry_reads_back_as_written() {
-            let fire = DateTime::<Utc>::from_timestamp_millis(1_767_225_600_000).unwrap();
-            let ended = DateTime::<Utc>::from_timestamp_millis(1_767_225_601_500).unwrap();
+            let fire = DateTime::<Utc>::from_timestamp_millis(1_767_225_600_000).expect("a time");
+            let ended = DateTime::<Utc>::from_timestamp_millis(1_767_225_601_500).expect("a time");
             let mut entry = HistoryEntry::new("j", fire, "host\t1\\x", Outcome::Failed);
             entry.fencing_token = Some(42);
             entry.lateness = Some(Duration::from_millis(7));
             entry.error = Some("boom\nline two\r\t-".to_owned());
             let line = whole(&entry, Some(Duration::from_millis(1_000)), ended);
             assert_eq!(line.lines().count(), 1, "{line}");
-            let back = parse("j", &line).unwrap();
+            let back = parse("j", &line).expect("reads back");
             assert_eq!(back.instance, entry.instance);
             assert_eq!(back.error, entry.error);
             assert_eq!(back.fencing_token, Some(42));
@@ -285,7 +285,7 @@ pub(crate) mod line {
             assert_eq!(back.lateness, entry.lateness);
             let mut dropped = HistoryEntry::new("j", fire, "-", Outcome::Skipped);
             dropped.error = Some("-".to_owned());
-            let back = parse("j", &whole(&dropped, None, ended)).unwrap();
+            let back = parse("j", &whole(&dropped, None, ended)).expect("reads back");
             assert_eq!(
                 (back.instance.as_str(), back.error.as_deref()),
                 ("-", Some("-"))

@@ -1385,6 +1385,7 @@ async fn the_file_guard_keeps_a_shared_bounded_history() {
         .is_none());
 }
 
+#[cfg(feature = "redis")]
 #[tokio::test]
 async fn the_redis_guard_keeps_a_shared_bounded_history() {
     use crate::guard::redis::{connect, Batcher, RedisGuard};
