@@ -453,7 +453,7 @@ impl Builder {
     /// 1,000; at most [`MAX_RECENT_HISTORY`](crate::history::MAX_RECENT_HISTORY)). Zero: they
     /// keep none, and [`Monitor::history`](crate::Monitor::history) answers that the guard
     /// keeps no history. They record the end of every run and every fire reported dropped, in
-    /// the batch that carries the job's other operations (docs/guide/history.md).
+    /// the batch that carries the job's other operations (docs/operations/history.md).
     pub fn recent_history(mut self, entries: usize) -> Self {
         self.guards.recent_history = entries;
         self
