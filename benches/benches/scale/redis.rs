@@ -83,13 +83,26 @@ fn claim_args(fire_ms: i64) -> Vec<String> {
     args
 }
 
-/// `redis-benchmark` running the claim operation, `batch` claims per call; `None` (with the
-/// reason on stderr) when it could not run.
+/// The arguments of one history entry of a fresh job, as the guard records the end of a run.
+fn history_args(fire_ms: i64) -> Vec<String> {
+    vec![
+        "ceiling:{__rand_int__}:history".to_owned(),
+        "h".to_owned(),
+        fire_ms.to_string(),
+        format!("{fire_ms}\tsucceeded\t1767225600000000\t3\t12\tscale-1:4242\t-"),
+        "1000".to_owned(),
+        "2592000000".to_owned(),
+    ]
+}
+
+/// `redis-benchmark` running the claim operation, `batch` claims per call, each with the history
+/// entry of a run's end when `history`; `None` (with the reason on stderr) when it could not run.
 fn ceiling(
     server: &RedisServer,
     conn: &mut redis::Connection,
     requests: u64,
     batch: usize,
+    history: bool,
 ) -> Option<Ceiling> {
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")
@@ -99,7 +112,14 @@ fn ceiling(
     // A fire a second ago, so that no claim is too early for the server's clock.
     let fire_ms = chrono::Utc::now().timestamp_millis() - 1000;
     let one = claim_args(fire_ms);
-    let (keys, args): (Vec<_>, Vec<_>) = (0..batch).map(|_| (&one[..4], &one[4..])).unzip();
+    let entry = history_args(fire_ms);
+    let (mut keys, mut args): (Vec<_>, Vec<_>) =
+        (0..batch).map(|_| (&one[..4], &one[4..])).unzip();
+    if history {
+        keys.extend((0..batch).map(|_| &entry[..1]));
+        args.extend((0..batch).map(|_| &entry[1..]));
+    }
+    let key_count = keys.iter().map(|k| k.len()).sum::<usize>();
     let calls = (requests / batch as u64).max(1);
     let mut cmd = Command::new("redis-benchmark");
     cmd.args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
@@ -109,10 +129,10 @@ fn ceiling(
     } else {
         cmd.args(["-P", "1", "-c", "8"]);
     }
-    cmd.args(["EVALSHA", &sha, &(4 * batch).to_string()]);
+    cmd.args(["EVALSHA", &sha, &key_count.to_string()]);
     cmd.args(keys.concat()).args(args.concat());
     let before = stats(conn);
-    eprintln!("scale: redis-benchmark, {batch} claim(s) per call ...");
+    eprintln!("scale: redis-benchmark, {batch} claim(s) per call (history: {history}) ...");
     let out = match cmd.output() {
         Ok(out) if out.status.success() => out,
         Ok(out) => {
@@ -170,8 +190,9 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     let merged = launched.finish();
     let batch = usize::try_from(crate::env_u64("SCALE_CEILING_BATCH", 100).max(1))
         .expect("SCALE_CEILING_BATCH");
-    let single = ceiling(&server, &mut conn, cfg.ceiling_requests, 1);
-    let batched = ceiling(&server, &mut conn, cfg.ceiling_requests, batch);
+    let single = ceiling(&server, &mut conn, cfg.ceiling_requests, 1, false);
+    let batched = ceiling(&server, &mut conn, cfg.ceiling_requests, batch, false);
+    let with_history = ceiling(&server, &mut conn, cfg.ceiling_requests, batch, true);
     drop(server);
 
     println!();
@@ -215,6 +236,10 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     for (what, c) in [
         ("1 claim per call, -P 16".to_owned(), &single),
         (format!("{batch} claims per call"), &batched),
+        (
+            format!("{batch} claims and {batch} history entries per call"),
+            &with_history,
+        ),
     ] {
         match c {
             Some(c) => {
