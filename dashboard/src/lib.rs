@@ -1,27 +1,32 @@
-//! An HTML dashboard for a running [`cronguard`] scheduler, as an [`axum::Router`] a service
-//! mounts under a path of its choice.
+//! An HTML dashboard for [`cronguard`], as an [`axum::Router`] a service mounts under a path of
+//! its choice: over a running scheduler ([`Dashboard::new`]) or over a shared guard's store
+//! ([`Dashboard::for_store`]), the same page on every replica and after a restart.
 //!
 //! One page lists every job (page by page): its schedule in words, next fire, last run, state
 //! (on time, overdue, paused, running) and a strip of its last fires coloured by fate, drawn as
-//! inline SVG; and pause, resume and run-now buttons. Plain HTML, inline CSS and SVG: no
-//! JavaScript, no external assets, relative links only (it works under any mount path).
+//! inline SVG; and pause, resume and run-now buttons. Over a store, each job also has a page of
+//! its own (`jobs/<name>`): its settings, state, run history, controls and the live replicas.
+//! Plain HTML, inline CSS and SVG: no JavaScript, no external assets, relative links only (it
+//! works under any mount path).
 //!
 //! The buttons are HTML forms that POST to the dashboard and are answered by a redirect (303) back
-//! to the page. Every POST is refused (403) unless the service gave an authorisation check with
-//! [`Dashboard::authorize`]; the check sees the request's method, URI and headers and returns who
-//! is asking (recorded as who paused a job) or `None` to refuse. A browser's cross-site POST
-//! (`Sec-Fetch-Site: cross-site` or `same-site`) is refused before the check is asked.
+//! to the page. Every POST is refused (403) unless the service gave an authorisation check:
+//! [`Dashboard::authorize`] guards the buttons only (every reader may see the page), and
+//! [`Dashboard::authorize_roles`] (or [`Dashboard::tokens`]) guards the pages as well, with a
+//! read-only [`Role::Viewer`] and a [`Role::Operator`] who may press the buttons. A browser's
+//! cross-site POST (`Sec-Fetch-Site: cross-site` or `same-site`) is refused before a check is
+//! asked.
 //!
 //! ```no_run
 //! # async fn example(handle: &cronguard::Cronguard) {
-//! use cronguard_dashboard::Dashboard;
+//! use cronguard_dashboard::{Dashboard, Tokens};
 //!
-//! let dashboard = Dashboard::new(handle)
-//!     .authorize(|request| {
-//!         let token = request.headers.get("x-ops-token")?.to_str().ok()?;
-//!         (token == "let-me-in").then(|| "ops".to_owned())
-//!     })
-//!     .router();
+//! // Tokens compared in constant time; shown as `Authorization: Bearer <token>` or as the
+//! // password of HTTP Basic authentication (what a browser asks for).
+//! let tokens = Tokens::new()
+//!     .operator(std::env::var("OPS_TOKEN").unwrap_or_default())
+//!     .viewer(std::env::var("OPS_READ_TOKEN").unwrap_or_default());
+//! let dashboard = Dashboard::new(handle).tokens(tokens).router();
 //! let app: axum::Router = axum::Router::new().nest("/ops", dashboard);
 //! # let _ = app;
 //! # }
@@ -38,14 +43,19 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
+use cronguard::admin::Store;
 use cronguard::{ControlError, Cronguard, Event, Monitor};
 use tokio::sync::broadcast::Receiver;
 
+mod auth;
 mod page;
+mod store;
 mod strip;
 
+pub use auth::{Access, Role, Tokens};
 pub use axum::http::request::Parts;
 
+use page::Controls;
 use strip::Strips;
 
 /// How many fires a job's strip shows, unless set with [`Dashboard::strip_len`].
@@ -57,20 +67,46 @@ pub const DEFAULT_MAX_TRACKED_JOBS: usize = 10_000;
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// The most jobs one page lists.
 pub const MAX_PAGE_SIZE: usize = 1000;
+/// How many history entries a job's page lists, unless the URL says `?limit=` (at most
+/// [`MAX_PAGE_SIZE`]).
+pub const DEFAULT_HISTORY_ROWS: usize = 100;
 
 type Check = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
+type RoleCheck = Arc<dyn Fn(&Parts) -> Option<Access> + Send + Sync>;
 
 /// What a POST without a configured check is told.
 const NOT_CONFIGURED: &str = "The dashboard's controls are off: this service configured no \
-authorisation check. Give one with `Dashboard::authorize(|request| ...)`: it sees the request's \
-headers (a session cookie, a token) and returns who is asking, or `None` to refuse.\n";
+authorisation check. Give one with `Dashboard::authorize(|request| ...)` or \
+`Dashboard::authorize_roles(...)`: it sees the request's headers (a session cookie, a token) and \
+says who is asking, or `None` to refuse.\n";
 
-/// The dashboard of one scheduler, to be turned into a [`Router`] with
+/// Who may do what.
+#[derive(Clone)]
+enum Auth {
+    /// No check: everyone reads, nobody operates.
+    Open,
+    /// [`Dashboard::authorize`]: everyone reads; the check decides each POST.
+    Writes(Check),
+    /// [`Dashboard::authorize_roles`]: the check decides each request, by role.
+    Roles(RoleCheck),
+}
+
+/// Where the page's jobs come from.
+enum Source {
+    /// The scheduler of this process, its strips fed from its events.
+    Scheduler {
+        monitor: Monitor,
+        events: Receiver<Event>,
+    },
+    /// A shared guard's store: the roster, states and history every replica shares.
+    Store(Arc<Store>),
+}
+
+/// The dashboard of one scheduler or one store, to be turned into a [`Router`] with
 /// [`router`](Dashboard::router).
 pub struct Dashboard {
-    monitor: Monitor,
-    events: Receiver<Event>,
-    authorize: Option<Check>,
+    source: Source,
+    auth: Auth,
     strip_len: usize,
     max_jobs: usize,
     page_size: usize,
@@ -79,7 +115,21 @@ pub struct Dashboard {
 impl std::fmt::Debug for Dashboard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dashboard")
-            .field("controls", &self.authorize.is_some())
+            .field(
+                "source",
+                &match &self.source {
+                    Source::Scheduler { .. } => "scheduler",
+                    Source::Store(_) => "store",
+                },
+            )
+            .field(
+                "auth",
+                &match self.auth {
+                    Auth::Open => "none",
+                    Auth::Writes(_) => "controls",
+                    Auth::Roles(_) => "roles",
+                },
+            )
             .field("strip_len", &self.strip_len)
             .field("max_jobs", &self.max_jobs)
             .field("page_size", &self.page_size)
@@ -88,7 +138,9 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
-    /// The dashboard of `handle`'s scheduler. Its strips show the fires from now on.
+    /// The dashboard of `handle`'s scheduler. Its strips show the fires this process sees from
+    /// now on (a fire another replica claimed is drawn as "ran elsewhere"); for the strips every
+    /// replica shares, build a dashboard over the store with [`Dashboard::for_store`].
     pub fn new(handle: &Cronguard) -> Self {
         Dashboard::with_events(handle.monitor(), handle.monitor().subscribe())
     }
@@ -96,10 +148,28 @@ impl Dashboard {
     /// The dashboard of the scheduler behind `monitor`, its strips fed from `events`
     /// ([`Monitor::subscribe`]), for a service that keeps only a [`Monitor`].
     pub fn with_events(monitor: Monitor, events: Receiver<Event>) -> Self {
+        Dashboard::of(Source::Scheduler { monitor, events })
+    }
+
+    /// The dashboard of a shared guard's store (a lock dir, Redis or PostgreSQL, opened with
+    /// [`Store::lock_dir`], [`Store::redis`] or [`Store::postgres`]): every job the replicas
+    /// announced, its state as the store tells it, and a strip of its last fires as the store's
+    /// history recorded them (where and how each ran) — the same page on every replica and after
+    /// a restart. Each job has a page of its own, `jobs/<name>`, with its history and the live
+    /// replicas. The buttons act through the store: run now asks only when the store shows a
+    /// live replica of the job ([`Store::trigger_if_live`]).
+    ///
+    /// A page of `n` jobs asks the store at most `3 + 6 n` times (all at the same time, each
+    /// within 5 s): the roster's names once, [`Store::jobs_named`] and [`Store::health_of`] for
+    /// the page's jobs, and one [`Store::history`] read per job; a job's page `9` times.
+    pub fn for_store(store: Store) -> Self {
+        Dashboard::of(Source::Store(Arc::new(store)))
+    }
+
+    fn of(source: Source) -> Self {
         Dashboard {
-            monitor,
-            events,
-            authorize: None,
+            source,
+            auth: Auth::Open,
             strip_len: DEFAULT_STRIP_LEN,
             max_jobs: DEFAULT_MAX_TRACKED_JOBS,
             page_size: DEFAULT_PAGE_SIZE,
@@ -108,7 +178,8 @@ impl Dashboard {
 
     /// Turns the controls on: every POST (pause, resume, run now) is carried out only when
     /// `check` returns `Some(who)` for the request (`who` is recorded as who paused a job), and
-    /// answered 403 otherwise. Without a check every POST is answered 403.
+    /// answered 403 otherwise. Without a check every POST is answered 403. The pages stay open to
+    /// every reader; to guard them too, use [`Dashboard::authorize_roles`] instead.
     ///
     /// The check sees the request's method, URI and headers (not its body). A browser's
     /// cross-site POST is refused before it is asked; if the check accepts a cookie, make the
@@ -117,19 +188,42 @@ impl Dashboard {
     where
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     {
-        self.authorize = Some(Arc::new(check));
+        self.auth = Auth::Writes(Arc::new(check));
         self
     }
 
+    /// Guards the pages as well as the buttons: `check` is asked about every request and
+    /// returns who is asking and their [`Role`], or `None` to refuse. A GET that it refuses is
+    /// answered 401 (with a `WWW-Authenticate: Basic` challenge, so that a browser asks for a
+    /// user name and password) when the request carries no `Authorization` header, and 403
+    /// otherwise; a POST needs [`Role::Operator`] (403 otherwise). A viewer sees the buttons
+    /// greyed out. Replaces a check given with [`Dashboard::authorize`].
+    ///
+    /// Compare secrets in constant time ([`Tokens`] does), and see [`Dashboard::authorize`] on
+    /// cookies.
+    pub fn authorize_roles<F>(mut self, check: F) -> Self
+    where
+        F: Fn(&Parts) -> Option<Access> + Send + Sync + 'static,
+    {
+        self.auth = Auth::Roles(Arc::new(check));
+        self
+    }
+
+    /// [`Dashboard::authorize_roles`] with a check of secret tokens (see [`Tokens`]).
+    pub fn tokens(self, tokens: Tokens) -> Self {
+        self.authorize_roles(move |request| tokens.check(request))
+    }
+
     /// How many of its last fires each job's strip shows (default [`DEFAULT_STRIP_LEN`], at
-    /// least 1).
+    /// least 1, at most 1,000).
     pub fn strip_len(mut self, fires: usize) -> Self {
-        self.strip_len = fires.max(1);
+        self.strip_len = fires.clamp(1, 1000);
         self
     }
 
     /// How many jobs get a strip (default [`DEFAULT_MAX_TRACKED_JOBS`]); the fires of further
-    /// jobs are counted, and the page says how many it could not show.
+    /// jobs are counted, and the page says how many it could not show. (Over a store every job
+    /// of a page gets its strip from the store's history.)
     pub fn max_tracked_jobs(mut self, jobs: usize) -> Self {
         self.max_jobs = jobs;
         self
@@ -143,39 +237,99 @@ impl Dashboard {
     }
 
     /// The routes: `GET /` (the page), `POST /pause`, `POST /resume` and `POST /run` (form field
-    /// `job`). Mount it with [`Router::nest`]; the page is at the mount path (`/ops`), or at `/`
-    /// when the router is served as it is.
+    /// `job`), and over a store `GET /jobs/<name>` (a job's page; the name percent-encoded).
+    /// Mount it with [`Router::nest`]; the page is at the mount path (`/ops`), or at `/` when
+    /// the router is served as it is.
     ///
-    /// Starts the task that feeds the strips (one per dashboard; it ends when the router is
-    /// dropped and an event arrives, or when the scheduler's stream closes), so it must be called
-    /// within a tokio runtime.
+    /// Over a scheduler, starts the task that feeds the strips (one per dashboard; it ends when
+    /// the router is dropped and an event arrives, or when the scheduler's stream closes), so it
+    /// must be called within a tokio runtime.
     pub fn router<S>(self) -> Router<S>
     where
         S: Clone + Send + Sync + 'static,
     {
-        let strips = Arc::new(Strips::new(self.strip_len, self.max_jobs));
-        tokio::spawn(strip::follow(Arc::downgrade(&strips), self.events));
-        let app = App {
-            monitor: self.monitor,
-            strips,
-            authorize: self.authorize,
-            page_size: self.page_size,
+        let source = match self.source {
+            Source::Scheduler { monitor, events } => {
+                let strips = Arc::new(Strips::new(self.strip_len, self.max_jobs));
+                tokio::spawn(strip::follow(Arc::downgrade(&strips), events));
+                Src::Scheduler { monitor, strips }
+            }
+            Source::Store(store) => Src::Store(store),
         };
-        Router::new()
+        let is_store = matches!(source, Src::Store(_));
+        let app = App {
+            source,
+            auth: self.auth,
+            page_size: self.page_size,
+            strip_len: self.strip_len,
+        };
+        let router = Router::new()
             .route("/", get(show))
             .route("/pause", post(pause))
             .route("/resume", post(resume))
-            .route("/run", post(run_now))
-            .with_state(app)
+            .route("/run", post(run_now));
+        let router = if is_store {
+            router.route("/jobs/{name}", get(store::job_page))
+        } else {
+            router
+        };
+        router.with_state(app)
     }
 }
 
 #[derive(Clone)]
+enum Src {
+    Scheduler {
+        monitor: Monitor,
+        strips: Arc<Strips>,
+    },
+    Store(Arc<Store>),
+}
+
+#[derive(Clone)]
 struct App {
-    monitor: Monitor,
-    strips: Arc<Strips>,
-    authorize: Option<Check>,
+    source: Src,
+    auth: Auth,
     page_size: usize,
+    strip_len: usize,
+}
+
+impl App {
+    /// Whether `request` may read the pages, and what its buttons do; the refusal otherwise.
+    #[allow(clippy::result_large_err)] // a response, built once per refused request
+    fn may_read(&self, request: &Parts) -> Result<Controls, Response> {
+        match &self.auth {
+            Auth::Open => Ok(Controls::Off),
+            Auth::Writes(_) => Ok(Controls::On),
+            Auth::Roles(check) => match check(request) {
+                Some(Access {
+                    role: Role::Operator,
+                    ..
+                }) => Ok(Controls::On),
+                Some(Access {
+                    role: Role::Viewer, ..
+                }) => Ok(Controls::ReadOnly),
+                None => Err(refused_read(&request.headers)),
+            },
+        }
+    }
+}
+
+/// The answer to a GET the check refused: 401 with a challenge when it carried no credentials.
+fn refused_read(headers: &HeaderMap) -> Response {
+    if headers.contains_key(header::AUTHORIZATION) {
+        return text(StatusCode::FORBIDDEN, "refused: not authorised\n");
+    }
+    let mut reply = text(
+        StatusCode::UNAUTHORIZED,
+        "this dashboard needs credentials: send `Authorization: Bearer <token>`, or the token as \
+         the password of HTTP Basic authentication\n",
+    );
+    reply.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"cronguard dashboard\", charset=\"UTF-8\""),
+    );
+    reply
 }
 
 fn text(code: StatusCode, message: impl Into<String>) -> Response {
@@ -187,40 +341,8 @@ fn text(code: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
-async fn show(
-    State(app): State<App>,
-    OriginalUri(uri): OriginalUri,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    let here = page::Here::of(uri.path());
-    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
-        None => app.page_size,
-        Some(Ok(limit)) if (1..=MAX_PAGE_SIZE).contains(&limit) => limit,
-        Some(_) => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                format!("`limit` must be a number from 1 to {MAX_PAGE_SIZE}\n"),
-            )
-        }
-    };
-    let after = query
-        .get("after")
-        .map(String::as_str)
-        .filter(|a| !a.is_empty());
-    let jobs = app.monitor.jobs_page(after, limit);
-    let names: Vec<&str> = jobs.jobs.iter().map(|j| j.name.as_str()).collect();
-    let health = app.monitor.health_of(&names).await;
-    let html = page::render(&page::View {
-        jobs: &jobs,
-        health: &health,
-        strips: &app.strips,
-        total: app.monitor.job_count(),
-        after,
-        limit,
-        default_limit: app.page_size,
-        controls: app.authorize.is_some(),
-        here: &here,
-    });
+/// An HTML page with the dashboard's headers: no cache, no script, no framing by other sites.
+fn html_page(code: StatusCode, html: String) -> Response {
     let mut headers = HeaderMap::new();
     let fixed = [
         (header::CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -237,7 +359,63 @@ async fn show(
     for (name, value) in fixed {
         headers.insert(name, HeaderValue::from_static(value));
     }
-    (headers, html).into_response()
+    (code, headers, html).into_response()
+}
+
+/// The `?limit=` of a page: `default` when absent, else 1 to [`MAX_PAGE_SIZE`].
+#[allow(clippy::result_large_err)]
+fn limit_of(query: &HashMap<String, String>, default: usize) -> Result<usize, Response> {
+    match query.get("limit").map(|l| l.parse::<usize>()) {
+        None => Ok(default),
+        Some(Ok(limit)) if (1..=MAX_PAGE_SIZE).contains(&limit) => Ok(limit),
+        Some(_) => Err(text(
+            StatusCode::BAD_REQUEST,
+            format!("`limit` must be a number from 1 to {MAX_PAGE_SIZE}\n"),
+        )),
+    }
+}
+
+async fn show(
+    State(app): State<App>,
+    OriginalUri(uri): OriginalUri,
+    Query(query): Query<HashMap<String, String>>,
+    request: Request,
+) -> Response {
+    let (parts, _) = request.into_parts();
+    let controls = match app.may_read(&parts) {
+        Ok(controls) => controls,
+        Err(refused) => return refused,
+    };
+    let here = page::Here::of(uri.path());
+    let limit = match limit_of(&query, app.page_size) {
+        Ok(limit) => limit,
+        Err(bad) => return bad,
+    };
+    let after = query
+        .get("after")
+        .map(String::as_str)
+        .filter(|a| !a.is_empty());
+    let (monitor, strips) = match &app.source {
+        Src::Scheduler { monitor, strips } => (monitor, strips),
+        Src::Store(store) => {
+            return store::show(store, &app, controls, &here, after, limit).await;
+        }
+    };
+    let jobs = monitor.jobs_page(after, limit);
+    let names: Vec<&str> = jobs.jobs.iter().map(|j| j.name.as_str()).collect();
+    let health = monitor.health_of(&names).await;
+    let html = page::render(&page::View {
+        jobs: &jobs,
+        health: &health,
+        strips,
+        total: monitor.job_count(),
+        after,
+        limit,
+        default_limit: app.page_size,
+        controls,
+        here: &here,
+    });
+    html_page(StatusCode::OK, html)
 }
 
 /// The form of every button.
@@ -250,6 +428,9 @@ struct ControlForm {
     /// The page's `limit`, when the URL gave one.
     #[serde(default)]
     limit: String,
+    /// `job` when the button is on the job's own page, to return there.
+    #[serde(default)]
+    back: String,
 }
 
 #[derive(Clone, Copy)]
@@ -283,9 +464,9 @@ fn cross_site(headers: &HeaderMap) -> bool {
 
 async fn control(app: &App, action: Action, request: Request) -> Response {
     // Authorisation first: the body of a refused request is not even read.
-    let Some(check) = &app.authorize else {
+    if matches!(app.auth, Auth::Open) {
         return text(StatusCode::FORBIDDEN, NOT_CONFIGURED);
-    };
+    }
     let (parts, body) = request.into_parts();
     let posted_to = parts
         .extensions
@@ -297,7 +478,25 @@ async fn control(app: &App, action: Action, request: Request) -> Response {
             "refused: the request comes from another site (Sec-Fetch-Site)\n",
         );
     }
-    let Some(who) = check(&parts) else {
+    let who =
+        match &app.auth {
+            Auth::Open => None,
+            Auth::Writes(check) => check(&parts),
+            Auth::Roles(check) => match check(&parts) {
+                Some(Access {
+                    role: Role::Operator,
+                    who,
+                }) => Some(who),
+                Some(Access {
+                    role: Role::Viewer, ..
+                }) => return text(
+                    StatusCode::FORBIDDEN,
+                    "refused: read-only access; pause, resume and run now need the operator role\n",
+                ),
+                None => None,
+            },
+        };
+    let Some(who) = who else {
         return text(StatusCode::FORBIDDEN, "refused: not authorised\n");
     };
     let form = match Form::<ControlForm>::from_request(Request::from_parts(parts, body), &()).await
@@ -306,34 +505,57 @@ async fn control(app: &App, action: Action, request: Request) -> Response {
         Err(rejection) => return rejection.into_response(),
     };
     let job = form.job.as_str();
-    let done = match action {
-        Action::Pause => app.monitor.pause(job, &who).await,
-        Action::Resume => app.monitor.resume(job, &who).await,
-        Action::Run => app.monitor.trigger(job).map(|_key| ()),
+    let here = page::Here::back_from(&posted_to);
+    let back = if form.back == "job" {
+        page::Here::job_from_action(job)
+    } else {
+        here.link(
+            Some(form.after.as_str()).filter(|a| !a.is_empty()),
+            form.limit.parse().ok(),
+        )
     };
-    match done {
-        Ok(()) => {
-            let back = page::Here::back_from(&posted_to).link(
-                Some(form.after.as_str()).filter(|a| !a.is_empty()),
-                form.limit.parse().ok(),
-            );
-            match HeaderValue::from_str(&back) {
-                Ok(location) => {
-                    (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
-                }
-                Err(_) => text(StatusCode::OK, "done\n"),
-            }
+    let failed = match &app.source {
+        Src::Scheduler { monitor, .. } => {
+            let done = match action {
+                Action::Pause => monitor.pause(job, &who).await,
+                Action::Resume => monitor.resume(job, &who).await,
+                Action::Run => monitor.trigger(job).map(|_key| ()),
+            };
+            done.err().map(scheduler_refusal)
         }
-        Err(e @ ControlError::UnknownJob(_)) => text(StatusCode::NOT_FOUND, format!("{e}\n")),
-        Err(e @ (ControlError::Unsupported(_) | ControlError::InvalidJob { .. })) => {
+        Src::Store(store) => store::act(store, action, job, &who)
+            .await
+            .err()
+            .map(|e| store::refusal(&e, &back)),
+    };
+    if let Some(refusal) = failed {
+        return refusal;
+    }
+    match HeaderValue::from_str(&back) {
+        Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
+        Err(_) => text(StatusCode::OK, "done\n"),
+    }
+}
+
+/// The answer to a control the scheduler refused.
+fn scheduler_refusal(e: ControlError) -> Response {
+    match e {
+        e @ ControlError::UnknownJob(_) => text(StatusCode::NOT_FOUND, format!("{e}\n")),
+        e @ (ControlError::Unsupported(_) | ControlError::InvalidJob { .. }) => {
             text(StatusCode::CONFLICT, format!("{e}\n"))
         }
-        Err(e) => {
-            let message = match std::error::Error::source(&e) {
-                Some(source) => format!("{e}: {source}\n"),
-                None => format!("{e}\n"),
-            };
-            text(StatusCode::SERVICE_UNAVAILABLE, message)
-        }
+        e => text(StatusCode::SERVICE_UNAVAILABLE, format!("{}\n", chain(&e))),
     }
+}
+
+/// `e` with its causes, `outer: cause: root cause`.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -17,8 +17,45 @@ pub(crate) struct View<'a> {
     pub(crate) after: Option<&'a str>,
     pub(crate) limit: usize,
     pub(crate) default_limit: usize,
-    pub(crate) controls: bool,
+    pub(crate) controls: Controls,
     pub(crate) here: &'a Here,
+}
+
+/// Whether the page's buttons work for the one who asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Controls {
+    /// No authorisation check is configured: every POST is refused.
+    Off,
+    /// The one who asks may read, not operate.
+    ReadOnly,
+    /// The buttons work (or the check decides at the POST).
+    On,
+}
+
+impl Controls {
+    /// The note the page shows above the table, if any.
+    pub(crate) fn note(self) -> &'static str {
+        match self {
+            Controls::Off => {
+                "<p class=\"note\" id=\"controls-off\">The buttons are off: this service configured \
+                 no authorisation check (<code>Dashboard::authorize</code>).</p>\n"
+            }
+            Controls::ReadOnly => {
+                "<p class=\"note\" id=\"controls-read-only\">Read-only: the buttons need the \
+                 operator role.</p>\n"
+            }
+            Controls::On => "",
+        }
+    }
+
+    /// The attributes of a disabled button, or nothing.
+    pub(crate) fn disabled(self) -> &'static str {
+        match self {
+            Controls::Off => " disabled title=\"no authorisation check is configured\"",
+            Controls::ReadOnly => " disabled title=\"read-only: needs the operator role\"",
+            Controls::On => "",
+        }
+    }
 }
 
 /// `s` escaped for HTML text and quoted attribute values.
@@ -100,6 +137,34 @@ impl Here {
         }
     }
 
+    /// The relative link to the page of job `name`.
+    pub(crate) fn job(&self, name: &str) -> String {
+        self.action(&format!("jobs/{}", encode(name)))
+    }
+
+    /// The relative link to the page of job `name` from a form's target (`/x/ops/pause`).
+    pub(crate) fn job_from_action(name: &str) -> String {
+        format!("jobs/{}", encode(name))
+    }
+
+    /// The page whose job page is at `path` (`/x/ops/jobs/name`).
+    pub(crate) fn of_job_page(path: &str) -> Self {
+        let page = path
+            .rsplit_once('/')
+            .and_then(|(jobs, _)| jobs.rsplit_once('/'))
+            .map_or("", |(page, _)| page);
+        Here::of(page)
+    }
+
+    /// The relative link to the page from one of its job pages.
+    pub(crate) fn link_from_job_page(&self) -> String {
+        if self.segment.is_empty() {
+            "../".to_owned()
+        } else {
+            format!("../../{}", self.segment)
+        }
+    }
+
     /// The relative link to the form target `action` (`pause`).
     pub(crate) fn action(&self, action: &str) -> String {
         if self.segment.is_empty() {
@@ -111,7 +176,7 @@ impl Here {
 }
 
 /// How far `t` is from `now`, in words: `in 4 s`, `3 min ago`.
-fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (t - now).num_seconds();
     let n = secs.unsigned_abs();
     let amount = match n {
@@ -128,7 +193,7 @@ fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
 }
 
 /// A `<time>` element: the instant, with how far it is from now.
-fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     format!(
         "<time datetime=\"{}\" title=\"{}\">{}</time>",
         t.to_rfc3339(),
@@ -137,7 +202,7 @@ fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     )
 }
 
-const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5rem;color:#1f2328;background:#fff}
 h1{font-size:1.4rem;margin:0 0 .3rem}
 .meta,.note{color:#57606a}
@@ -185,12 +250,7 @@ pub(crate) fn render(view: &View<'_>) -> String {
             (view.limit != view.default_limit).then_some(view.limit)
         )),
     );
-    if !view.controls {
-        html.push_str(
-            "<p class=\"note\" id=\"controls-off\">The buttons are off: this service configured \
-             no authorisation check (<code>Dashboard::authorize</code>).</p>\n",
-        );
-    }
+    html.push_str(view.controls.note());
     let gaps = view.strips.gaps();
     if gaps.missed > 0 {
         let _ = writeln!(
@@ -208,7 +268,7 @@ pub(crate) fn render(view: &View<'_>) -> String {
             gaps.untracked
         );
     }
-    legend(&mut html);
+    legend(&mut html, &Fate::ALL);
     html.push_str(
         "<table><thead><tr><th>Job</th><th>Schedule</th><th>Next fire</th><th>Last run</th>\
          <th>State</th><th>Last fires (oldest left)</th><th>Actions</th></tr></thead><tbody>\n",
@@ -240,9 +300,10 @@ pub(crate) fn render(view: &View<'_>) -> String {
     html
 }
 
-fn legend(html: &mut String) {
+/// The legend of the strips' colours, for `fates`.
+pub(crate) fn legend(html: &mut String, fates: &[Fate]) {
     html.push_str("<p class=\"legend\">");
-    for fate in Fate::ALL {
+    for &fate in fates {
         let _ = write!(
             html,
             "<span><svg width=\"10\" height=\"14\" aria-hidden=\"true\"><rect width=\"8\" \
@@ -344,6 +405,7 @@ fn row(html: &mut String, view: &View<'_>, job: &JobStatus, now: DateTime<Utc>) 
         &job.name,
         &view.strips.of(&job.name),
         view.strips.len(),
+        "no fires seen yet",
     );
     html.push_str("</td><td>");
     buttons(html, view, job);
@@ -351,12 +413,13 @@ fn row(html: &mut String, view: &View<'_>, job: &JobStatus, now: DateTime<Utc>) 
 }
 
 /// The strip: one bar per fire, oldest left, coloured by fate, with its details as a tooltip.
-fn strip_svg(html: &mut String, job: &str, marks: &[Mark], len: usize) {
+/// `empty` is what an empty strip says (plain text).
+pub(crate) fn strip_svg(html: &mut String, job: &str, marks: &[Mark], len: usize, empty: &str) {
     const W: usize = 8;
     const GAP: usize = 2;
     const H: usize = 18;
     if marks.is_empty() {
-        html.push_str("<span class=\"sub\">no fires seen yet</span>");
+        let _ = write!(html, "<span class=\"sub\">{empty}</span>");
         return;
     }
     let width = len * (W + GAP);
@@ -372,7 +435,11 @@ fn strip_svg(html: &mut String, job: &str, marks: &[Mark], len: usize) {
         if !mark.detail.is_empty() {
             let _ = write!(title, ": {}", mark.detail);
         }
-        let _ = write!(title, " ({}, on {})", mark.run_key, mark.instance);
+        if mark.run_key.is_empty() {
+            let _ = write!(title, " (on {})", mark.instance);
+        } else {
+            let _ = write!(title, " ({}, on {})", mark.run_key, mark.instance);
+        }
         let _ = write!(
             html,
             "<rect x=\"{}\" y=\"0\" width=\"{W}\" height=\"{H}\" rx=\"1\" fill=\"{}\" \
@@ -388,11 +455,7 @@ fn strip_svg(html: &mut String, job: &str, marks: &[Mark], len: usize) {
 }
 
 fn buttons(html: &mut String, view: &View<'_>, job: &JobStatus) {
-    let disabled = if view.controls {
-        ""
-    } else {
-        " disabled title=\"no authorisation check is configured\""
-    };
+    let disabled = view.controls.disabled();
     let after = escape(view.after.unwrap_or(""));
     let limit = if view.limit == view.default_limit {
         String::new()
@@ -444,6 +507,12 @@ mod tests {
         assert_eq!(ops.action("run"), "ops/run");
         assert_eq!(Here::back_from("/x/ops/run").link(None, None), "../ops");
         assert_eq!(encode("é"), "%C3%A9");
+        assert_eq!(ops.job("a/b c"), "ops/jobs/a%2Fb%20c");
+        assert_eq!(root.job("x"), "jobs/x");
+        let from_job = Here::of_job_page("/x/ops/jobs/a%2Fb");
+        assert_eq!(from_job, ops);
+        assert_eq!(from_job.link_from_job_page(), "../../ops");
+        assert_eq!(Here::of_job_page("/jobs/x").link_from_job_page(), "../");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use chrono::{DateTime, Utc};
+use cronguard::history::{HistoryEntry, Outcome};
 use cronguard::{Event, EventKind};
 use tokio::sync::broadcast::{error::RecvError, Receiver};
 
@@ -30,10 +31,24 @@ pub(crate) enum Fate {
     Coalesced,
     /// Another process claimed it.
     Elsewhere,
+    /// Its process died or froze before it recorded the end (the store's history only).
+    Lost,
 }
 
 impl Fate {
-    /// Every fate, in the legend's order.
+    /// The fates of the store's history, in the legend's order.
+    pub(crate) const STORED: [Fate; 8] = [
+        Fate::Ran,
+        Fate::Running,
+        Fate::Failed,
+        Fate::Cancelled,
+        Fate::Lost,
+        Fate::Skipped,
+        Fate::Misfired,
+        Fate::Coalesced,
+    ];
+
+    /// The fates of this process's events, in the legend's order.
     pub(crate) const ALL: [Fate; 8] = [
         Fate::Ran,
         Fate::Running,
@@ -56,6 +71,7 @@ impl Fate {
             Fate::Misfired => "misfired",
             Fate::Coalesced => "coalesced",
             Fate::Elsewhere => "elsewhere",
+            Fate::Lost => "lost",
         }
     }
 
@@ -70,6 +86,7 @@ impl Fate {
             Fate::Misfired => "misfired",
             Fate::Coalesced => "coalesced",
             Fate::Elsewhere => "ran elsewhere",
+            Fate::Lost => "lost",
         }
     }
 
@@ -84,6 +101,7 @@ impl Fate {
             Fate::Misfired => "#6a1b9a",
             Fate::Coalesced => "#64b5f6",
             Fate::Elsewhere => "#a5d6a7",
+            Fate::Lost => "#5d4037",
         }
     }
 }
@@ -97,6 +115,41 @@ pub(crate) struct Mark {
     pub(crate) instance: Arc<str>,
     /// The error, the reason, or how many fires a misfire stands for; may be empty.
     pub(crate) detail: String,
+}
+
+impl Mark {
+    /// The mark of a fire as the store's history recorded it.
+    pub(crate) fn of_entry(entry: &HistoryEntry) -> Mark {
+        let error = entry.error.clone().unwrap_or_default();
+        let (fate, detail) = match entry.outcome {
+            Outcome::Running => (Fate::Running, error),
+            Outcome::Succeeded => (Fate::Ran, error),
+            Outcome::Failed => (Fate::Failed, error),
+            Outcome::Cancelled => (Fate::Cancelled, error),
+            Outcome::Lost => (
+                Fate::Lost,
+                "its process ended without recording the end".to_owned(),
+            ),
+            Outcome::Abandoned => (
+                Fate::Cancelled,
+                "abandoned: the claim took effect but the run never started".to_owned(),
+            ),
+            Outcome::Skipped => (Fate::Skipped, error),
+            Outcome::Misfired => (Fate::Misfired, error),
+            Outcome::Coalesced => (Fate::Coalesced, error),
+            other => (Fate::Lost, format!("{other}: {error}")),
+        };
+        Mark {
+            fate,
+            fire_time: entry.fire_time,
+            run_key: entry.fencing_token.map_or_else(
+                || Arc::from(""),
+                |t| Arc::from(format!("fencing token {t}")),
+            ),
+            instance: Arc::from(entry.instance.as_str()),
+            detail: detail.chars().take(DETAIL_CHARS).collect(),
+        }
+    }
 }
 
 /// The strips of every job seen, bounded in jobs and in marks per job.

@@ -457,11 +457,59 @@ impl Store {
     /// Every job the replicas announced in the store's roster, sorted by name, with its next
     /// fire, the last fire claimed and its pause.
     ///
+    /// Reads the roster once and asks each job's guard twice (its last claim and its pause), all
+    /// at the same time; [`Store::jobs_named`] asks only about the jobs it is given.
+    ///
     /// # Errors
     ///
     /// [`AdminError::Store`] when the store does not answer.
     pub async fn jobs(&self) -> Result<Vec<StoredJob>, AdminError> {
         let roster = self.roster().await?;
+        self.stored_jobs(roster).await
+    }
+
+    /// The names of every job the replicas announced in the store's roster, sorted: one read of
+    /// the roster, none of the jobs' guards (to page through a large roster, then ask
+    /// [`Store::jobs_named`] and [`Store::health_of`] about one page of it).
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store does not answer.
+    pub async fn job_names(&self) -> Result<Vec<String>, AdminError> {
+        let mut names: Vec<String> = self
+            .roster()
+            .await?
+            .into_iter()
+            .map(|entry| entry.job)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// [`Store::jobs`] of the jobs named in `names` only (those the roster holds, sorted by
+    /// name): one read of the roster and two requests to each named job's guard.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store does not answer.
+    pub async fn jobs_named(&self, names: &[&str]) -> Result<Vec<StoredJob>, AdminError> {
+        let roster = self.roster().await?;
+        let wanted: std::collections::HashSet<&str> = names.iter().copied().collect();
+        self.stored_jobs(
+            roster
+                .into_iter()
+                .filter(|entry| wanted.contains(entry.job.as_str()))
+                .collect(),
+        )
+        .await
+    }
+
+    async fn stored_jobs(
+        &self,
+        mut roster: Vec<RosterEntry>,
+    ) -> Result<Vec<StoredJob>, AdminError> {
+        roster.sort_by(|a, b| a.job.cmp(&b.job));
         let now = Utc::now();
         let jobs = roster.into_iter().map(|entry| async move {
             let guard = self.guard(&entry.job);
@@ -494,12 +542,36 @@ impl Store {
     /// [`AdminError::Store`] when the store does not answer for its roster.
     pub async fn health(&self) -> Result<StoreHealth, AdminError> {
         let roster = self.roster().await?;
+        Ok(self.health_of_entries(roster).await)
+    }
+
+    /// [`Store::health`] of the jobs named in `names` only (those the roster holds): one read of
+    /// the roster and three requests to each named job's guard. `healthy` is about these jobs.
+    ///
+    /// # Errors
+    ///
+    /// [`AdminError::Store`] when the store does not answer for its roster.
+    pub async fn health_of(&self, names: &[&str]) -> Result<StoreHealth, AdminError> {
+        let roster = self.roster().await?;
+        let wanted: std::collections::HashSet<&str> = names.iter().copied().collect();
+        Ok(self
+            .health_of_entries(
+                roster
+                    .into_iter()
+                    .filter(|entry| wanted.contains(entry.job.as_str()))
+                    .collect(),
+            )
+            .await)
+    }
+
+    async fn health_of_entries(&self, mut roster: Vec<RosterEntry>) -> StoreHealth {
+        roster.sort_by(|a, b| a.job.cmp(&b.job));
         let now = Utc::now();
         let jobs = futures_util::future::join_all(
             roster.into_iter().map(|entry| self.job_health(entry, now)),
         )
         .await;
-        Ok(StoreHealth {
+        StoreHealth {
             healthy: jobs.iter().all(|j| {
                 matches!(
                     j.state,
@@ -508,7 +580,7 @@ impl Store {
             }),
             checked_at: now,
             jobs,
-        })
+        }
     }
 
     async fn job_health(&self, entry: RosterEntry, now: DateTime<Utc>) -> StoredJobHealth {
