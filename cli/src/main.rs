@@ -75,6 +75,11 @@ Environment:
         the lock dir of `lock = \"file\"` jobs (--lock-dir)
   USER, LOGNAME
         who pauses or resumes (--by) [default: $USER@hostname]
+  CRONGUARD_DASHBOARD_TOKEN, CRONGUARD_DASHBOARD_TOKEN_FILE
+        `dashboard`: the operator's token (read the pages, pause, resume, run now), or a file
+        that holds it
+  CRONGUARD_DASHBOARD_READ_TOKEN, CRONGUARD_DASHBOARD_READ_TOKEN_FILE
+        `dashboard`: a read-only token, or a file that holds it
 
 A password in a URL given with --redis or --postgres can be read by every user of the host in
 the process list: give the URL in a file (--redis-url-file, CRONGUARD_REDIS_URL_FILE) or in
@@ -87,7 +92,8 @@ Exit status:
   0  done (health: every job is on time or paused)
   1  health: a job is missed or overdue; any command: a failure none of the others names
   2  the command line or the settings are wrong: an unknown flag, no store or several, a URL
-     file that cannot be read, a --since that is neither a time nor a duration
+     file that cannot be read, a --since that is neither a time nor a duration, a dashboard
+     on a non-loopback address without a token
   3  the store could not be used: it cannot be reached or did not answer, it refused the URL,
      the credentials or the TLS files, or it failed the request (health: a job's state could
      not be read)
@@ -229,6 +235,17 @@ enum Command {
         /// JSON instead of a table
         #[arg(long)]
         json: bool,
+    },
+    /// Serve the store's HTML dashboard: every job, its state, the strip of its recent fires
+    /// and its history as the store recorded them, with pause, resume and run now
+    #[command(
+        long_about = "Serve the store's HTML dashboard until interrupted (Ctrl-C): every job the replicas announced, its state, the strip of its recent fires and a page per job with its history, as the store recorded them (the same on every replica), with pause, resume and run-now buttons that act through the store.\n\nRequests show a token as `Authorization: Bearer <token>`, or as the password of HTTP Basic authentication (a browser asks for it; the user name is recorded as who paused a job). CRONGUARD_DASHBOARD_TOKEN (or the file of CRONGUARD_DASHBOARD_TOKEN_FILE) gives the operator role: read and press the buttons; CRONGUARD_DASHBOARD_READ_TOKEN (or its _FILE) gives read-only access. With a token, every page needs one. Without any token the pages are open and the buttons off, and only a loopback address (127.0.0.1, ::1) is accepted. The dashboard speaks plain HTTP: put it behind a TLS-terminating proxy to reach it from another host."
+    )]
+    Dashboard {
+        /// The address and port to listen on (`127.0.0.1:8080`; a non-loopback address needs a
+        /// token)
+        #[arg(long, value_name = "ADDR")]
+        listen: std::net::SocketAddr,
     },
 }
 
@@ -689,8 +706,15 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         // A wrong command line is told before the store is opened.
         parse_since(since, Utc::now())?;
     }
+    let tokens = match &cli.command {
+        Command::Dashboard { listen } => Some(dashboard_tokens(*listen, &process_env)?),
+        _ => None,
+    };
     let store = open(chosen).await?;
     match cli.command {
+        Command::Dashboard { listen } => {
+            serve_dashboard(store, listen, tokens.flatten()).await?;
+        }
         Command::Health { json } => {
             let health = store.health().await?;
             if json {
@@ -762,6 +786,118 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         }
     }
     Ok(exit::OK)
+}
+
+/// The secret held by variable `var` or by the file its `_FILE` twin names (trimmed); `None`
+/// when neither is set.
+fn secret_of(var: &str, env: Env<'_>) -> Result<Option<String>, Failure> {
+    let file_var = format!("{var}_FILE");
+    match (env(var), env(&file_var)) {
+        (Some(_), Some(_)) => Err(Failure::usage(format!(
+            "both `{var}` and `{file_var}` are set; set one of them (`{file_var}` names a file that holds the token)"
+        ))),
+        (Some(token), None) => Ok(Some(token.trim().to_owned())),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Failure::usage(format!("cannot read the token file `{path}` of `{file_var}`: {e}"))
+            })?;
+            let token = text.trim();
+            if token.is_empty() {
+                return Err(Failure::usage(format!(
+                    "the token file `{path}` of `{file_var}` is empty; write the token in it"
+                )));
+            }
+            Ok(Some(token.to_owned()))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The dashboard's tokens from the environment; `None` when none is set, which only a loopback
+/// address accepts.
+fn dashboard_tokens(
+    listen: std::net::SocketAddr,
+    env: Env<'_>,
+) -> Result<Option<cronguard_dashboard::Tokens>, Failure> {
+    let operator = secret_of("CRONGUARD_DASHBOARD_TOKEN", env)?;
+    let viewer = secret_of("CRONGUARD_DASHBOARD_READ_TOKEN", env)?;
+    if operator.is_some() && operator == viewer {
+        return Err(Failure::usage(
+            "`CRONGUARD_DASHBOARD_TOKEN` and `CRONGUARD_DASHBOARD_READ_TOKEN` hold the same token; give the read-only token a value of its own",
+        ));
+    }
+    if operator.is_none() && viewer.is_none() {
+        if !listen.ip().is_loopback() {
+            return Err(Failure::usage(format!(
+                "refusing to serve the dashboard on {listen} without a token: anyone who reaches that address could read the jobs. Set CRONGUARD_DASHBOARD_TOKEN (or CRONGUARD_DASHBOARD_TOKEN_FILE, a file that holds it), or listen on a loopback address such as 127.0.0.1:{}",
+                listen.port()
+            )));
+        }
+        return Ok(None);
+    }
+    let mut tokens = cronguard_dashboard::Tokens::new();
+    if let Some(operator) = operator {
+        tokens = tokens.operator(operator);
+    }
+    if let Some(viewer) = viewer {
+        tokens = tokens.viewer(viewer);
+    }
+    Ok(Some(tokens))
+}
+
+/// Serves the store's dashboard on `listen` until Ctrl-C or SIGTERM.
+async fn serve_dashboard(
+    store: Store,
+    listen: std::net::SocketAddr,
+    tokens: Option<cronguard_dashboard::Tokens>,
+) -> Result<(), Failure> {
+    let guarded = tokens.is_some();
+    let mut dashboard = cronguard_dashboard::Dashboard::for_store(store);
+    if let Some(tokens) = tokens {
+        dashboard = dashboard.tokens(tokens);
+    }
+    let app: axum::Router = dashboard.router();
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| Failure::other(format!("cannot listen on {listen}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::other(format!("cannot listen on {listen}: {e}")))?;
+    say(&format!(
+        "serving the dashboard at http://{bound}/ ({}); Ctrl-C stops it",
+        if guarded {
+            "every page needs a token"
+        } else {
+            "open to this host, buttons off: set CRONGUARD_DASHBOARD_TOKEN to turn them on"
+        }
+    ));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stopped())
+        .await
+        .map_err(|e| Failure::other(format!("the dashboard stopped: {e}")))
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut term) => {
+                    term.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// The exit status of `health`, with the jobs that make it on stderr.

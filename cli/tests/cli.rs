@@ -48,6 +48,14 @@ const STORE_VARS: &[&str] = &[
     "CRONGUARD_LOCK_DIR",
 ];
 
+/// The variables of `cronguard dashboard`'s tokens; `--help` lists each.
+const DASHBOARD_VARS: &[&str] = &[
+    "CRONGUARD_DASHBOARD_TOKEN",
+    "CRONGUARD_DASHBOARD_TOKEN_FILE",
+    "CRONGUARD_DASHBOARD_READ_TOKEN",
+    "CRONGUARD_DASHBOARD_READ_TOKEN_FILE",
+];
+
 /// What one run of the tool printed.
 #[derive(Debug)]
 struct Output {
@@ -62,7 +70,7 @@ struct Output {
 async fn cli_env(store: &[String], args: &[&str], env: &[(&str, String)]) -> Output {
     let mut cmd = Command::new(CLI);
     cmd.args(store).args(args);
-    for var in STORE_VARS {
+    for var in STORE_VARS.iter().chain(DASHBOARD_VARS) {
         cmd.env_remove(var);
     }
     cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
@@ -811,7 +819,11 @@ async fn every_documented_exit_status() {
 async fn help_lists_every_variable_the_tool_reads() {
     let help = cli(&[], &["--help"]).await;
     assert_eq!(help.code, Some(0), "{}", help.stderr);
-    for var in STORE_VARS.iter().chain(&["USER", "LOGNAME"]) {
+    for var in STORE_VARS
+        .iter()
+        .chain(DASHBOARD_VARS)
+        .chain(&["USER", "LOGNAME"])
+    {
         assert!(
             help.stdout.contains(var),
             "`{var}` is not in --help:\n{}",
@@ -1195,4 +1207,111 @@ async fn texts_from_the_store_reach_the_terminal_escaped() {
     // The lock dir keeps a history of every job: none yet for this one.
     assert_eq!(outputs[8].code, Some(0), "{}", outputs[8].stderr);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A child process, killed when the test ends (also when it fails).
+struct Stop(std::process::Child);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One HTTP/1.1 GET of `path` at `port` on loopback: the status code and the body.
+fn http_get(port: u16, path: &str, headers: &[(&str, &str)]) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Some((code, body.to_owned()))
+}
+
+#[tokio::test]
+async fn the_dashboard_refuses_a_non_loopback_address_without_a_token() {
+    let dir = scratch("dashboard-no-token");
+    let store = vec!["--lock-dir".to_owned(), dir.display().to_string()];
+    let said = fails_with(&store, &["dashboard", "--listen", "0.0.0.0:0"], 2).await;
+    assert!(
+        said.contains("without a token") && said.contains("CRONGUARD_DASHBOARD_TOKEN"),
+        "{said}"
+    );
+    let file = dir.join("token");
+    std::fs::write(&file, "s3cret\n").expect("writes");
+    let both = cli_env(
+        &store,
+        &["dashboard", "--listen", "0.0.0.0:0"],
+        &[
+            ("CRONGUARD_DASHBOARD_TOKEN", "s3cret".to_owned()),
+            ("CRONGUARD_DASHBOARD_TOKEN_FILE", file.display().to_string()),
+        ],
+    )
+    .await;
+    assert_eq!(both.code, Some(2), "{}", both.stderr);
+    assert!(both.stderr.contains("set one of them"), "{}", both.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_serves_the_store_with_a_token_from_a_file() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let scheduler = cronguard::builder()
+        .registered_jobs(false)
+        .redis_url(redis.url())
+        .instance("replica-a")
+        .job(job(Lock::Redis))
+        .start()
+        .await
+        .expect("starts");
+    let dir = scratch("dashboard-serves");
+    let file = dir.join("token");
+    std::fs::write(&file, "op-s3cret\n").expect("writes");
+    let port = cronguard_testkit::free_port();
+    let mut cmd = Command::new(CLI);
+    for var in STORE_VARS.iter().chain(DASHBOARD_VARS) {
+        cmd.env_remove(var);
+    }
+    let child = cmd
+        .args(["--redis", &redis.url(), "dashboard", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .env("CRONGUARD_DASHBOARD_TOKEN_FILE", &file)
+        .env("CRONGUARD_DASHBOARD_READ_TOKEN", "read-s3cret")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let _stop = Stop(child);
+    let get = |path: &'static str, headers: &'static [(&'static str, &'static str)]| async move {
+        tokio::task::spawn_blocking(move || http_get(port, path, headers))
+            .await
+            .expect("joins")
+    };
+    const READ: &[(&str, &str)] = &[("authorization", "Bearer read-s3cret")];
+    const OPERATE: &[(&str, &str)] = &[("authorization", "Bearer op-s3cret")];
+    cronguard_testkit::eventually("the dashboard lists the replica's job", WAIT, || async {
+        matches!(get("/", READ).await, Some((200, body)) if body.contains("data-job=\"tick\""))
+    })
+    .await;
+    let page = get("/", READ).await.map(|(_, body)| body);
+    let anonymous = get("/", &[]).await;
+    let job_page = get("/jobs/tick", OPERATE).await;
+    scheduler.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let page = page.expect("the page");
+    assert!(page.contains("controls-read-only"), "{page}");
+    assert_eq!(anonymous.map(|(code, _)| code), Some(401));
+    let (code, body) = job_page.expect("the job's page answers");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("replica-a"), "{body}");
 }
