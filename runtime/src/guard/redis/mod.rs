@@ -660,10 +660,13 @@ impl GuardHistory for RedisGuard {
         let key = Arc::clone(&self.history_key);
         let job = Arc::clone(&self.job);
         let mut conn = self.conn.clone();
+        // Entries past the retention are dropped only once the job has more than it keeps.
+        let retention = i64::try_from(self.history_kept.retention.as_millis()).unwrap_or(i64::MAX);
+        let from = epoch_millis(since).max(epoch_millis(Utc::now()).saturating_sub(retention));
         Box::pin(async move {
             let lines: Vec<String> = redis::cmd("ZRANGEBYSCORE")
                 .arg(&*key)
-                .arg(epoch_millis(since))
+                .arg(from)
                 .arg("+inf")
                 .arg("LIMIT")
                 .arg(0)

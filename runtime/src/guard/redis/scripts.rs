@@ -452,14 +452,17 @@ local function report_missed(state_key, last_arg, tolerance)
   return point_answer(point)
 end
 
--- Records a history entry, its end by the server's clock first, and keeps the newest `kept` by
--- fire, none older than `retention` ms; the key goes with its last entry.
+-- Records a history entry, its end by the server's clock first. Past the newest `kept` by fire, the
+-- oldest are dropped, with those older than `retention` ms; the key goes `retention` after its
+-- last entry.
 local function history(key, fire_arg, entry, kept_arg, retention_arg)
-  local retention = tonumber(retention_arg)
+  local kept = tonumber(kept_arg)
   redis.call('ZADD', key, fire_arg, string.format('%.0f', now) .. '\t' .. entry)
-  redis.call('ZREMRANGEBYRANK', key, 0, -(tonumber(kept_arg) + 1))
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%.0f', now - retention))
-  redis.call('PEXPIRE', key, retention)
+  if redis.call('ZCARD', key) > kept then
+    redis.call('ZREMRANGEBYRANK', key, 0, -(kept + 1))
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%.0f', now - tonumber(retention_arg)))
+  end
+  redis.call('PEXPIRE', key, retention_arg)
   return {1}
 end
 
