@@ -113,8 +113,7 @@ fn ceiling(
     let fire_ms = chrono::Utc::now().timestamp_millis() - 1000;
     let one = claim_args(fire_ms);
     let entry = history_args(fire_ms);
-    let (mut keys, mut args): (Vec<_>, Vec<_>) =
-        (0..batch).map(|_| (&one[..4], &one[4..])).unzip();
+    let (mut keys, mut args): (Vec<_>, Vec<_>) = (0..batch).map(|_| (&one[..4], &one[4..])).unzip();
     if history {
         keys.extend((0..batch).map(|_| &entry[..1]));
         args.extend((0..batch).map(|_| &entry[1..]));

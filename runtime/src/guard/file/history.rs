@@ -75,8 +75,9 @@ impl FileGuard {
         // The file holds up to about twice what is kept until it is cut back.
         let newest = entries.len().saturating_sub(self.history_kept.kept);
         entries.drain(..newest);
-        let oldest = epoch_millis(self.clock.now())
-            .saturating_sub(i64::try_from(self.history_kept.retention.as_millis()).unwrap_or(i64::MAX));
+        let oldest = epoch_millis(self.clock.now()).saturating_sub(
+            i64::try_from(self.history_kept.retention.as_millis()).unwrap_or(i64::MAX),
+        );
         entries.retain(|e| e.fire_time >= since && epoch_millis(e.fire_time) >= oldest);
         entries.truncate(HISTORY_LIMIT);
         Ok(entries)
