@@ -91,6 +91,7 @@ pub mod metrics;
 mod model;
 mod operate;
 mod options;
+mod overrides;
 mod private_dir;
 mod registry;
 mod selection;
@@ -118,6 +119,7 @@ pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, DEFAULT_STANDBY,
 pub use crate::job_config::{JobConfig, JobConfigError};
 pub use crate::operate::ControlError;
 pub use crate::options::{Lock, Overlap, ParseOptionError};
+pub use crate::overrides::{override_variable, OverrideSource, SettingOverride};
 pub use crate::registry::IntoJobOutcome;
 pub use crate::state::{MissingState, State};
 pub use crate::status::{Counts, JobStatus, RunRecord};
