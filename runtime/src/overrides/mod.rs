@@ -184,6 +184,7 @@ impl Value {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
     /// Its name, exactly (the overrides file).
+    #[cfg_attr(not(feature = "toml"), allow(dead_code))]
     Name(String),
     /// Its name as a variable writes it (`REPORTS__NIGHTLY`).
     Variable(String),

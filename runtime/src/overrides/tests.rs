@@ -475,8 +475,10 @@ mod file {
 #[cfg(not(feature = "toml"))]
 #[test]
 fn a_file_without_the_toml_feature_is_an_error_naming_it() {
-    let mut inputs = Inputs::default();
-    inputs.file = Some((PathBuf::from("o.toml"), FileOrigin::Variable));
+    let inputs = Inputs {
+        file: Some((PathBuf::from("o.toml"), FileOrigin::Variable)),
+        ..Inputs::default()
+    };
     let mut problems = Vec::new();
     apply(&inputs, &mut jobs(), &mut problems);
     assert_eq!(problems.len(), 1, "{problems:?}");
