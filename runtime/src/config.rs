@@ -117,7 +117,8 @@ impl Builder {
     /// Takes the overrides of the jobs' settings from `vars` instead of the process environment
     /// (docs/guide/overrides.md): each entry named `CRONGUARD_JOB__<JOB>__<KEY>` (see
     /// [`override_variable`](crate::override_variable)) overrides the setting `<KEY>` of job
-    /// `<JOB>` at start; other entries are ignored, so `std::env::vars()` or a map of a
+    /// `<JOB>` at start; other entries are ignored (except a misspelt override such as
+    /// `CRONGUARD_JOB_X__CRON`, which is refused), so `std::env::vars()` or a map of a
     /// configuration system can be passed whole. The overrides file (`Builder::overrides_file`,
     /// `CRONGUARD_OVERRIDES_FILE`) is not affected; for a setting that both
     /// give, these values win.

@@ -285,10 +285,11 @@ async fn a_typo_fails_start_naming_what_was_meant() {
         ("CRONGUARD_JOB__REPORTS__NIGTHLY__EVERY", "10s"),
         ("CRONGUARD_JOB__CLEANUP__LEESE", "10s"),
         ("CRONGUARD_JOB__CLEANUP__LOCK", "redis"),
+        ("CRONGUARD_JOB_CLEANUP__ENABLED", "false"),
     ])
     .await;
     let messages: Vec<&str> = problems.iter().map(|p| p.message()).collect();
-    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert_eq!(messages.len(), 4, "{messages:#?}");
     assert!(
         messages[0].starts_with("environment variable `CRONGUARD_JOB__CLEANUP__LEESE`: unknown key `leese`; did you mean `lease`? expected one of: `cron`, `every`,")
             && messages[0].ends_with("(the variable `CRONGUARD_JOB__CLEANUP__LEASE`)"),
@@ -300,8 +301,12 @@ async fn a_typo_fails_start_naming_what_was_meant() {
         ),
         "{messages:#?}"
     );
+    assert_eq!(
+        messages[2],
+        "environment variable `CRONGUARD_JOB_CLEANUP__ENABLED`: does not start with `CRONGUARD_JOB__`; write `CRONGUARD_JOB__CLEANUP__ENABLED`"
+    );
     assert!(
-        messages[2].starts_with("environment variable `CRONGUARD_JOB__REPORTS__NIGTHLY__EVERY`: no job's name is written `REPORTS__NIGTHLY`; did you mean `CRONGUARD_JOB__REPORTS__NIGHTLY__EVERY` (job `reports::nightly`)?"),
+        messages[3].starts_with("environment variable `CRONGUARD_JOB__REPORTS__NIGTHLY__EVERY`: no job's name is written `REPORTS__NIGTHLY`; did you mean `CRONGUARD_JOB__REPORTS__NIGHTLY__EVERY` (job `reports::nightly`)?"),
         "{messages:#?}"
     );
     assert!(problems

@@ -24,7 +24,7 @@ use crate::job::Job;
 use crate::options::Overlap;
 
 pub use variables::override_variable;
-pub(crate) use variables::{FILE_VARIABLE, PREFIX};
+pub(crate) use variables::FILE_VARIABLE;
 
 /// One setting of a job that an override changed at start, with the value and where it came
 /// from; [`JobStatus::overrides`](crate::JobStatus::overrides) lists them. Settings that no
@@ -98,7 +98,8 @@ pub(crate) type Applied = Option<Arc<[SettingOverride]>>;
 /// What the builder gathered for the overrides, read at start.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Inputs {
-    /// The `CRONGUARD_JOB__*` variables, in the order given.
+    /// The `CRONGUARD_JOB__*` variables (and the misspelt ones, to refuse them), in the order
+    /// given.
     vars: Vec<(String, String)>,
     /// Variables with the prefix whose name or value is not UTF-8, by their name (lossy).
     unreadable: Vec<String>,
@@ -121,7 +122,7 @@ impl Inputs {
     pub(crate) fn from_env() -> Self {
         let mut inputs = Inputs::default();
         for (name, value) in std::env::vars_os() {
-            if !name.to_string_lossy().starts_with(PREFIX) {
+            if !variables::is_override(&name.to_string_lossy()) {
                 continue;
             }
             match (name.into_string(), value.into_string()) {
@@ -142,7 +143,7 @@ impl Inputs {
     pub(crate) fn set_vars(&mut self, vars: impl IntoIterator<Item = (String, String)>) {
         self.vars = vars
             .into_iter()
-            .filter(|(name, _)| name.starts_with(PREFIX))
+            .filter(|(name, _)| variables::is_override(name))
             .collect();
         self.unreadable.clear();
     }
@@ -167,6 +168,8 @@ pub(crate) enum Value {
     Count(u32),
     /// `true` or `false` (`enabled`, `coalesce`, `history`).
     Bool(bool),
+    /// A blank variable: it sets nothing, but must still name a job.
+    Blank,
 }
 
 impl Value {
@@ -176,6 +179,7 @@ impl Value {
             Value::Text(text) => text.clone(),
             Value::Count(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
+            Value::Blank => String::new(),
         }
     }
 }
@@ -247,6 +251,7 @@ pub(crate) fn apply(inputs: &Inputs, jobs: &mut [Job], problems: &mut Vec<Proble
     let index = JobIndex::new(jobs);
     for entry in entries {
         match index.resolve(&entry) {
+            Ok(_) if entry.value == Value::Blank => {}
             Ok(found) => {
                 for &i in found {
                     per_job.entry(i).or_default().push(entry.clone());
@@ -598,6 +603,7 @@ fn set(job: &mut Job, entry: &Entry) -> Result<(), String> {
             "jitter" => job.jitter = Some(limit(key, text, cronguard_schedule::check_jitter)?),
             _ => return Err(not_overridable(key)),
         },
+        Value::Blank => return Err(format!("`{key}` is blank")),
     }
     Ok(())
 }

@@ -301,6 +301,25 @@ fn an_override_of_no_job_is_an_error_naming_the_closest() {
 }
 
 #[test]
+fn a_blank_variable_sets_nothing_but_must_name_a_job() {
+    let mut all = jobs();
+    let problems = apply_vars(
+        &mut all,
+        &[
+            ("CRONGUARD_JOB__CLEANUP__TIMEOUT", ""),
+            ("CRONGUARD_JOB__CLEANUPP__TIMEOUT", " "),
+        ],
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with("environment variable `CRONGUARD_JOB__CLEANUPP__TIMEOUT`: no job's name is written `CLEANUPP`; did you mean `CRONGUARD_JOB__CLEANUP__TIMEOUT`"),
+        "{problems:?}"
+    );
+    assert_eq!(all[1].timeout, None);
+    assert!(all[1].overrides.is_none());
+}
+
+#[test]
 fn a_variable_that_two_names_share_is_refused() {
     let every = || Schedule::every(Duration::from_secs(60)).expect("valid");
     let mut all = vec![

@@ -65,8 +65,7 @@ pub(crate) fn read(
 ) {
     for (name, value) in vars {
         match parse(name, value) {
-            Ok(Some(entry)) => entries.push(entry),
-            Ok(None) => {}
+            Ok(entry) => entries.push(entry),
             Err(message) => problems.push(problem(
                 None,
                 &format!("environment variable `{name}`"),
@@ -76,17 +75,17 @@ pub(crate) fn read(
     }
 }
 
-/// One variable: `Ok(None)` for a blank value, which sets nothing (as for every `CRONGUARD_*`
-/// variable), once its name is known to be right.
-fn parse(name: &str, text: &str) -> Result<Option<Entry>, String> {
+/// One variable. A blank value sets nothing (as for every `CRONGUARD_*` variable), but its name
+/// is checked like any other's.
+fn parse(name: &str, text: &str) -> Result<Entry, String> {
     let Some(rest) = name.strip_prefix(PREFIX) else {
-        return Err(format!("does not start with `{PREFIX}`"));
+        return Err(format!(
+            "does not start with `{PREFIX}`; write `{}`",
+            corrected(name)
+        ));
     };
     if rest.chars().any(|c| c.is_ascii_lowercase()) {
-        return Err(format!(
-            "is not in capitals; write `{PREFIX}{}`",
-            rest.to_ascii_uppercase()
-        ));
+        return Err(format!("is not in capitals; write `{}`", corrected(name)));
     }
     let Some((form, key)) = rest
         .rsplit_once("__")
@@ -116,17 +115,40 @@ fn parse(name: &str, text: &str) -> Result<Option<Entry>, String> {
     if let Some(why) = refused(key) {
         return Err(why.to_owned());
     }
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(Entry {
+    let value = if text.trim().is_empty() {
+        Value::Blank
+    } else {
+        value(key, setting.form, text)?
+    };
+    Ok(Entry {
         target: Target::Variable(form.to_owned()),
         key,
-        value: value(key, setting.form, text)?,
+        value,
         source: OverrideSource::Environment {
             variable: name.to_owned(),
         },
-    }))
+    })
+}
+
+/// Whether a variable is meant as an override: it starts with `CRONGUARD_JOB` in any case (a
+/// misspelt `CRONGUARD_JOB_X__CRON` too, which is then refused), other than `CRONGUARD_JOBS`.
+pub(crate) fn is_override(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.starts_with("CRONGUARD_JOB") && upper != "CRONGUARD_JOBS"
+}
+
+/// A variable's name in capitals, starting with `CRONGUARD_JOB__`.
+fn corrected(name: &str) -> String {
+    let upper = name.to_ascii_uppercase();
+    if upper.starts_with(PREFIX) {
+        return upper;
+    }
+    let rest = upper.strip_prefix("CRONGUARD_JOB").unwrap_or(&upper);
+    let rest = rest
+        .strip_prefix('S')
+        .filter(|r| r.starts_with('_'))
+        .unwrap_or(rest);
+    format!("{PREFIX}{}", rest.trim_start_matches('_'))
 }
 
 /// The value of a variable, of the kind the setting takes.
@@ -204,10 +226,7 @@ mod tests {
                     assert!(parsed.is_err(), "{var}");
                     continue;
                 }
-                let entry = match parsed {
-                    Ok(Some(entry)) => entry,
-                    other => panic!("{var}: {other:?}"),
-                };
+                let entry = parsed.unwrap_or_else(|e| panic!("{var}: {e}"));
                 assert_eq!(entry.target, Target::Variable(job_form(name)), "{var}");
                 assert_eq!(entry.key, key, "{var}");
             }
@@ -218,16 +237,20 @@ mod tests {
     fn values_take_the_kind_of_their_setting() {
         let value_of = |key: &str, text: &str| {
             let var = override_variable("job", key);
-            parse(&var, text).map(|entry| entry.map(|e| e.value))
+            parse(&var, text).map(|e| e.value)
         };
-        assert_eq!(value_of("retries", "3"), Ok(Some(Value::Count(3))));
-        assert_eq!(value_of("enabled", "FALSE"), Ok(Some(Value::Bool(false))));
-        assert_eq!(value_of("coalesce", "true"), Ok(Some(Value::Bool(true))));
+        assert_eq!(value_of("retries", "3"), Ok(Value::Count(3)));
+        assert_eq!(value_of("enabled", "FALSE"), Ok(Value::Bool(false)));
+        assert_eq!(value_of("coalesce", "true"), Ok(Value::Bool(true)));
         assert_eq!(
             value_of("cron", "0 30 2 * * *"),
-            Ok(Some(Value::Text("0 30 2 * * *".to_owned())))
+            Ok(Value::Text("0 30 2 * * *".to_owned()))
         );
-        assert_eq!(value_of("timeout", "  "), Ok(None), "blank: not set");
+        assert_eq!(
+            value_of("timeout", "  "),
+            Ok(Value::Blank),
+            "blank: not set"
+        );
         let err = value_of("retries", "three").expect_err("not a number");
         assert!(err.contains("`retries` takes a whole number"), "{err}");
         let err = value_of("retries", "-1").expect_err("negative");
@@ -261,6 +284,26 @@ mod tests {
             err,
             "is not in capitals; write `CRONGUARD_JOB__REPORTS__NIGHTLY__CRON`"
         );
+        for (misspelt, meant) in [
+            (
+                "CRONGUARD_JOB_CLEANUP__EVERY",
+                "CRONGUARD_JOB__CLEANUP__EVERY",
+            ),
+            (
+                "CRONGUARD_JOBS__CLEANUP__EVERY",
+                "CRONGUARD_JOB__CLEANUP__EVERY",
+            ),
+            (
+                "cronguard_job__cleanup__every",
+                "CRONGUARD_JOB__CLEANUP__EVERY",
+            ),
+        ] {
+            assert!(is_override(misspelt), "{misspelt}");
+            let err = parse(misspelt, "1s").expect_err("misspelt");
+            assert!(err.ends_with(&format!("; write `{meant}`")), "{err}");
+        }
+        assert!(!is_override("CRONGUARD_JOBS"), "the job selection");
+        assert!(!is_override("CRONGUARD_LOCK_DIR"));
         let err = parse("CRONGUARD_JOB__CLEANUP", "1s").expect_err("no key");
         assert!(
             err.starts_with("names no setting; an override is `CRONGUARD_JOB__<JOB>__<KEY>`, such as `CRONGUARD_JOB__CLEANUP__CRON`"),
