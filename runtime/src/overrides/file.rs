@@ -85,7 +85,7 @@ pub(super) fn read(
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     for (config, keys) in configs.job.iter().zip(&places.job) {
         let line_of = |key: &str| keys.get(key).map_or(0, |v| line(&text, v.span().start));
-        let source = |line: u32| OverrideSource::File {
+        let at = |line: u32| OverrideSource::File {
             path: shown.clone(),
             line,
         };
@@ -93,7 +93,7 @@ pub(super) fn read(
         if let Some(first) = seen.insert(config.name.clone(), here) {
             problems.push(problem(
                 Some(&config.name),
-                &source(here).to_string(),
+                &at(here).to_string(),
                 format!("the job has a table of overrides at line {first} already; merge the two tables"),
             ));
             continue;
@@ -102,14 +102,14 @@ pub(super) fn read(
             if key == "name" || !keys.contains_key(key) {
                 continue;
             }
-            let source = source(line_of(key));
+            let source = at(line_of(key));
             if let Some(why) = refused(key) {
                 problems.push(problem(Some(&config.name), &source.to_string(), why));
                 continue;
             }
             match value_of(config, key) {
                 Some(value) => entries.push(Entry {
-                    target: Target::Name(config.name.clone()),
+                    target: Target::Name(config.name.clone(), at(here)),
                     key,
                     value,
                     source,

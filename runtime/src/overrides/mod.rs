@@ -187,9 +187,9 @@ impl Value {
 /// Which job an override names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
-    /// Its name, exactly (the overrides file).
+    /// Its name, exactly, and where the name is written (a table of the overrides file).
     #[cfg_attr(not(feature = "toml"), allow(dead_code))]
-    Name(String),
+    Name(String, OverrideSource),
     /// Its name as a variable writes it (`REPORTS__NIGHTLY`).
     Variable(String),
 }
@@ -249,15 +249,26 @@ pub(crate) fn apply(inputs: &Inputs, jobs: &mut [Job], problems: &mut Vec<Proble
     }
     let mut per_job: BTreeMap<usize, Vec<Entry>> = BTreeMap::new();
     let index = JobIndex::new(jobs);
-    for entry in entries {
-        match index.resolve(&entry) {
+    // A table of the file that names no job is reported once, not once per key.
+    let mut unknown: Vec<&Target> = Vec::new();
+    for entry in &entries {
+        match index.resolve(entry) {
             Ok(_) if entry.value == Value::Blank => {}
             Ok(found) => {
                 for &i in found {
                     per_job.entry(i).or_default().push(entry.clone());
                 }
             }
-            Err(message) => problems.push(problem(None, &entry.source.to_string(), message)),
+            Err(message) => {
+                // Each variable is its own mistake; a table is one, however many keys it has.
+                let at = match &entry.target {
+                    Target::Name(..) if unknown.contains(&&entry.target) => continue,
+                    Target::Name(_, at) => at,
+                    Target::Variable(_) => &entry.source,
+                };
+                unknown.push(&entry.target);
+                problems.push(problem(None, &at.to_string(), message));
+            }
         }
     }
     for (i, entries) in per_job {
@@ -323,7 +334,7 @@ impl<'a> JobIndex<'a> {
     /// The jobs an override applies to, or why it applies to none.
     fn resolve(&self, entry: &Entry) -> Result<&[usize], String> {
         match &entry.target {
-            Target::Name(name) => self
+            Target::Name(name, _) => self
                 .by_name
                 .get(name.as_str())
                 .map(Vec::as_slice)

@@ -407,7 +407,7 @@ mod file {
         let mut all = jobs();
         let problems = apply_file(
             &mut all,
-            "[[job]]\nname = \"reports::nightly\"\ncron = \"0 0 L-31 * *\"\nlock = \"redis\"\n\n[[job]]\nname = \"reports::nightyl\"\nenabled = false\n\n[[job]]\nname = \"cleanup\"\nmax_instances = 3\n",
+            "[[job]]\nname = \"reports::nightly\"\ncron = \"0 0 L-31 * *\"\nlock = \"redis\"\n\n[[job]]\nname = \"reports::nightyl\"\nenabled = false\ntimeout = \"1m\"\n\n[[job]]\nname = \"cleanup\"\nmax_instances = 3\n",
             &[],
         );
         assert_eq!(problems.len(), 4, "{problems:?}");
@@ -416,7 +416,7 @@ mod file {
             "{problems:?}"
         );
         assert!(
-            problems[1].starts_with("overrides file `overrides.toml:8`: no job is named `reports::nightyl`; did you mean `reports::nightly`?"),
+            problems[1].starts_with("overrides file `overrides.toml:7`: no job is named `reports::nightyl`; did you mean `reports::nightly`?"),
             "{problems:?}"
         );
         assert!(
@@ -426,7 +426,7 @@ mod file {
         assert!(
             problems[3].starts_with("job `cleanup`: `max_instances = 3` needs `lock = \"local\"`")
                 && problems[3].ends_with(
-                    "(overridden: `max_instances = 3` from overrides file `overrides.toml:12`)"
+                    "(overridden: `max_instances = 3` from overrides file `overrides.toml:13`)"
                 ),
             "{problems:?}"
         );
