@@ -120,8 +120,8 @@ impl Builder {
     /// `<JOB>` at start; other entries are ignored (except a misspelt override such as
     /// `CRONGUARD_JOB_X__CRON`, which is refused), so `std::env::vars()` or a map of a
     /// configuration system can be passed whole. The overrides file (`Builder::overrides_file`,
-    /// `CRONGUARD_OVERRIDES_FILE`) is not affected; for a setting that both
-    /// give, these values win.
+    /// `CRONGUARD_OVERRIDES_FILE`) is not affected; for a setting that both give, these values
+    /// win.
     ///
     /// The settings that can be overridden are the schedule (`cron`, `every`, `tz`), `enabled`
     /// and the limits (`lease`, `history`, `max_instances`, `overlap`, `coalesce`,
