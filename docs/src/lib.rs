@@ -23,6 +23,8 @@ pub mod guide {
     pub mod controls {}
     #[doc = include_str!("../guide/selecting-jobs.md")]
     pub mod selecting_jobs {}
+    #[doc = include_str!("../guide/overrides.md")]
+    pub mod overrides {}
     #[doc = include_str!("../guide/settings.md")]
     pub mod settings {}
 }

@@ -39,7 +39,10 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// `CRONGUARD_POSTGRES_CLIENT_CERT_FILE` and `CRONGUARD_POSTGRES_CLIENT_KEY_FILE` (PEM files, see
 /// `Builder::postgres_tls_ca`), `CRONGUARD_POSTGRES_POOL_SIZE` (default 8),
 /// `CRONGUARD_POSTGRES_SCHEMA` (default `cronguard`), `CRONGUARD_INSTANCE` (this process's name
-/// in events; default `hostname:pid`).
+/// in events; default `hostname:pid`), `CRONGUARD_JOBS` (see [`Builder::select_jobs`]),
+/// `CRONGUARD_JOB__<JOB>__<KEY>` (overrides of the jobs' settings, see
+/// [`Builder::overrides_from`]) and `CRONGUARD_OVERRIDES_FILE` (a TOML file of overrides, feature
+/// `toml`).
 ///
 /// `CRONGUARD_REDIS_URL_FILE` and `CRONGUARD_POSTGRES_URL_FILE` name a file that holds the URL
 /// (the `_FILE` convention of Docker and Kubernetes secrets), so that its password is in no
@@ -52,6 +55,7 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// # Errors
 ///
 /// [`Error::Config`] listing every problem: two jobs with one name, a job with invalid settings,
+/// an override that names no job or setting or gives a value the attribute would refuse,
 /// an unusable lock dir, a `redis` or `postgres` job without a URL, a `custom:<name>` guard that
 /// was not registered.
 pub async fn start() -> Result<Cronguard, Error> {
@@ -98,6 +102,9 @@ pub struct Builder {
     /// `CRONGUARD_JOBS`, or [`Builder::select_jobs`].
     selection: Option<String>,
     states: States,
+    /// `CRONGUARD_JOB__*` and `CRONGUARD_OVERRIDES_FILE`, or [`Builder::overrides_from`] and
+    /// `Builder::overrides_file`.
+    overrides: crate::overrides::Inputs,
 }
 
 impl Builder {
@@ -117,7 +124,93 @@ impl Builder {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             states: States::default(),
             selection: env("CRONGUARD_JOBS"),
+            overrides: crate::overrides::Inputs::from_env(),
         }
+    }
+
+    /// Takes the overrides of the jobs' settings from `vars` instead of the process environment
+    /// (docs/guide/overrides.md): each entry named `CRONGUARD_JOB__<JOB>__<KEY>` (see
+    /// [`override_variable`](crate::override_variable)) overrides the setting `<KEY>` of job
+    /// `<JOB>` at start; other entries are ignored (except a misspelt override such as
+    /// `CRONGUARD_JOB_X__CRON`, which is refused), so `std::env::vars()` or a map of a
+    /// configuration system can be passed whole. The overrides file (`Builder::overrides_file`,
+    /// `CRONGUARD_OVERRIDES_FILE`) is not affected; for a setting that both give, these values
+    /// win.
+    ///
+    /// The settings that can be overridden are the schedule (`cron`, `every`, `tz`), `enabled`
+    /// and the limits (`lease`, `history`, `max_instances`, `overlap`, `coalesce`,
+    /// `misfire_grace`, `timeout`, `retries`, `backoff`, `jitter`, `standby`), with the values and
+    /// checks of the `#[scheduled]` attribute. `lock` cannot be overridden (changing a job's guard
+    /// changes across which processes each fire starts at most once), nor `name`. A variable that
+    /// names no job, no setting, or a value the attribute would refuse makes
+    /// [`start`](Builder::start) fail with [`ProblemKind::InvalidOverride`], naming the variable
+    /// and, for a typo, the job or setting it probably meant. A blank value sets nothing.
+    /// [`JobStatus::overrides`](crate::JobStatus::overrides) lists what each job got, and from
+    /// where.
+    ///
+    /// ```
+    /// use cronguard::{scheduled, ProblemKind};
+    ///
+    /// #[scheduled(every = "1h", name = "reports::nightly")]
+    /// async fn nightly() {}
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let handle = cronguard::builder()
+    ///     .overrides_from([("CRONGUARD_JOB__REPORTS__NIGHTLY__EVERY", "10m")])
+    ///     .start()
+    ///     .await?;
+    /// let status = handle.monitor().job("reports::nightly").expect("registered");
+    /// assert_eq!(status.schedule, "every 10m");
+    /// assert_eq!(status.overrides[0].setting, "every");
+    /// handle.shutdown().await;
+    ///
+    /// let typo = cronguard::builder()
+    ///     .overrides_from([("CRONGUARD_JOB__REPORTS__NIGTHLY__EVERY", "10m")])
+    ///     .start()
+    ///     .await;
+    /// let Err(cronguard::Error::Config { problems }) = typo else { panic!("no such job") };
+    /// assert_eq!(problems[0].kind(), ProblemKind::InvalidOverride);
+    /// assert!(problems[0]
+    ///     .message()
+    ///     .contains("did you mean `CRONGUARD_JOB__REPORTS__NIGHTLY__EVERY` (job `reports::nightly`)?"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn overrides_from<K, V>(mut self, vars: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.overrides
+            .set_vars(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+        self
+    }
+
+    /// Reads overrides of the jobs' settings from the TOML file at `path` at start, instead of
+    /// the file `CRONGUARD_OVERRIDES_FILE` names (docs/guide/overrides.md). The file holds
+    /// `[[job]]` tables with the keys of [`JobConfig`](crate::JobConfig), each overriding the
+    /// settings of the job whose `name` it gives:
+    ///
+    /// ```toml
+    /// [[job]]
+    /// name = "reports::nightly"
+    /// cron = "0 0 3 * * *"   # the job's own tz still applies
+    ///
+    /// [[job]]
+    /// name = "cleanup"
+    /// enabled = false
+    /// ```
+    ///
+    /// The settings that can be overridden, and the checks, are those of
+    /// [`overrides_from`](Builder::overrides_from); a problem names the file and line. A value
+    /// that an environment variable also gives is the variable's. A file that cannot be read is
+    /// a start error.
+    #[cfg(feature = "toml")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "toml")))]
+    pub fn overrides_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.overrides.set_file(path.into());
+        self
     }
 
     /// Which jobs this replica runs (docs/guide/selecting-jobs.md): patterns
@@ -596,6 +689,9 @@ impl Builder {
         for job in &mut jobs {
             defaults.apply(job);
         }
+        // The overrides of the environment and the overrides file, over the jobs' own settings
+        // and the builder's defaults; checked below with every job's settings.
+        crate::overrides::apply(&self.overrides, &mut jobs, &mut problems);
 
         for job in &jobs {
             problems.extend(job.problems());

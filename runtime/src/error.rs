@@ -127,6 +127,13 @@ pub enum ProblemKind {
     UnknownGuard,
     /// The `postgres` guard's schema holds a table that is not cronguard's (it is never altered).
     ForeignTable,
+    /// An override of a job's settings at start (an environment variable
+    /// `CRONGUARD_JOB__<JOB>__<KEY>` or the overrides file) names no job or no setting, a setting
+    /// that cannot be overridden, or a value the attribute would refuse; or the overrides file
+    /// cannot be read. Settings that are valid each on their own but not together (such as
+    /// `max_instances` above 1 with a shared guard) are [`ProblemKind::InvalidJob`], naming the
+    /// overrides involved.
+    InvalidOverride,
     /// Anything else.
     Other,
 }

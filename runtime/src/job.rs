@@ -139,6 +139,9 @@ pub struct Job {
     pub(crate) history: bool,
     /// The state types the body needs, checked by `start()`.
     pub(crate) states: Vec<StateKey>,
+    /// The settings that overrides changed at start, and where each came from
+    /// (docs/guide/overrides.md).
+    pub(crate) overrides: crate::overrides::Applied,
 }
 
 impl Job {
@@ -165,6 +168,7 @@ impl Job {
             enabled: true,
             history: false,
             states: Vec::new(),
+            overrides: None,
         }
     }
 
@@ -367,6 +371,13 @@ impl Job {
     /// Every problem with this job, in words that say how to fix it.
     pub(crate) fn problems(&self) -> Vec<Problem> {
         let mut problems = self.setting_problems();
+        if let Some(overrides) = &self.overrides {
+            // Each with the overrides it names: the job's own settings passed these checks.
+            problems = problems
+                .into_iter()
+                .map(|p| crate::overrides::annotate(p, &self.name, overrides))
+                .collect();
+        }
         if self.body.is_none() {
             problems.push(format!(
                 "job `{}` has no body; call `.run(...)` or `.run_blocking(...)`",
@@ -557,6 +568,7 @@ impl fmt::Debug for Job {
             .field("standby", &self.standby)
             .field("claim_ahead", &self.claim_ahead)
             .field("states", &self.states)
+            .field("overrides", &self.overrides)
             .finish_non_exhaustive()
     }
 }

@@ -200,7 +200,7 @@ fn parse<T, E: fmt::Display>(
 }
 
 /// The expression again on a line of its own, with `^` under the part at fault.
-fn pointer(expr: &str, error: &CronError) -> String {
+pub(crate) fn pointer(expr: &str, error: &CronError) -> String {
     let Some(span) = error.span() else {
         return String::new();
     };
@@ -273,6 +273,20 @@ impl fmt::Display for JobConfigError {
 
 impl std::error::Error for JobConfigError {}
 
+/// The answer to a key that is not a setting of a job, like the attribute's to an unknown
+/// argument: the key it probably meant and the keys of the settings table.
+pub(crate) fn unknown_key(key: &str) -> String {
+    let keys = cronguard_schedule::settings::keys();
+    let hint = cronguard_schedule::settings::closest(key, &keys)
+        .map(|close| format!(" did you mean `{close}`?"))
+        .unwrap_or_default();
+    let all: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    format!(
+        "unknown key `{key}`;{hint} expected one of: {}",
+        all.join(", ")
+    )
+}
+
 /// `Deserialize` by hand rather than derived, so that an unknown key is answered like an unknown
 /// argument of the attribute: with the key it probably meant and the keys of the settings table.
 #[cfg(feature = "serde")]
@@ -282,7 +296,7 @@ mod de {
     use cronguard_schedule::settings;
     use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 
-    use super::JobConfig;
+    use super::{unknown_key, JobConfig};
 
     impl<'de> Deserialize<'de> for JobConfig {
         fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -360,18 +374,6 @@ mod de {
                 .map(Key)
                 .ok_or_else(|| E::custom(unknown_key(text)))
         }
-    }
-
-    fn unknown_key(key: &str) -> String {
-        let keys = settings::keys();
-        let hint = settings::closest(key, &keys)
-            .map(|close| format!(" did you mean `{close}`?"))
-            .unwrap_or_default();
-        let all: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
-        format!(
-            "unknown key `{key}`;{hint} expected one of: {}",
-            all.join(", ")
-        )
     }
 }
 

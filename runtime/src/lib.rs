@@ -38,7 +38,9 @@
 //! Every `#[scheduled]` function of the binary (any module, any linked crate) is registered at
 //! compile time and started by [`start`] or [`Builder::start`]; its arguments are checked at
 //! compile time and described in [`scheduled`]. Jobs can also be built in code ([`Job`]) or read
-//! from configuration ([`JobConfig`]).
+//! from configuration ([`JobConfig`]), and their schedule, `enabled` and limits overridden at start
+//! from environment variables or a file ([`Builder::overrides_from`], [Overriding settings at
+//! start]).
 //!
 //! # The book
 //!
@@ -57,6 +59,9 @@
 //!   guard of your own.
 //! - `serde`: `Serialize` for the status, events, health and history (and `Deserialize` for jobs
 //!   from configuration).
+//! - `toml`: overrides of the jobs' settings from a TOML file (`Builder::overrides_file`,
+//!   `CRONGUARD_OVERRIDES_FILE`); the overrides from environment variables need no feature
+//!   ([Overriding settings at start]).
 //! - `prometheus`: [`metrics::prometheus_builder`], a Prometheus exporter with cronguard's
 //!   histogram buckets.
 //!
@@ -65,6 +70,7 @@
 //! [operations]: https://example.invalid/cronguard/blob/main/docs/README.md#operations
 //! [the design]: https://example.invalid/cronguard/blob/main/docs/README.md#design
 //! [guarantees]: https://example.invalid/cronguard/blob/main/docs/design/guarantees.md
+//! [Overriding settings at start]: https://example.invalid/cronguard/blob/main/docs/guide/overrides.md
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
@@ -93,6 +99,7 @@ pub mod metrics;
 mod model;
 mod operate;
 mod options;
+mod overrides;
 mod private_dir;
 mod registry;
 mod selection;
@@ -123,6 +130,7 @@ pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, DEFAULT_STANDBY,
 pub use crate::job_config::{JobConfig, JobConfigError};
 pub use crate::operate::ControlError;
 pub use crate::options::{Lock, Overlap, ParseOptionError};
+pub use crate::overrides::{override_variable, OverrideSource, SettingOverride};
 pub use crate::registry::IntoJobOutcome;
 pub use crate::state::{MissingState, State};
 pub use crate::status::{Counts, JobStatus, RunRecord};

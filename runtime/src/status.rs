@@ -38,6 +38,12 @@ pub struct JobStatus {
     /// Who paused the job and when, as far as this process knows (docs/guide/controls.md); `None`
     /// while it runs on schedule.
     pub paused: Option<crate::control::Pause>,
+    /// The settings that overrides changed at start (environment variables
+    /// `CRONGUARD_JOB__<JOB>__<KEY>`, the overrides file), each with its value and where it came
+    /// from, in the order of the attribute's table; empty when the job runs with its own
+    /// settings, from its `#[scheduled]` attribute or the [`Job`](crate::Job) built in code
+    /// (docs/guide/overrides.md).
+    pub overrides: Vec<crate::SettingOverride>,
 }
 
 /// One run, as the status keeps it.
@@ -399,6 +405,11 @@ impl StatusRecord {
             running,
             counts: self.counts.counts(),
             paused: paused.cloned(),
+            overrides: job
+                .overrides
+                .as_deref()
+                .map(<[_]>::to_vec)
+                .unwrap_or_default(),
         }
     }
 }
@@ -445,6 +456,7 @@ mod tests {
                 limits: crate::model::limits::Limits::default(),
                 standby: Duration::ZERO,
                 claim_ahead: Duration::ZERO,
+                overrides: None,
             },
         );
         let instance: Arc<str> = Arc::from("here");

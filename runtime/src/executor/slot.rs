@@ -252,6 +252,7 @@ impl JobSlot {
             },
             standby,
             claim_ahead,
+            overrides: job.overrides,
         };
         let spec = Spec::pooled(job.name, settings, pool);
         JobSlot {

@@ -38,6 +38,7 @@ fn model(limits: Limits, grace_s: u64) -> JobModel {
             limits,
             standby: Duration::ZERO,
             claim_ahead: Duration::ZERO,
+            overrides: None,
         },
     );
     let mut m = JobModel::new(spec);

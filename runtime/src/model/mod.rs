@@ -69,6 +69,9 @@ pub(crate) struct Settings {
     /// How long before a fire's start this process may claim it, when it claims at the instant
     /// and nothing else of the job is going on (docs/design/standby.md); zero: at the start.
     pub(crate) claim_ahead: Duration,
+    /// The settings overrides changed at start, for the status only (docs/guide/overrides.md);
+    /// jobs with the same overrides still share their settings.
+    pub(crate) overrides: crate::overrides::Applied,
 }
 
 impl Spec {

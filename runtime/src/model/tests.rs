@@ -38,6 +38,7 @@ pub(super) fn spec(lock: Lock, overlap: Overlap) -> Spec {
             limits: Limits::default(),
             standby: Duration::ZERO,
             claim_ahead: Duration::ZERO,
+            overrides: None,
         },
     )
 }

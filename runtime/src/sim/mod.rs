@@ -384,6 +384,7 @@ impl Scenario {
                 limits: crate::model::limits::Limits::default(),
                 standby: Duration::from_millis(self.standby as u64),
                 claim_ahead: Duration::from_millis(self.claim_ahead.min(self.lease / 4) as u64),
+                overrides: None,
             },
         )
     }
