@@ -24,9 +24,6 @@ use crate::job::Job;
 use crate::operate::{Feeds, GuardMaker};
 use crate::options::Lock;
 
-/// How long the run history is kept by default: 30 days.
-pub const DEFAULT_HISTORY_RETENTION_DAYS: u32 = 30;
-
 /// The settings of every kind of guard, from the environment and the builder.
 pub(crate) struct GuardSettings {
     /// `CRONGUARD_LOCK_DIR`, or `Builder::lock_dir`; `None`: the default.
@@ -79,7 +76,7 @@ impl GuardSettings {
             redis_url_problem,
             #[cfg(feature = "postgres")]
             postgres_url_problem,
-            history_retention_days: DEFAULT_HISTORY_RETENTION_DAYS,
+            history_retention_days: crate::history::DEFAULT_HISTORY_RETENTION_DAYS,
             recent_history: crate::history::RECENT_HISTORY_KEPT,
             custom: BTreeMap::new(),
             required_at_start: false,

@@ -129,6 +129,9 @@ impl HistoryEntry {
     }
 }
 
+/// How long the run history is kept by default: 30 days.
+pub const DEFAULT_HISTORY_RETENTION_DAYS: u32 = 30;
+
 /// How many entries of each job's history the `redis` and `file` guards keep by default: the
 /// newest ([`Builder::recent_history`](crate::Builder::recent_history)).
 pub const RECENT_HISTORY_KEPT: usize = 1_000;
@@ -148,9 +151,7 @@ impl Default for RecentHistory {
     fn default() -> Self {
         RecentHistory {
             kept: RECENT_HISTORY_KEPT,
-            retention: Duration::from_secs(
-                u64::from(crate::guards::DEFAULT_HISTORY_RETENTION_DAYS) * 86_400,
-            ),
+            retention: Duration::from_secs(u64::from(DEFAULT_HISTORY_RETENTION_DAYS) * 86_400),
         }
     }
 }

@@ -141,7 +141,7 @@ pub struct Job {
     pub(crate) states: Vec<StateKey>,
     /// The settings that overrides changed at start, and where each came from
     /// (docs/guide/overrides.md).
-    pub(crate) overrides: crate::overrides::Applied,
+    pub(crate) overrides: crate::overrides::applied::Applied,
 }
 
 impl Job {
@@ -375,7 +375,7 @@ impl Job {
             // Each with the overrides it names: the job's own settings passed these checks.
             problems = problems
                 .into_iter()
-                .map(|p| crate::overrides::annotate(p, &self.name, overrides))
+                .map(|p| crate::overrides::applied::annotate(p, &self.name, overrides))
                 .collect();
         }
         if self.body.is_none() {

@@ -123,9 +123,9 @@ pub use crate::guard::postgres::{
     DEFAULT_POSTGRES_CONNECT_TIMEOUT, DEFAULT_POSTGRES_POOL_SIZE,
     DEFAULT_POSTGRES_POOL_WAIT_TIMEOUT, DEFAULT_POSTGRES_SCHEMA,
 };
-pub use crate::guards::DEFAULT_HISTORY_RETENTION_DAYS;
 pub use crate::handle::{Cronguard, HistoryError, JobsPage, Monitor};
 pub use crate::health::{Health, HealthState, JobHealth};
+pub use crate::history::DEFAULT_HISTORY_RETENTION_DAYS;
 pub use crate::job::{Job, DEFAULT_LEASE, DEFAULT_MISFIRE_GRACE, DEFAULT_STANDBY, MAX_CLAIM_AHEAD};
 pub use crate::job_config::{JobConfig, JobConfigError};
 pub use crate::operate::ControlError;

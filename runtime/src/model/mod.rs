@@ -71,7 +71,7 @@ pub(crate) struct Settings {
     pub(crate) claim_ahead: Duration,
     /// The settings overrides changed at start, for the status only (docs/guide/overrides.md);
     /// jobs with the same overrides still share their settings.
-    pub(crate) overrides: crate::overrides::Applied,
+    pub(crate) overrides: crate::overrides::applied::Applied,
 }
 
 impl Spec {
