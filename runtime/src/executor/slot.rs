@@ -998,6 +998,7 @@ mod footprint {
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
         ];
         for (what, size, most) in sizes {
+            println!("{what}: {size} bytes (at most {most})");
             assert!(size <= most, "{what} grew to {size} bytes (at most {most})");
         }
     }
