@@ -984,16 +984,21 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 336),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 312),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
-                120,
+                112,
+            ),
+            (
+                "JobMetrics",
+                std::mem::size_of::<crate::metrics::JobMetrics>(),
+                88,
             ),
             (
                 "StatusRecord",
                 std::mem::size_of::<crate::status::StatusRecord>(),
-                88,
+                72,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
         ];
