@@ -113,13 +113,16 @@ struct CountsRecord {
     rare: Option<Box<Rare>>,
 }
 
-/// What most jobs never have: the counts of anything but starts and successes, and a last event
-/// that the last run does not tell.
+/// What most jobs never have: the counts of anything but starts and successes, a last event
+/// that the last run does not tell, and why the last run failed (a failure is counted, so it
+/// costs no box of its own).
 #[derive(Debug, Default)]
 struct Rare {
     counts: RareCounts,
     /// See [`LastEvent`].
     last_event: LastEvent,
+    /// Why the last run failed, when it did; boxed: its message is long.
+    failure: Option<Box<Failure>>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -199,8 +202,6 @@ struct LastRun {
     lateness_ns: u64,
     /// Its end, from its start; 0 until it ended.
     ended_ns: i64,
-    /// Why it failed, when it did; boxed: a failure is rare and its message long.
-    failure: Option<Box<Failure>>,
 }
 
 /// `t` in nanoseconds since the Unix epoch, when that gives `t` back exactly.
@@ -209,7 +210,7 @@ fn fire_ns(t: DateTime<Utc>) -> Option<i64> {
         .filter(|&ns| DateTime::from_timestamp_nanos(ns) == t)
 }
 
-/// Whether and how a run ended (with [`LastRun::failure`] for a failure).
+/// Whether and how a run ended (with [`Rare::failure`] for a failure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
     Not,
@@ -280,13 +281,13 @@ impl LastRun {
     }
 
     /// How it ended, if it did.
-    fn outcome(&self) -> Option<EventKind> {
+    fn outcome(&self, failure: Option<&Failure>) -> Option<EventKind> {
         Some(match self.ended {
             Ended::Not => return None,
             Ended::Succeeded => EventKind::Succeeded,
             Ended::Cancelled(reason) => EventKind::Cancelled { reason },
             Ended::Failed => {
-                let f = self.failure.as_deref()?;
+                let f = failure?;
                 EventKind::Failed {
                     error: f.error.to_string(),
                     reason: f.reason,
@@ -302,8 +303,8 @@ impl LastRun {
     }
 
     /// The run's start or end event, as it was emitted.
-    fn event(&self, end: bool) -> Occurrence {
-        let (at, duration, kind) = match (self.ended_at().zip(self.outcome()), end) {
+    fn event(&self, end: bool, failure: Option<&Failure>) -> Occurrence {
+        let (at, duration, kind) = match (self.ended_at().zip(self.outcome(failure)), end) {
             (Some((at, outcome)), true) => (at, Some(self.duration()), outcome),
             _ => (self.started_at(), None, EventKind::Started),
         };
@@ -341,6 +342,23 @@ impl StatusRecord {
         self.counts.rare.as_ref()?.last_event.as_deref()
     }
 
+    fn set_failure(&mut self, failure: Option<Box<Failure>>) {
+        match failure {
+            Some(failure) => {
+                self.counts.rare.get_or_insert_with(Box::default).failure = Some(failure);
+            }
+            None => {
+                if let Some(rare) = self.counts.rare.as_mut() {
+                    rare.failure = None;
+                }
+            }
+        }
+    }
+
+    fn failure(&self) -> Option<&Failure> {
+        self.counts.rare.as_ref()?.failure.as_deref()
+    }
+
     /// Counts `event` and keeps it as the last event.
     pub(crate) fn record(&mut self, event: Occurrence) {
         self.counts.count(&event.kind);
@@ -357,7 +375,7 @@ impl StatusRecord {
             {
                 run.attempt = u16::try_from(attempt).unwrap_or(u16::MAX);
                 run.ended = Ended::Not;
-                run.failure = None;
+                self.set_failure(None);
             }
             self.set_last_event(Some(event));
             return;
@@ -390,8 +408,8 @@ impl StatusRecord {
                 fencing_token: token,
                 lateness_ns,
                 ended_ns: 0,
-                failure: None,
             });
+            self.set_failure(None);
             self.set_last_event(whole.then_some(event));
             return;
         }
@@ -414,7 +432,7 @@ impl StatusRecord {
                     run.ended_ns = ended_ns;
                     run.skew_ns = skew_ns.unwrap_or(0);
                     run.ended = ended;
-                    run.failure = failure;
+                    self.set_failure(failure);
                     self.set_last_event((whole || skew_ns.is_none()).then_some(event));
                     return;
                 }
@@ -442,7 +460,7 @@ impl StatusRecord {
                 fire_time: r.fire_time(),
                 started_at: r.started_at(),
                 finished_at: r.ended_at(),
-                outcome: r.outcome(),
+                outcome: r.outcome(self.failure()),
                 fencing_token: r.fencing_token,
                 instance: Arc::clone(instance),
             }),
@@ -450,7 +468,10 @@ impl StatusRecord {
                 (Some(e), _) => Some(e.to_event(&job.name, instance)),
                 (None, Some(run)) => {
                     let ended = run.ended != Ended::Not;
-                    Some(run.event(ended).to_event(&job.name, instance))
+                    Some(
+                        run.event(ended, self.failure())
+                            .to_event(&job.name, instance),
+                    )
                 }
                 (None, None) => None,
             },

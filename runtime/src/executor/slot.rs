@@ -984,7 +984,7 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 312),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 304),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
@@ -998,7 +998,7 @@ mod footprint {
             (
                 "StatusRecord",
                 std::mem::size_of::<crate::status::StatusRecord>(),
-                72,
+                64,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
         ];
