@@ -364,8 +364,9 @@ pub(crate) struct JobModel {
 struct Busy {
     /// `None` while nothing is due and nothing runs.
     flight: Option<Flight>,
-    /// `None` while it does not claim and no operator's control is in use.
-    extra: Option<Extra>,
+    /// `None` while it does not claim and no operator's control is in use; boxed, as a job
+    /// guarded in-process never claims, and its every fire would otherwise make room for it.
+    extra: Option<Box<Extra>>,
 }
 
 /// What a job holds only while it handles a fire: the fires due and waiting to start, and the runs
@@ -470,11 +471,11 @@ impl JobModel {
     }
 
     fn extra(&self) -> Option<&Extra> {
-        self.busy.as_deref()?.extra.as_ref()
+        self.busy.as_deref()?.extra.as_deref()
     }
 
     fn extra_if_mut(&mut self) -> Option<&mut Extra> {
-        self.busy.as_deref_mut()?.extra.as_mut()
+        self.busy.as_deref_mut()?.extra.as_deref_mut()
     }
 
     /// Lets go of the box once neither part is left.
@@ -549,7 +550,7 @@ impl JobModel {
 
     fn extra_mut(&mut self) -> &mut Extra {
         let busy = self.busy.get_or_insert_with(Box::default);
-        busy.extra.get_or_insert_with(Extra::default)
+        busy.extra.get_or_insert_with(Box::default)
     }
 
     fn trouble(&self) -> Option<&Trouble> {
