@@ -533,9 +533,9 @@ impl JobModel {
         Some(run)
     }
 
-    /// Lets go of the fire's box once nothing is due and nothing runs. Called where a handling
-    /// ends (a start, a run's end, a halt), not where a fire is taken: a fire taken to start keeps
-    /// the box for its run.
+    /// Lets go of the flight once nothing is due and nothing runs. Called where a handling ends
+    /// (a start, a run's end, a halt), not where a fire is taken: a fire taken to start keeps the
+    /// flight for its run.
     fn land(&mut self) {
         if self
             .flight()
