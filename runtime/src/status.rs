@@ -96,22 +96,33 @@ pub struct Counts {
 /// only when someone asks. Kept small, as there is one per job (BENCHMARKS.md): the last
 /// run holds what its start and end events carry, as offsets from its fire time, so that the last
 /// event is kept apart only when it is something else (a drop, a lost lease, the end of an older
-/// run); the counts most jobs never touch live behind one pointer.
+/// run); that event and the counts most jobs never touch live behind one pointer.
 #[derive(Debug, Default)]
 pub(crate) struct StatusRecord {
     last_run: Option<LastRun>,
-    /// See [`LastEvent`].
-    last_event: LastEvent,
     counts: CountsRecord,
 }
 
-/// [`Counts`] as a job keeps them: the two every run moves inline, the rest once one is not 0.
-/// A job fires at most once a second, so 32 bits last 136 years; they saturate.
+/// [`Counts`] as a job keeps them: the two every run moves inline, the rest once one is not 0
+/// or a last event is kept apart. A job fires at most once a second, so 32 bits last 136 years;
+/// they saturate.
 #[derive(Debug, Default)]
 struct CountsRecord {
     started: u32,
     succeeded: u32,
-    rare: Option<Box<RareCounts>>,
+    rare: Option<Box<Rare>>,
+}
+
+/// What most jobs never have: the counts of anything but starts and successes, a last event
+/// that the last run does not tell, and why the last run failed (a failure is counted, so it
+/// costs no box of its own).
+#[derive(Debug, Default)]
+struct Rare {
+    counts: RareCounts,
+    /// See [`LastEvent`].
+    last_event: LastEvent,
+    /// Why the last run failed, when it did; boxed: its message is long.
+    failure: Option<Box<Failure>>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -134,7 +145,7 @@ impl CountsRecord {
             EventKind::Succeeded => return bump(&mut self.succeeded),
             _ => {}
         }
-        let r = self.rare.get_or_insert_with(Box::default);
+        let r = &mut self.rare.get_or_insert_with(Box::default).counts;
         match kind {
             EventKind::Started | EventKind::Succeeded => {}
             EventKind::Failed {
@@ -151,7 +162,7 @@ impl CountsRecord {
     }
 
     fn counts(&self) -> Counts {
-        let r = self.rare.as_deref().copied().unwrap_or_default();
+        let r = self.rare.as_ref().map(|r| r.counts).unwrap_or_default();
         Counts {
             started: self.started.into(),
             succeeded: self.succeeded.into(),
@@ -169,28 +180,37 @@ impl CountsRecord {
 
 /// The last event, when it is not one of the last run's own: `None` stands for the last run's
 /// end once it ended, its start before that, and no event while there was no run. The last run's
-/// events are told by its record alone, so they cost no allocation and eight bytes in all.
+/// events are told by its record alone, so they cost no allocation.
 type LastEvent = Option<Box<Occurrence>>;
 
 /// The last run, exactly as its events carried it: times as nanoseconds from the one before. A
 /// manual run's events are kept whole as the last event, so the run keeps no id.
 #[derive(Debug)]
 struct LastRun {
-    fire_time: DateTime<Utc>,
+    /// Its fire time in nanoseconds since the Unix epoch; a fire outside 1677–2262 is not kept
+    /// here (see [`fire_ns`]).
+    fire_ns: i64,
     attempt: u16,
     ended: Ended,
+    /// Its end from its start on the wall clock minus its length on the monotonic clock: the two
+    /// differ only by the clock's steps and drift while it ran. An end that differs by more than
+    /// an `i32` of nanoseconds (2.1 s) is kept whole as the last event.
+    skew_ns: i32,
     /// Its start, from the fire time.
     started_ns: i64,
     fencing_token: u64,
     lateness_ns: u64,
-    /// Its end, from its start; its length; both 0 until it ended.
+    /// Its end, from its start; 0 until it ended.
     ended_ns: i64,
-    duration_ns: u64,
-    /// Why it failed, when it did; boxed: a failure is rare and its message long.
-    failure: Option<Box<Failure>>,
 }
 
-/// Whether and how a run ended (with [`LastRun::failure`] for a failure).
+/// `t` in nanoseconds since the Unix epoch, when that gives `t` back exactly.
+fn fire_ns(t: DateTime<Utc>) -> Option<i64> {
+    t.timestamp_nanos_opt()
+        .filter(|&ns| DateTime::from_timestamp_nanos(ns) == t)
+}
+
+/// Whether and how a run ended (with [`Rare::failure`] for a failure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
     Not,
@@ -243,8 +263,17 @@ fn nanos(d: Duration) -> Option<u64> {
 }
 
 impl LastRun {
+    fn fire_time(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp_nanos(self.fire_ns)
+    }
+
     fn started_at(&self) -> DateTime<Utc> {
-        add_ns(self.fire_time, self.started_ns)
+        add_ns(self.fire_time(), self.started_ns)
+    }
+
+    fn duration(&self) -> Duration {
+        let ns = self.ended_ns.saturating_sub(i64::from(self.skew_ns));
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
     }
 
     fn lateness(&self) -> Duration {
@@ -252,13 +281,13 @@ impl LastRun {
     }
 
     /// How it ended, if it did.
-    fn outcome(&self) -> Option<EventKind> {
+    fn outcome(&self, failure: Option<&Failure>) -> Option<EventKind> {
         Some(match self.ended {
             Ended::Not => return None,
             Ended::Succeeded => EventKind::Succeeded,
             Ended::Cancelled(reason) => EventKind::Cancelled { reason },
             Ended::Failed => {
-                let f = self.failure.as_deref()?;
+                let f = failure?;
                 EventKind::Failed {
                     error: f.error.to_string(),
                     reason: f.reason,
@@ -274,15 +303,13 @@ impl LastRun {
     }
 
     /// The run's start or end event, as it was emitted.
-    fn event(&self, end: bool) -> Occurrence {
-        let (at, duration, kind) = match (self.ended_at().zip(self.outcome()), end) {
-            (Some((at, outcome)), true) => {
-                (at, Some(Duration::from_nanos(self.duration_ns)), outcome)
-            }
+    fn event(&self, end: bool, failure: Option<&Failure>) -> Occurrence {
+        let (at, duration, kind) = match (self.ended_at().zip(self.outcome(failure)), end) {
+            (Some((at, outcome)), true) => (at, Some(self.duration()), outcome),
             _ => (self.started_at(), None, EventKind::Started),
         };
         Occurrence {
-            fire_time: self.fire_time,
+            fire_time: self.fire_time(),
             fencing_token: Some(self.fencing_token),
             at,
             first_report: true,
@@ -296,6 +323,42 @@ impl LastRun {
 }
 
 impl StatusRecord {
+    /// Keeps `event` apart as the last event; `None`: the last run tells it.
+    fn set_last_event(&mut self, event: Option<Occurrence>) {
+        match event {
+            Some(event) => {
+                let rare = self.counts.rare.get_or_insert_with(Box::default);
+                rare.last_event = Some(Box::new(event));
+            }
+            None => {
+                if let Some(rare) = self.counts.rare.as_mut() {
+                    rare.last_event = None;
+                }
+            }
+        }
+    }
+
+    fn last_event(&self) -> Option<&Occurrence> {
+        self.counts.rare.as_ref()?.last_event.as_deref()
+    }
+
+    fn set_failure(&mut self, failure: Option<Box<Failure>>) {
+        match failure {
+            Some(failure) => {
+                self.counts.rare.get_or_insert_with(Box::default).failure = Some(failure);
+            }
+            None => {
+                if let Some(rare) = self.counts.rare.as_mut() {
+                    rare.failure = None;
+                }
+            }
+        }
+    }
+
+    fn failure(&self) -> Option<&Failure> {
+        self.counts.rare.as_ref()?.failure.as_deref()
+    }
+
     /// Counts `event` and keeps it as the last event.
     pub(crate) fn record(&mut self, event: Occurrence) {
         self.counts.count(&event.kind);
@@ -308,12 +371,13 @@ impl StatusRecord {
             (&event.kind, attempt > 1, &mut self.last_run)
         {
             // A retry of the last run: it runs again, and its start is kept as emitted.
-            if run.fire_time == event.fire_time && Some(run.fencing_token) == event.fencing_token {
+            if run.fire_time() == event.fire_time && Some(run.fencing_token) == event.fencing_token
+            {
                 run.attempt = u16::try_from(attempt).unwrap_or(u16::MAX);
                 run.ended = Ended::Not;
-                run.failure = None;
+                self.set_failure(None);
             }
-            self.last_event = Some(Box::new(event));
+            self.set_last_event(Some(event));
             return;
         }
         if let (
@@ -324,6 +388,7 @@ impl StatusRecord {
             None,
             Some(started_ns),
             Ok(attempt),
+            Some(fire_ns),
         ) = (
             &event.kind,
             run_event,
@@ -332,19 +397,20 @@ impl StatusRecord {
             event.duration,
             offset_ns(event.fire_time, event.at),
             u16::try_from(attempt),
+            fire_ns(event.fire_time),
         ) {
             self.last_run = Some(LastRun {
-                fire_time: event.fire_time,
+                fire_ns,
                 attempt,
                 ended: Ended::Not,
+                skew_ns: 0,
                 started_ns,
                 fencing_token: token,
                 lateness_ns,
                 ended_ns: 0,
-                duration_ns: 0,
-                failure: None,
             });
-            self.last_event = whole.then(|| Box::new(event));
+            self.set_failure(None);
+            self.set_last_event(whole.then_some(event));
             return;
         }
         if let (Some((ended, failure)), true, Some(duration_ns)) = (
@@ -353,22 +419,26 @@ impl StatusRecord {
             event.duration.and_then(nanos),
         ) {
             if let Some(run) = self.last_run.as_mut().filter(|r| {
-                r.fire_time == event.fire_time
+                r.fire_time() == event.fire_time
                     && Some(r.fencing_token) == event.fencing_token
                     && Some(r.lateness()) == event.lateness
                     && u32::from(r.attempt) == attempt
             }) {
                 if let Some(ended_ns) = offset_ns(run.started_at(), event.at) {
+                    let skew_ns = i64::try_from(duration_ns)
+                        .ok()
+                        .and_then(|d| ended_ns.checked_sub(d))
+                        .and_then(|skew| i32::try_from(skew).ok());
                     run.ended_ns = ended_ns;
-                    run.duration_ns = duration_ns;
+                    run.skew_ns = skew_ns.unwrap_or(0);
                     run.ended = ended;
-                    run.failure = failure;
-                    self.last_event = whole.then(|| Box::new(event));
+                    self.set_failure(failure);
+                    self.set_last_event((whole || skew_ns.is_none()).then_some(event));
                     return;
                 }
             }
         }
-        self.last_event = Some(Box::new(event));
+        self.set_last_event(Some(event));
     }
 
     pub(crate) fn snapshot(
@@ -387,18 +457,21 @@ impl StatusRecord {
             enabled: job.enabled,
             next_fire,
             last_run: self.last_run.as_ref().map(|r| RunRecord {
-                fire_time: r.fire_time,
+                fire_time: r.fire_time(),
                 started_at: r.started_at(),
                 finished_at: r.ended_at(),
-                outcome: r.outcome(),
+                outcome: r.outcome(self.failure()),
                 fencing_token: r.fencing_token,
                 instance: Arc::clone(instance),
             }),
-            last_event: match (&self.last_event, &self.last_run) {
+            last_event: match (self.last_event(), &self.last_run) {
                 (Some(e), _) => Some(e.to_event(&job.name, instance)),
                 (None, Some(run)) => {
                     let ended = run.ended != Ended::Not;
-                    Some(run.event(ended).to_event(&job.name, instance))
+                    Some(
+                        run.event(ended, self.failure())
+                            .to_event(&job.name, instance),
+                    )
                 }
                 (None, None) => None,
             },
@@ -545,5 +618,46 @@ mod tests {
         assert_eq!(run.outcome, Some(EventKind::Succeeded));
         assert_eq!(status.counts.started, 4);
         assert_eq!(status.counts.succeeded, 2);
+    }
+
+    /// A run whose length on the monotonic clock is far from its start and end on the wall clock
+    /// (the clock stepped while it ran) still ends the last run, and its end shows as emitted.
+    #[test]
+    fn an_end_across_a_clock_step_shows_as_emitted() {
+        let spec = Spec::new(
+            smol_str::SmolStr::from("job"),
+            Settings {
+                schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
+                misfire_grace: Duration::from_secs(5),
+                max_instances: 1,
+                lock: Lock::Local,
+                overlap: Overlap::Skip,
+                coalesce: false,
+                enabled: true,
+                limits: crate::model::limits::Limits::default(),
+                standby: Duration::ZERO,
+                claim_ahead: Duration::ZERO,
+                overrides: None,
+            },
+        );
+        let instance: Arc<str> = Arc::from("here");
+        for duration in [Duration::from_secs(30), Duration::ZERO] {
+            let mut record = StatusRecord::default();
+            record.record(run_event(0, 1, EventKind::Started, 0, false));
+            let end = Occurrence {
+                duration: Some(duration),
+                ..run_event(0, 1, EventKind::Succeeded, 5, true)
+            };
+            let expected = end.to_event(&spec.name, &instance);
+            record.record(end);
+            let status = record.snapshot(&spec, None, &instance, 0, None);
+            assert_eq!(
+                format!("{:?}", status.last_event),
+                format!("{:?}", Some(expected))
+            );
+            let run = status.last_run.expect("a run happened");
+            assert_eq!(run.finished_at, Some(at(5)));
+            assert_eq!(run.outcome, Some(EventKind::Succeeded));
+        }
     }
 }

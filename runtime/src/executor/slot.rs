@@ -984,20 +984,26 @@ mod footprint {
     #[test]
     fn an_idle_job_stays_small() {
         let sizes = [
-            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 336),
+            ("JobSlot", std::mem::size_of::<super::JobSlot>(), 304),
             (
                 "JobModel",
                 std::mem::size_of::<crate::model::JobModel>(),
-                120,
+                112,
+            ),
+            (
+                "JobMetrics",
+                std::mem::size_of::<crate::metrics::JobMetrics>(),
+                88,
             ),
             (
                 "StatusRecord",
                 std::mem::size_of::<crate::status::StatusRecord>(),
-                88,
+                64,
             ),
             ("Fire", std::mem::size_of::<crate::fire::Fire>(), 32),
         ];
         for (what, size, most) in sizes {
+            println!("{what}: {size} bytes (at most {most})");
             assert!(size <= most, "{what} grew to {size} bytes (at most {most})");
         }
     }

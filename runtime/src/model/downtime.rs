@@ -37,10 +37,10 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        if let Some(e) = self.extra.as_deref_mut() {
+        if let Some(e) = self.extra_if_mut() {
             e.point_failing = false;
         }
-        let since = self.extra.as_deref_mut().and_then(|e| e.catching_up.take());
+        let since = self.extra_if_mut().and_then(|e| e.catching_up.take());
         let (Some(since), Some(point)) = (since, point) else {
             // The fires taken meanwhile were held back for the walk.
             self.ask_deferred_reports(None, now, out);
@@ -190,7 +190,7 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        if let Some(e) = self.extra.as_deref_mut() {
+        if let Some(e) = self.extra_if_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
             e.reporting_missed = e.reporting_missed.saturating_sub(1);
         }
@@ -253,8 +253,7 @@ impl JobModel {
     /// store, so a later fire claimed meanwhile would move it past the missed ones, and every
     /// process would take them as reported by another.
     pub(super) fn walking(&self) -> bool {
-        self.extra
-            .as_deref()
+        self.extra()
             .is_some_and(|e| e.catching_up.is_some() || e.reporting_missed > 0)
     }
 

@@ -338,12 +338,10 @@ struct Missed {
 pub(crate) struct JobModel {
     spec: Spec,
     next_fire: Option<DateTime<Utc>>,
-    /// Its due fires and its runs; `None` while it has neither (an idle job).
-    flight: Option<Box<Flight>>,
+    /// What it holds only while it handles a fire, claims, or was touched by an operator, in
+    /// one box; `None` for an idle job.
+    busy: Option<Box<Busy>>,
     next_run_id: RunId,
-    /// Claims, their trouble and operators' controls; `None` for a job that does not claim at
-    /// the moment and was never paused or run by hand (most jobs, most of the time).
-    extra: Option<Box<Extra>>,
     /// The latest fire this process started, and its fencing token.
     last_started: Option<DateTime<Utc>>,
     last_token: u64,
@@ -360,9 +358,19 @@ pub(crate) struct JobModel {
     turn: Turn,
 }
 
+/// What a job holds out of line, made when a fire comes due (or a claim, a pause, a manual run
+/// begins) and let go when both parts are gone: an idle job carries one pointer for all of it.
+#[derive(Default)]
+struct Busy {
+    /// `None` while nothing is due and nothing runs.
+    flight: Option<Flight>,
+    /// `None` while it does not claim and no operator's control is in use; boxed, as a job
+    /// guarded in-process never claims, and its every fire would otherwise make room for it.
+    extra: Option<Box<Extra>>,
+}
+
 /// What a job holds only while it handles a fire: the fires due and waiting to start, and the runs
-/// going on. Kept out of line in one box, let go when both are empty, so that an idle job carries
-/// one pointer for them.
+/// going on.
 #[derive(Default)]
 struct Flight {
     due: Due,
@@ -371,7 +379,7 @@ struct Flight {
 }
 
 /// What a job carries only while it claims through a shared guard, or once an operator touched
-/// it; kept out of line in one box, so that every other job carries one pointer for all of it.
+/// it.
 #[derive(Debug, Default)]
 struct Extra {
     /// The fire being claimed.
@@ -449,46 +457,74 @@ struct Trouble {
 }
 
 impl JobModel {
+    fn flight(&self) -> Option<&Flight> {
+        self.busy.as_deref()?.flight.as_ref()
+    }
+
+    fn flight_mut(&mut self) -> Option<&mut Flight> {
+        self.busy.as_deref_mut()?.flight.as_mut()
+    }
+
+    fn open_flight(&mut self) -> &mut Flight {
+        let busy = self.busy.get_or_insert_with(Box::default);
+        busy.flight.get_or_insert_with(Flight::default)
+    }
+
+    fn extra(&self) -> Option<&Extra> {
+        self.busy.as_deref()?.extra.as_deref()
+    }
+
+    fn extra_if_mut(&mut self) -> Option<&mut Extra> {
+        self.busy.as_deref_mut()?.extra.as_deref_mut()
+    }
+
+    /// Lets go of the box once neither part is left.
+    fn let_go(&mut self) {
+        if self
+            .busy
+            .as_deref()
+            .is_some_and(|b| b.flight.is_none() && b.extra.is_none())
+        {
+            self.busy = None;
+        }
+    }
+
     fn due(&self) -> &Due {
         static NONE: Due = Due::EMPTY;
-        self.flight.as_ref().map_or(&NONE, |f| &f.due)
+        self.flight().map_or(&NONE, |f| &f.due)
     }
 
     fn due_mut(&mut self) -> &mut Due {
-        &mut self.flight.get_or_insert_with(Box::default).due
+        &mut self.open_flight().due
     }
 
-    /// Takes the oldest due fire; the box stays (see [`land`](Self::land)).
+    /// Takes the oldest due fire; the flight stays (see [`land`](Self::land)).
     fn pop_due(&mut self) -> Option<Fire> {
-        self.flight.as_mut()?.due.pop_front()
+        self.flight_mut()?.due.pop_front()
     }
 
-    /// Takes every due fire; the box stays (see [`land`](Self::land)).
+    /// Takes every due fire; the flight stays (see [`land`](Self::land)).
     fn take_due(&mut self) -> Vec<Fire> {
-        self.flight
-            .as_mut()
+        self.flight_mut()
             .map(|f| f.due.take_all())
             .unwrap_or_default()
     }
 
     fn runs(&self) -> &[Run] {
-        self.flight.as_ref().map_or(&[], |f| &f.running)
+        self.flight().map_or(&[], |f| &f.running)
     }
 
     fn runs_mut(&mut self) -> &mut [Run] {
-        self.flight.as_mut().map_or(&mut [], |f| &mut f.running)
+        self.flight_mut().map_or(&mut [], |f| &mut f.running)
     }
 
     fn start_running(&mut self, run: Run) {
-        self.flight
-            .get_or_insert_with(Box::default)
-            .running
-            .push(run);
+        self.open_flight().running.push(run);
     }
 
     /// Takes the run at `pos` out of the runs going on.
     fn end_running(&mut self, pos: usize) -> Option<Run> {
-        let flight = self.flight.as_mut()?;
+        let flight = self.flight_mut()?;
         if pos >= flight.running.len() {
             return None;
         }
@@ -497,25 +533,28 @@ impl JobModel {
         Some(run)
     }
 
-    /// Lets go of the fire's box once nothing is due and nothing runs. Called where a handling
-    /// ends (a start, a run's end, a halt), not where a fire is taken: a fire taken to start keeps
-    /// the box for its run.
+    /// Lets go of the flight once nothing is due and nothing runs. Called where a handling ends
+    /// (a start, a run's end, a halt), not where a fire is taken: a fire taken to start keeps the
+    /// flight for its run.
     fn land(&mut self) {
         if self
-            .flight
-            .as_ref()
+            .flight()
             .is_some_and(|f| f.due.len() == 0 && f.running.is_empty())
         {
-            self.flight = None;
+            if let Some(busy) = self.busy.as_deref_mut() {
+                busy.flight = None;
+            }
+            self.let_go();
         }
     }
 
     fn extra_mut(&mut self) -> &mut Extra {
-        self.extra.get_or_insert_with(Box::default)
+        let busy = self.busy.get_or_insert_with(Box::default);
+        busy.extra.get_or_insert_with(Box::default)
     }
 
     fn trouble(&self) -> Option<&Trouble> {
-        self.extra.as_ref().map(|e| &e.trouble)
+        self.extra().map(|e| &e.trouble)
     }
 
     fn retry_at(&self) -> Option<DateTime<Utc>> {
@@ -536,13 +575,13 @@ impl JobModel {
 
     /// Changes the trouble, if there is any.
     fn if_trouble(&mut self, change: impl FnOnce(&mut Trouble)) {
-        if let Some(e) = self.extra.as_deref_mut() {
+        if let Some(e) = self.extra_if_mut() {
             change(&mut e.trouble);
         }
     }
 
     fn controls(&self) -> Option<&Controls> {
-        self.extra.as_ref().map(|e| &e.controls)
+        self.extra().map(|e| &e.controls)
     }
 
     fn controls_mut(&mut self) -> &mut Controls {
@@ -550,11 +589,11 @@ impl JobModel {
     }
 
     fn if_controls(&mut self) -> Option<&mut Controls> {
-        self.extra.as_deref_mut().map(|e| &mut e.controls)
+        self.extra_if_mut().map(|e| &mut e.controls)
     }
 
     pub(crate) fn claiming(&self) -> Option<&Fire> {
-        self.extra.as_ref().and_then(|e| e.claiming.as_ref())
+        self.extra().and_then(|e| e.claiming.as_ref())
     }
 
     /// The fire claimed ahead and waiting for its start, if there is one.
@@ -564,18 +603,21 @@ impl JobModel {
     }
 
     fn held(&self) -> Option<&Held> {
-        self.extra.as_ref().and_then(|e| e.held.as_ref())
+        self.extra().and_then(|e| e.held.as_ref())
     }
 
     fn take_held(&mut self) -> Option<Held> {
-        self.extra.as_deref_mut().and_then(|e| e.held.take())
+        self.extra_if_mut().and_then(|e| e.held.take())
     }
 
     /// Lets go of what the job no longer carries: a claim answered, a trouble over, controls
     /// no longer in use.
     fn tidy(&mut self) {
-        if self.extra.as_deref().is_some_and(Extra::is_empty) {
-            self.extra = None;
+        if self.extra().is_some_and(Extra::is_empty) {
+            if let Some(busy) = self.busy.as_deref_mut() {
+                busy.extra = None;
+            }
+            self.let_go();
         }
     }
 
@@ -583,9 +625,8 @@ impl JobModel {
         JobModel {
             spec,
             next_fire: None,
-            flight: None,
+            busy: None,
             next_run_id: 0,
-            extra: None,
             last_started: None,
             last_token: 0,
             window: FireWindow::default(),
@@ -664,7 +705,7 @@ impl JobModel {
     /// The next fire as the status shows it: a fire claimed ahead and not started yet, or else
     /// the next fire instant (docs/design/standby.md).
     pub(crate) fn next_fire_shown(&self) -> Option<DateTime<Utc>> {
-        let ahead = self.extra.as_deref().and_then(|e| {
+        let ahead = self.extra().and_then(|e| {
             e.held
                 .map(|h| h.fire.t)
                 .or_else(|| e.claiming.filter(|_| e.claiming_ahead).map(|f| f.t))
@@ -787,7 +828,7 @@ impl JobModel {
         !self.stopping
             && self.spec.enabled
             && self.runs().is_empty()
-            && self.extra.as_deref().is_none_or(|e| {
+            && self.extra().is_none_or(|e| {
                 e.claiming.is_none()
                     && e.held.is_none()
                     && e.trouble.retry_at.is_none()
@@ -803,7 +844,7 @@ impl JobModel {
         let lead = self.lead();
         let next = self.next_fire?;
         let stands_by = self.turn.stands_by() && !self.spec.standby.is_zero();
-        if lead.is_zero() || self.flight.is_some() || stands_by || !self.may_claim_ahead() {
+        if lead.is_zero() || self.flight().is_some() || stands_by || !self.may_claim_ahead() {
             return None;
         }
         Some(next - chrono::TimeDelta::from_std(lead).unwrap_or_default())
@@ -825,7 +866,7 @@ impl JobModel {
         self.claiming().is_some()
             || self.held().is_some()
             || !self.runs().is_empty()
-            || self.extra.as_ref().is_some_and(|e| e.pending_reports > 0)
+            || self.extra().is_some_and(|e| e.pending_reports > 0)
     }
 
     fn shared(&self) -> bool {
@@ -1040,8 +1081,7 @@ impl JobModel {
             };
             self.give_up(fire, out);
             let too_early = self
-                .extra
-                .as_deref_mut()
+                .extra_if_mut()
                 .is_some_and(|e| std::mem::take(&mut e.trouble.too_early));
             let reason = match too_early && !reason.contains("clock is ahead") {
                 true => format!("{reason}; the guard refused a claim of it as too early, so this host's clock is ahead"),
@@ -1063,7 +1103,7 @@ impl JobModel {
     /// Manual runs that could not start within their grace are reported, each by this process
     /// alone (it alone saw the request, or every replica that read it reports its own view).
     fn drop_manual_misfires(&mut self, now: Now, out: &mut Vec<Action>) {
-        let Some(controls) = self.extra.as_deref_mut().map(|e| &mut e.controls) else {
+        let Some(controls) = self.extra_if_mut().map(|e| &mut e.controls) else {
             return;
         };
         if controls.manual.iter().all(|f| now.wall < f.deadline()) {
@@ -1257,8 +1297,7 @@ impl JobModel {
     /// The shared guard answered the claim of the fire in flight.
     pub(crate) fn on_claimed(&mut self, answer: Answer, now: Now, out: &mut Vec<Action>) {
         let Some((fire, ahead)) = self
-            .extra
-            .as_deref_mut()
+            .extra_if_mut()
             .and_then(|e| Some((e.claiming.take()?, std::mem::take(&mut e.claiming_ahead))))
         else {
             return;
@@ -1711,7 +1750,7 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        if let Some(e) = self.extra.as_deref_mut() {
+        if let Some(e) = self.extra_if_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
         }
         match reported {
@@ -1782,7 +1821,7 @@ impl JobModel {
             .collect();
         // Drop reports held back for the walk are not asked any more. Nothing was recorded, so
         // the processes that go on decide those fires, or the next start's walk reports them.
-        if let Some(extra) = self.extra.as_deref_mut() {
+        if let Some(extra) = self.extra_if_mut() {
             let deferred = extra.take_deferred_reports();
             for (fire, kind) in deferred {
                 let kind = match kind {
@@ -1890,7 +1929,7 @@ impl JobModel {
     ) {
         if !self.shared() {
             self.emit_drop(fire, kind, true, now, out);
-        } else if self.walking() && self.extra.as_deref().is_some_and(|e| e.point_failing) {
+        } else if self.walking() && self.extra().is_some_and(|e| e.point_failing) {
             // The store does not answer: the walk waits, and the drop is told now, on this
             // process's word, rather than after an outage of unknown length.
             let error = self
@@ -1925,7 +1964,7 @@ impl JobModel {
         if self.walking() {
             return;
         }
-        let Some(extra) = self.extra.as_deref_mut() else {
+        let Some(extra) = self.extra_if_mut() else {
             return;
         };
         let deferred = extra.take_deferred_reports();

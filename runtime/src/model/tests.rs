@@ -686,7 +686,7 @@ fn jobs_alike_share_their_settings_and_unused_ones_are_forgotten() {
 
 /// Whether the job holds nothing out of line: what an idle job keeps (BENCHMARKS.md).
 fn holds_nothing(m: &JobModel) -> bool {
-    m.flight.is_none() && m.extra.is_none()
+    m.busy.is_none()
 }
 
 #[test]
