@@ -512,16 +512,14 @@ mod tests {
         }
     }
 
-    /// Whatever the last event was — a run's start or end, a drop, a lost lease, the end of an
-    /// older run — the status shows it exactly as it was emitted, and the last run with it.
-    #[test]
-    fn the_status_shows_every_last_event_as_emitted() {
-        let spec = Spec::new(
+    /// A `local` job every 10 s with `max_instances` runs at once.
+    fn local_spec(max_instances: u32) -> Spec {
+        Spec::new(
             smol_str::SmolStr::from("job"),
             Settings {
                 schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
                 misfire_grace: Duration::from_secs(5),
-                max_instances: 2,
+                max_instances,
                 lock: Lock::Local,
                 overlap: Overlap::Skip,
                 coalesce: false,
@@ -531,7 +529,14 @@ mod tests {
                 claim_ahead: Duration::ZERO,
                 overrides: None,
             },
-        );
+        )
+    }
+
+    /// Whatever the last event was — a run's start or end, a drop, a lost lease, the end of an
+    /// older run — the status shows it exactly as it was emitted, and the last run with it.
+    #[test]
+    fn the_status_shows_every_last_event_as_emitted() {
+        let spec = local_spec(2);
         let instance: Arc<str> = Arc::from("here");
         let mut record = StatusRecord::default();
         let events = [
@@ -624,22 +629,7 @@ mod tests {
     /// (the clock stepped while it ran) still ends the last run, and its end shows as emitted.
     #[test]
     fn an_end_across_a_clock_step_shows_as_emitted() {
-        let spec = Spec::new(
-            smol_str::SmolStr::from("job"),
-            Settings {
-                schedule: Schedule::every(Duration::from_secs(10)).expect("valid"),
-                misfire_grace: Duration::from_secs(5),
-                max_instances: 1,
-                lock: Lock::Local,
-                overlap: Overlap::Skip,
-                coalesce: false,
-                enabled: true,
-                limits: crate::model::limits::Limits::default(),
-                standby: Duration::ZERO,
-                claim_ahead: Duration::ZERO,
-                overrides: None,
-            },
-        );
+        let spec = local_spec(1);
         let instance: Arc<str> = Arc::from("here");
         for duration in [Duration::from_secs(30), Duration::ZERO] {
             let mut record = StatusRecord::default();
