@@ -94,6 +94,7 @@ pub struct Builder {
     history: bool,
     standby: Option<Duration>,
     claim_ahead: Duration,
+    ownership: bool,
     instance: Option<String>,
     clock: Clock,
     jobs: Vec<Job>,
@@ -117,6 +118,7 @@ impl Builder {
             history: false,
             standby: None,
             claim_ahead: Duration::ZERO,
+            ownership: false,
             instance: env("CRONGUARD_INSTANCE"),
             clock: Clock::system(),
             jobs: Vec::new(),
@@ -534,6 +536,21 @@ impl Builder {
         self
     }
 
+    /// Partition ownership for the jobs of the `redis` and `postgres` guards (default `false`;
+    /// docs/design/ownership.md): the jobs hash into partitions, and of the processes that run
+    /// the same shared jobs, each owns a share of the partitions under a lease in the store and
+    /// alone claims their fires, while the others leave those fires to it instead of sending
+    /// claims that lose. A process that stops renewing (stopped, killed, frozen, cut off) loses
+    /// its partitions after [`PARTITION_LEASE`](crate::PARTITION_LEASE), and a shutdown hands
+    /// them over at once; the next owner walks the fires its jobs left, claiming late those
+    /// still inside their grace and reporting the others missed, once across the cluster. Who
+    /// runs each fire is still decided by the per-fire record in the store, so processes with
+    /// and without ownership, or of different versions, can share one store.
+    pub fn partition_ownership(mut self, on: bool) -> Self {
+        self.ownership = on;
+        self
+    }
+
     /// How many days of run history the guards keep (default 30): the `postgres` guard deletes
     /// older rows at start and every hour, 1,000 rows at a time; the `redis` and `file` guards
     /// drop older entries when they record one.
@@ -790,7 +807,7 @@ impl Builder {
             tasks: tokio_util::task::TaskTracker::new(),
             origin: tokio::time::Instant::now(),
             states,
-            presence: Arc::new(crate::executor::Presence::new(&instance)),
+            presence: Arc::new(crate::executor::Presence::new(&instance, self.ownership)),
             state_dir,
         };
         let needs_retention = jobs.iter().any(|j| j.history && j.lock == Lock::Postgres);

@@ -117,6 +117,7 @@ pub use crate::error::{Error, Problem, ProblemKind};
 pub use crate::events::{
     CancelReason, Event, EventKind, FailureReason, EVENT_STREAM_CAPACITY, HOOK_QUEUE_CAPACITY,
 };
+pub use crate::guard::partitions::PARTITION_LEASE;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use crate::guard::postgres::{

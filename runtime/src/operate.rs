@@ -14,6 +14,7 @@ use crate::executor::{lock, GuardView, Inbox, JobControl, JobSlot, Presence, Sha
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
 };
+use crate::guard::partitions::{self, PARTITION_LEASE};
 use crate::guard::{Guard, GuardError, GuardErrorKind};
 use crate::job::{Job, JobDefaults};
 use crate::model::SettingsPool;
@@ -302,6 +303,44 @@ impl ControlPlane {
         entries
     }
 
+    /// The jobs of guard kind `kind` that run here (not removed, enabled), each as its name and
+    /// schedule.
+    fn running_jobs(&self, kind: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        for jobs in self.shards.iter() {
+            for slot in lock(jobs).iter().filter(|s| !s.removed) {
+                let spec = slot.model().spec();
+                if spec.enabled && spec.lock.as_str() == kind {
+                    // The schedule too: a version that fires the job at other instants is another
+                    // group, whose owners claim the fires of its own schedule.
+                    names.push(format!("{}\u{ff}{}", spec.name, spec.schedule));
+                }
+            }
+        }
+        names
+    }
+
+    /// Tells the jobs of guard kind `kind` in the `gained` partitions that this process owns
+    /// them now.
+    fn tell_owned(&self, kind: &str, gained: &[u16]) {
+        for (shard, jobs) in self.shards.iter().enumerate() {
+            let found: Vec<u32> = (0u32..)
+                .zip(lock(jobs).iter())
+                .filter(|(_, slot)| {
+                    !slot.removed
+                        && slot.model().spec().lock.as_str() == kind
+                        && gained.contains(&partitions::partition_of(slot.name()))
+                })
+                .map(|(idx, _)| idx)
+                .collect();
+            if let Some(inbox) = self.inboxes.get(shard) {
+                for idx in found {
+                    inbox.send(idx, JobControl::Owned);
+                }
+            }
+        }
+    }
+
     /// Hands a request read from the feed of guard kind `kind` to its job, if it runs here.
     /// A request read again from the start of a feed that was recreated or restored (`replayed`)
     /// is not handed on when it is a run whose misfire grace has passed: it was due when it was
@@ -339,10 +378,12 @@ pub(crate) fn spawn_feed_readers(plane: &Arc<ControlPlane>) {
         plane.runtime.spawn(async move {
             let plane = this;
             let stop = plane.stop.clone();
+            let mut group = None;
             tokio::select! {
                 () = stop.cancelled() => {}
-                () = read_feed(kind, &*feed, &plane) => {}
+                () = read_feed(kind, &*feed, &plane, &mut group) => {}
             }
+            hand_over(kind, &*feed, &plane, group).await;
         });
     }
 }
@@ -389,7 +430,87 @@ async fn attend(
     }
 }
 
-async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPlane) {
+/// Takes part in partition ownership at the store of guard kind `kind` (docs/design/ownership.md):
+/// asks for the partitions this process is named first for among its group, hears who owns
+/// each, and tells the jobs of the partitions it gained, so that they walk the fires they left
+/// to the owner before. `group` is the group it asked in last: when its jobs changed (one was
+/// added or removed), it gives up the partitions of the old group first.
+async fn own(
+    kind: &'static str,
+    feed: &dyn ControlFeed,
+    plane: &ControlPlane,
+    group: &mut Option<String>,
+) {
+    let presence = &plane.presence;
+    let now = partitions::group_of(plane.running_jobs(kind).iter().map(String::as_str));
+    if let Some(old) = group.take().filter(|old| *old != now) {
+        // The partitions of a group this process left are handed over at once.
+        let _ = tokio::time::timeout(
+            STORE_WAIT,
+            feed.own(&old, presence.me(), &[], PARTITION_LEASE),
+        )
+        .await;
+        presence.heard_owners(kind, None, tokio::time::Instant::now());
+    }
+    let wanted = presence.wanted(kind);
+    let sent = tokio::time::Instant::now();
+    let read = match tokio::time::timeout(
+        STORE_WAIT,
+        feed.own(&now, presence.me(), &wanted, PARTITION_LEASE),
+    )
+    .await
+    {
+        Ok(Ok(read)) => read,
+        Ok(Err(e)) => {
+            tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "cannot renew or read the partitions' leases; the jobs of the partitions this process owned are claimed as without ownership until it can");
+            None
+        }
+        Err(_) => None,
+    };
+    *group = Some(now);
+    let gained = presence.heard_owners(kind, read, sent);
+    if !gained.is_empty() {
+        tracing::debug!(
+            guard = kind,
+            partitions = gained.len(),
+            "owns more partitions; their jobs walk the fires they left to the owner before"
+        );
+        plane.tell_owned(kind, &gained);
+    }
+}
+
+/// Gives up this process's partitions at the store of guard kind `kind` at once, at shutdown, so
+/// that the processes that go on own them again without waiting for their leases to run out.
+async fn hand_over(
+    kind: &'static str,
+    feed: &dyn ControlFeed,
+    plane: &ControlPlane,
+    group: Option<String>,
+) {
+    let Some(group) = group else {
+        return;
+    };
+    let presence = &plane.presence;
+    presence.heard_owners(kind, None, tokio::time::Instant::now());
+    let failed = match tokio::time::timeout(
+        STORE_WAIT,
+        feed.own(&group, presence.me(), &[], PARTITION_LEASE),
+    )
+    .await
+    {
+        Ok(Ok(_)) => return,
+        Ok(Err(e)) => crate::error::Chain(&e).to_string(),
+        Err(_) => format!("no answer within {} s", STORE_WAIT.as_secs()),
+    };
+    tracing::debug!(guard = kind, error = %failed, "could not hand the partitions over at shutdown; the other processes own them once their leases run out");
+}
+
+async fn read_feed(
+    kind: &'static str,
+    feed: &dyn ControlFeed,
+    plane: &ControlPlane,
+    group: &mut Option<String>,
+) {
     // The roster is written after the first read, which takes the feed's end: other processes
     // address controls to these jobs only once the roster lists them, so those controls lie past
     // this replica's cursor and are read (announced before it, a control made in between was
@@ -405,6 +526,9 @@ async fn read_feed(kind: &'static str, feed: &dyn ControlFeed, plane: &ControlPl
     loop {
         tick.tick().await;
         present = attend(kind, feed, &plane.presence, present).await;
+        if plane.presence.owning() {
+            own(kind, feed, plane, group).await;
+        }
         loop {
             // Until the first read works, the feed's end is not known: requests made before it
             // are not replayed.

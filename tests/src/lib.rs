@@ -1,6 +1,7 @@
 //! Support code for cronguard's integration tests: the record that replica processes append
 //! to, helpers to read it, and the replica processes of the fault tests ([`replicas`]).
 
+pub mod fleet;
 pub mod replicas;
 
 use std::collections::BTreeMap;

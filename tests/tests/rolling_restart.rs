@@ -6,101 +6,27 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::process::Child;
 
 use cronguard_testkit::RedisServer;
+use cronguard_tests::fleet::{self, now_ms, read, wait_running};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_fleet_worker");
 const JOBS: usize = 300;
 
-/// What the replicas recorded: runs started and drops reported at warn level.
-#[derive(Default)]
-struct Record {
-    /// (job, fire ms) → the processes that started it.
-    starts: BTreeMap<(u32, i64), Vec<u32>>,
-    /// (job, first fire ms, last fire ms, pid) of every warn-level report.
-    warns: Vec<(u32, i64, i64, u32)>,
-}
-
-fn read(path: &Path) -> Record {
-    let mut record = Record::default();
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let num = |i: usize| f.get(i).and_then(|v| v.parse::<i64>().ok());
-        match (f.first().copied(), num(1), num(2), num(3)) {
-            (Some("start"), Some(job), Some(fire), Some(pid)) => record
-                .starts
-                .entry((job as u32, fire))
-                .or_default()
-                .push(pid as u32),
-            (Some("warn"), Some(job), Some(last), Some(pid)) => {
-                let first = num(4).unwrap_or(last);
-                record.warns.push((job as u32, first, last, pid as u32));
-            }
-            _ => {}
-        }
-    }
-    record
-}
-
 fn spawn(dir: &Path, redis: &str, n: usize) -> Child {
-    Command::new(WORKER)
-        .env("RECORD", dir.join("record"))
-        .env("CRONGUARD_REDIS_URL", redis)
-        .env("JOBS", JOBS.to_string())
-        .stderr(std::fs::File::create(dir.join(format!("replica-{n}.log"))).expect("log"))
-        .spawn()
-        .expect("the worker binary starts")
-}
-
-/// Waits (bounded) until `pid` has started runs of at least one new fire instant after `after`.
-fn wait_running(dir: &Path, pid: u32, after: i64) {
-    let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until {
-        let record = read(&dir.join("record"));
-        let fresh = record
-            .starts
-            .iter()
-            .any(|((_, fire), pids)| *fire > after && pids.contains(&pid));
-        if fresh {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!(
-        "replica {pid} ran nothing within 30 s; logs in {}",
-        dir.display()
-    );
-}
-
-/// Stops `child` gracefully a few milliseconds after a fire instant (a whole second), when its
-/// fires of that instant are due and not all claimed yet: the moment a deploy's stop makes
-/// the most of (the fault injection is timed; nothing waits for an outcome this way).
-fn term_after_an_instant(child: &mut Child) {
-    let into_second = now_ms().rem_euclid(1_000);
-    std::thread::sleep(Duration::from_millis((1_000 - into_second + 3) as u64));
-    term(child);
+    fleet::spawn(WORKER, dir, redis, n, &[("JOBS", &JOBS.to_string())])
 }
 
 fn term(child: &mut Child) {
-    let ok = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill -TERM {}", child.id());
-    let status = child.wait().expect("wait");
-    assert!(
-        status.success(),
-        "replica {} exited with {status}",
-        child.id()
-    );
+    fleet::signal(child, "TERM");
 }
 
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+/// Stops `child` gracefully a few milliseconds after a fire instant (see
+/// [`fleet::just_after_an_instant`]).
+fn term_after_an_instant(child: &mut Child) {
+    fleet::just_after_an_instant();
+    term(child);
 }
 
 #[test]
@@ -138,7 +64,7 @@ fn a_rolling_restart_under_load_reports_no_fire_that_ran() {
     let twice: Vec<_> = record
         .starts
         .iter()
-        .filter(|(_, pids)| pids.len() > 1)
+        .filter(|(_, runs)| runs.len() > 1)
         .take(5)
         .collect();
     assert!(twice.is_empty(), "fires started more than once: {twice:?}");
@@ -176,11 +102,7 @@ fn a_rolling_restart_under_load_reports_no_fire_that_ran() {
     for fire in &inner {
         for job in 0..JOBS as u32 {
             let ran = started.contains(&(job, *fire));
-            let warned = record
-                .warns
-                .iter()
-                .any(|(j, first, last, _)| *j == job && *first <= *fire && *fire <= *last);
-            if !ran && !warned {
+            if !ran && !record.warned(job, *fire) {
                 lost.push((job, *fire));
             }
         }

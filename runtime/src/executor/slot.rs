@@ -29,6 +29,7 @@ use crate::job::Body;
 use crate::job::Job;
 use crate::metrics::{ClaimSeries, JobMetrics};
 use crate::model::limits::Limits;
+use crate::model::spread::Owner;
 use crate::model::{
     Action, Answer, JobModel, Now, Reported, RunEnd, RunId, Settings, SettingsPool, Spec,
     ABANDON_ATTEMPTS,
@@ -325,24 +326,60 @@ impl JobSlot {
                     job: cx.idx,
                     report: Report::FatePoint(point),
                 });
-            } else if let Some(guard) = self.shared_guard() {
-                let (tx, job, stop) = (cx.tx.clone(), cx.idx, cx.shared.stop.clone());
-                cx.shared.tasks.spawn(async move {
-                    let failed = |error, kind| {
-                        let report = Report::FatePointFailed { error, kind };
-                        let _ = tx.send(Msg { job, report });
-                    };
-                    tokio::select! {
-                        biased;
-                        () = stop.cancelled() => {}
-                        point = downtime::read_fate_point(&*guard, failed) => {
-                            let _ = tx.send(Msg { job, report: Report::FatePoint(point) });
-                        }
-                    }
-                });
+            } else {
+                self.ask_fate_point(cx);
             }
         }
         next
+    }
+
+    /// Reads the shared guard's fate point of the job for the walk the model awaits.
+    fn ask_fate_point(&self, cx: &Cx<'_>) {
+        let Some(guard) = self.shared_guard() else {
+            return;
+        };
+        let (tx, job, stop) = (cx.tx.clone(), cx.idx, cx.shared.stop.clone());
+        cx.shared.tasks.spawn(async move {
+            let failed = |error, kind| {
+                let report = Report::FatePointFailed { error, kind };
+                let _ = tx.send(Msg { job, report });
+            };
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => {}
+                point = downtime::read_fate_point(&*guard, failed) => {
+                    let _ = tx.send(Msg { job, report: Report::FatePoint(point) });
+                }
+            }
+        });
+    }
+
+    /// Who claims the job's fires first, and who owns its partition, as the stores last said
+    /// (docs/design/standby.md, docs/design/ownership.md).
+    fn hear_turn(&mut self, cx: &Cx<'_>) {
+        if self.shared.is_none() {
+            return;
+        }
+        let kind = self.model.spec().lock.as_str();
+        let presence = &cx.shared.presence;
+        self.model
+            .set_first_here(presence.first_here(kind, self.name()));
+        if presence.owning() {
+            let owner = self.owner(cx);
+            self.model.set_owner(owner);
+        }
+    }
+
+    /// Who owns the job's partition now, as the store last said.
+    fn owner(&self, cx: &Cx<'_>) -> Owner {
+        match &self.shared {
+            Some(_) => cx.shared.presence.owner_of(
+                self.model.spec().lock.as_str(),
+                self.name(),
+                Instant::now(),
+            ),
+            None => Owner::Unknown,
+        }
     }
 
     /// Takes every fire due now and starts what may start; returns the next fire instant.
@@ -352,11 +389,7 @@ impl JobSlot {
         now: Now,
         out: &mut Vec<Action>,
     ) -> Option<DateTime<Utc>> {
-        if self.shared.is_some() {
-            let kind = self.model.spec().lock.as_str();
-            let first = cx.shared.presence.first_here(kind, self.name());
-            self.model.set_first_here(first);
-        }
+        self.hear_turn(cx);
         let next = self.model.on_timer(now, out);
         self.metrics.next_fire(next);
         self.perform(cx, now, out);
@@ -371,6 +404,7 @@ impl JobSlot {
     /// A wake-up from [`wake_at`](JobSlot::wake_at) came due.
     pub(super) fn on_wake(&mut self, cx: &Cx<'_>, out: &mut Vec<Action>) {
         let now = cx.now();
+        self.hear_turn(cx);
         self.model.on_wake(now, out);
         self.perform(cx, now, out);
     }
@@ -433,6 +467,11 @@ impl JobSlot {
                     }
                     // Handled by the shard, which files the job under its next fire.
                     JobControl::Schedule => {}
+                    JobControl::Owned => {
+                        self.hear_turn(cx);
+                        let owner = self.owner(cx);
+                        self.model.on_owned(owner, out);
+                    }
                 }
                 if let Some(done) = done {
                     let _ = done.send(());
@@ -756,6 +795,7 @@ impl JobSlot {
                         }
                     });
                 }
+                Action::ReadFatePoint => self.ask_fate_point(cx),
                 Action::Claim(fire) => {
                     if let Some(guard) = self.shared_guard() {
                         cx.errands.borrow_mut().claim(cx.idx, guard, fire);

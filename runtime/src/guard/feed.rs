@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::partitions::Ownership;
 use super::GuardError;
 use crate::control::ManualRun;
 use crate::registry::BoxFuture;
@@ -177,6 +178,23 @@ pub(crate) trait ControlFeed: Send + Sync + 'static {
     /// forgets a process only when another attends, so the last process of a store that every
     /// process left stays listed, with how long ago it was seen).
     fn processes(&self) -> BoxFuture<Result<Vec<SeenProcess>, GuardError>>;
+
+    /// Partition ownership (docs/design/ownership.md), in one step: lists `process` as a member
+    /// of `group` for [`PRESENCE_TTL`]; takes or renews for `lease` each partition of `wanted`
+    /// that is free, expired or its own (a partition taken from another owner, or its own after
+    /// it expired, gets a higher epoch); gives up at once every partition of the group it owns
+    /// and no longer wants; and answers the group's members and every lease it holds.
+    /// `None` (the default): the store keeps no partitions, and every process claims every fire.
+    fn own(
+        &self,
+        group: &str,
+        process: &str,
+        wanted: &[u16],
+        lease: Duration,
+    ) -> BoxFuture<Result<Option<Ownership>, GuardError>> {
+        let _ = (group, process, wanted, lease);
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// Two processes attend `feed` and both are listed, each once (for each store's own tests, which
@@ -219,4 +237,90 @@ pub(crate) async fn listed_without_attending(feed: &dyn ControlFeed) {
         assert!(seen[0].ago < Duration::from_secs(2), "{seen:?}");
         assert!(seen[1].ago >= PRESENCE_TTL, "{seen:?}");
     }
+}
+
+/// The partition leases of a store ([`ControlFeed::own`]), checked the same way for each store
+/// that keeps them: who takes which partition, epochs that rise on every change of owner, a
+/// partition given up at once, and one whose lease ran out taken by another.
+#[cfg(all(test, any(feature = "redis", feature = "postgres")))]
+pub(crate) async fn partition_leases(feed: &dyn ControlFeed) {
+    use super::partitions::PartitionLease;
+    let lease = Duration::from_secs(30);
+    let own = |process: &'static str, wanted: &'static [u16], lease: Duration| async move {
+        let mut read = feed
+            .own("g1", process, wanted, lease)
+            .await
+            .expect("answers")
+            .expect("keeps partitions");
+        read.members.sort();
+        read.leases.sort_by_key(|l| l.partition);
+        read
+    };
+    let of = |leases: &[PartitionLease], p: u16| {
+        leases
+            .iter()
+            .find(|l| l.partition == p)
+            .cloned()
+            .unwrap_or_else(|| panic!("partition {p} in {leases:?}"))
+    };
+    let live = |l: &PartitionLease, owner: &str| {
+        l.owner == owner && l.left > Duration::from_secs(20) && l.left <= Duration::from_secs(30)
+    };
+
+    let a = own("a 1 0001", &[1, 2], lease).await;
+    assert_eq!(a.members, ["a 1 0001"]);
+    assert_eq!(a.leases.len(), 2, "{a:?}");
+    let (a1, a2) = (of(&a.leases, 1), of(&a.leases, 2));
+    assert!(live(&a1, "a 1 0001") && live(&a2, "a 1 0001"), "{a:?}");
+    assert!(a1.epoch > 0 && a2.epoch > 0);
+
+    // Another process cannot take a live lease; it takes a free partition.
+    let b = own("b 2 0002", &[2, 3], lease).await;
+    assert_eq!(b.members, ["a 1 0001", "b 2 0002"]);
+    let still = of(&b.leases, 2);
+    assert!(
+        live(&still, "a 1 0001") && still.epoch == a2.epoch,
+        "still a's, unchanged: {still:?}"
+    );
+    assert!(live(&of(&b.leases, 3), "b 2 0002"));
+
+    // Renewing keeps the epoch; a partition no longer wanted is given up at once.
+    let a = own("a 1 0001", &[1], lease).await;
+    assert_eq!(of(&a.leases, 1).epoch, a1.epoch, "renewed, same owner");
+    assert!(live(&of(&a.leases, 1), "a 1 0001"));
+    assert_eq!(of(&a.leases, 2).left, Duration::ZERO, "given up");
+
+    // The next owner of a partition gets a higher epoch.
+    let b = own("b 2 0002", &[2, 3], lease).await;
+    let b2 = of(&b.leases, 2);
+    assert!(
+        live(&b2, "b 2 0002") && b2.epoch > a2.epoch,
+        "{b2:?} after {a2:?}"
+    );
+
+    // A lease that ran out (here: one of no length) is free for anyone, with a higher epoch,
+    // also for its own owner.
+    let a = own("a 1 0001", &[1, 5], Duration::ZERO).await;
+    let a5 = of(&a.leases, 5);
+    assert_eq!((a5.owner.as_str(), a5.left), ("a 1 0001", Duration::ZERO));
+    let a = own("a 1 0001", &[1, 5], lease).await;
+    let again = of(&a.leases, 5);
+    assert!(
+        live(&again, "a 1 0001") && again.epoch > a5.epoch,
+        "{again:?}"
+    );
+    let _ = own("a 1 0001", &[1, 5], Duration::ZERO).await;
+    let b = own("b 2 0002", &[2, 3, 5], lease).await;
+    let b5 = of(&b.leases, 5);
+    assert!(live(&b5, "b 2 0002") && b5.epoch > again.epoch, "{b5:?}");
+
+    // Groups are apart.
+    let other = feed
+        .own("g2", "c 3 0003", &[1], lease)
+        .await
+        .expect("answers")
+        .expect("keeps partitions");
+    assert_eq!(other.members, ["c 3 0003"]);
+    assert_eq!(other.leases.len(), 1);
+    assert!(live(&other.leases[0], "c 3 0003"));
 }

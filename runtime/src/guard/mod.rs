@@ -86,6 +86,7 @@ pub(crate) mod crypto;
 mod error;
 pub(crate) mod feed;
 pub(crate) mod file;
+pub(crate) mod partitions;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 #[cfg(feature = "redis")]

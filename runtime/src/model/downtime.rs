@@ -25,6 +25,20 @@ impl JobModel {
             return false;
         }
         self.extra_mut().catching_up = Some(since);
+        self.turn.set_left(false);
+        true
+    }
+
+    /// [`await_fate_point`](Self::await_fate_point) for the walk of a process that owns the job's
+    /// partition now and left fires to another owner before (docs/design/ownership.md): should
+    /// the store know nothing of the job (its owner never claimed a fire of it), the walk starts
+    /// at the oldest fire the window kept rather than nowhere.
+    pub(crate) fn await_walk_of_left(&mut self, since: DateTime<Utc>) -> bool {
+        let oldest = self.window.oldest();
+        if !self.await_fate_point(since) {
+            return false;
+        }
+        self.extra_mut().left_from = oldest;
         true
     }
 
@@ -41,6 +55,10 @@ impl JobModel {
             e.point_failing = false;
         }
         let since = self.extra_if_mut().and_then(|e| e.catching_up.take());
+        let left_from = self.extra_if_mut().and_then(|e| e.left_from.take());
+        let point = point.or_else(|| {
+            left_from.and_then(|t| t.checked_sub_signed(chrono::TimeDelta::nanoseconds(1)))
+        });
         let (Some(since), Some(point)) = (since, point) else {
             // The fires taken meanwhile were held back for the walk.
             self.ask_deferred_reports(None, now, out);

@@ -16,6 +16,8 @@ pub(crate) mod due;
 pub(crate) mod limits;
 #[cfg(test)]
 mod limits_tests;
+#[cfg(test)]
+mod ownership_tests;
 pub(crate) mod spread;
 #[cfg(test)]
 mod tests;
@@ -258,6 +260,9 @@ pub(crate) enum Action {
     /// Ask the shared guard to record fires missed while no process ran the job, then answer
     /// with [`JobModel::on_missed_reported`] (docs/guide/downtime.md).
     ReportMissed(MissedFires),
+    /// Read the shared guard's fate point, then answer with [`JobModel::on_fate_point`]: the
+    /// walk of fires left to another owner (docs/design/ownership.md).
+    ReadFatePoint,
     /// Publish an event.
     Emit(Occurrence),
 }
@@ -394,6 +399,9 @@ struct Extra {
     /// Where the schedule was started from, while the store's fate point is awaited: the fires
     /// up to it were not seen here (docs/guide/downtime.md).
     catching_up: Option<DateTime<Utc>>,
+    /// The oldest fire kept when a walk of fires left to another owner began: where it starts
+    /// if the store knows nothing of the job (docs/design/ownership.md).
+    left_from: Option<DateTime<Utc>>,
     /// Reports of missed fires waiting for the guard's answer (counted in `pending_reports`
     /// too).
     reporting_missed: u32,
@@ -432,6 +440,7 @@ impl Extra {
             && self.held.is_none()
             && self.pending_reports == 0
             && self.catching_up.is_none()
+            && self.left_from.is_none()
             && self.reporting_missed == 0
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
@@ -843,6 +852,9 @@ impl JobModel {
     fn take_ahead_at(&self) -> Option<DateTime<Utc>> {
         let lead = self.lead();
         let next = self.next_fire?;
+        if self.leaves_fires() {
+            return None;
+        }
         let stands_by = self.turn.stands_by() && !self.spec.standby.is_zero();
         if lead.is_zero() || self.flight().is_some() || stands_by || !self.may_claim_ahead() {
             return None;
@@ -880,6 +892,44 @@ impl JobModel {
         self.turn.set_first_here(first);
     }
 
+    /// Who owns the job's partition, for the fires that come due from now on
+    /// (docs/design/ownership.md).
+    pub(crate) fn set_owner(&mut self, owner: spread::Owner) {
+        self.turn.set_owner(owner);
+    }
+
+    /// Whether the fires that come due now are left to another process, which owns the job's
+    /// partition: only for a shared job this process runs.
+    fn leaves_fires(&self) -> bool {
+        self.turn.watching() && self.shared() && self.spec.enabled
+    }
+
+    /// Walks the fires this process left to another owner, before it claims any later fire
+    /// (docs/design/ownership.md): once no live owner takes them from it any more — it owns the
+    /// partition now, or nobody does — the store's fate point is read, and the fires after it
+    /// are claimed inside their grace or reported missed, as after downtime. A later fire
+    /// claimed first would move the fate point past them, and nobody would walk them.
+    fn walk_left(&mut self, out: &mut Vec<Action>) {
+        if !self.turn.left() || self.leaves_fires() || self.walking() {
+            return;
+        }
+        let Some(since) = self.window.newest() else {
+            self.turn.set_left(false);
+            return;
+        };
+        if self.await_walk_of_left(since) {
+            out.push(Action::ReadFatePoint);
+        } else {
+            self.turn.set_left(false);
+        }
+    }
+
+    /// This process owns the job's partition now (docs/design/ownership.md).
+    pub(crate) fn on_owned(&mut self, owner: spread::Owner, out: &mut Vec<Action>) {
+        self.turn.set_owner(owner);
+        self.walk_left(out);
+    }
+
     /// Starts following the schedule: the first fire after `now`.
     pub(crate) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.next_fire = self.spec.schedule.next_after(now);
@@ -914,6 +964,7 @@ impl JobModel {
     /// The timer reached `now`: every fire up to it comes due, and what may start starts.
     /// Returns the next fire instant.
     pub(crate) fn on_timer(&mut self, now: Now, out: &mut Vec<Action>) -> Option<DateTime<Utc>> {
+        self.walk_left(out);
         self.take_fires(now, out);
         self.try_start(now, out);
         self.next_fire
@@ -929,6 +980,15 @@ impl JobModel {
         let mut missed: Option<Missed> = None;
         let mut next = self.next_fire;
         while let Some(t) = next.filter(|t| *t <= now.wall) {
+            if self.leaves_fires() {
+                // The partition's owner claims it, or reports it; whoever owns the partition
+                // next walks it if it has no fate by then (docs/design/ownership.md).
+                self.report_missed(missed.take(), now, out);
+                self.window.observe(t, now.wall, grace);
+                self.turn.set_left(true);
+                next = self.spec.schedule.next_after(t);
+                continue;
+            }
             let fire = self.fire_at(t);
             if now.wall < fire.deadline() {
                 self.report_missed(missed.take(), now, out);
@@ -1025,6 +1085,7 @@ impl JobModel {
 
     /// A wake-up from [`next_wake`](JobModel::next_wake) came due.
     pub(crate) fn on_wake(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.walk_left(out);
         if self.retry_at().is_some_and(|at| at <= now.wall) {
             self.if_trouble(|t| t.retry_at = None);
         }

@@ -63,6 +63,20 @@ fn score(job: u64, process: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Who owns a shared job's partition, as this process last heard it from the store
+/// (docs/design/ownership.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// This process holds the partition's lease: it claims the job's fires at their instant.
+    Here,
+    /// Another process of this one's group holds a live lease: it claims the job's fires, and
+    /// this process leaves them to it.
+    Elsewhere,
+    /// Nobody holds a live lease, or it is not known (the store keeps no partitions, could not
+    /// be read, or ownership is off): the job's fires are claimed as without ownership.
+    Unknown,
+}
+
 /// When a shared job's process claims its fires, as its claims' answers and the processes
 /// present say, in one byte (every job carries it): whether another process got the last fire,
 /// whether this one is named first (or that is not known), whether it got a fire after standing
@@ -76,6 +90,9 @@ impl Turn {
     const NAMED_HERE: u8 = 4;
     const FREE_HERE: u8 = 8;
     const CLAIM_WAITED: u8 = 16;
+    const OWNED_HERE: u8 = 32;
+    const OWNED_ELSEWHERE: u8 = 64;
+    const LEFT: u8 = 128;
 
     fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -95,6 +112,9 @@ impl Turn {
     ///   that the one named does not claim the job (it does not run it), until it loses one;
     /// - not known: when another process got the last fire.
     pub(crate) fn stands_by(self) -> bool {
+        if self.has(Self::OWNED_HERE) {
+            return false;
+        }
         match self.first_here() {
             Some(true) => false,
             Some(false) => !self.has(Self::FREE_HERE),
@@ -116,6 +136,28 @@ impl Turn {
         }
         self.set(Self::NAMED_KNOWN, first.is_some());
         self.set(Self::NAMED_HERE, first == Some(true));
+    }
+
+    /// Who owns the job's partition now (docs/design/ownership.md).
+    pub(crate) fn set_owner(&mut self, owner: Owner) {
+        self.set(Self::OWNED_HERE, owner == Owner::Here);
+        self.set(Self::OWNED_ELSEWHERE, owner == Owner::Elsewhere);
+    }
+
+    /// Whether another live process owns the job's partition: this one leaves its fires to it.
+    pub(crate) fn watching(self) -> bool {
+        self.has(Self::OWNED_ELSEWHERE)
+    }
+
+    /// A fire was left to the partition's owner (`true`), or the fires left were walked
+    /// (`false`).
+    pub(crate) fn set_left(&mut self, left: bool) {
+        self.set(Self::LEFT, left);
+    }
+
+    /// Whether fires were left to an owner since the last walk.
+    pub(crate) fn left(self) -> bool {
+        self.has(Self::LEFT)
     }
 
     /// A claim of a scheduled fire went out, after a standby wait or not.

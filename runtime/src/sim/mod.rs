@@ -1441,6 +1441,10 @@ impl Sim {
                     self.push(self.now, Ev::Step { r, inc, run });
                 }
             }
+            Action::ReadFatePoint => {
+                self.replicas[r].point_known = false;
+                self.ask_fate_point(r, 0);
+            }
             Action::ReportMissed(missed) => {
                 self.replicas[r].missed_out.push(missed);
                 self.ask_missed(r, missed, 1);

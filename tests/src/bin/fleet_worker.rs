@@ -1,12 +1,14 @@
 //! A replica with many Redis-guarded jobs, for the rolling-restart test: `JOBS` jobs
 //! (`fleet_0` …), each due every second, each run appending `start <job> <fire ms> <pid>` to the
 //! shared record, and every drop reported at warn level (the first report of a skip or a misfire)
-//! appending `warn <job> <last fire ms> <pid> <first fire ms>`. SIGTERM shuts the replica down
-//! gracefully, as a deploy stops it.
+//! appending `warn <job> <last fire ms> <pid> <first fire ms>`, and every claim that lost to
+//! another replica `lost <job> <fire ms> <pid>`. SIGTERM shuts the replica down gracefully, as a
+//! deploy stops it.
 //!
 //! Settings (environment): `RECORD`, `CRONGUARD_REDIS_URL`, `JOBS` (300), `WORK_MS` (20),
 //! `GRACE_MS` (2000), `LEASE_MS` (5000), `RUN_FOR_MS` (60000), `STANDBY_MS` (the default
-//! standby when unset; 0: every replica claims every fire at its instant).
+//! standby when unset; 0: every replica claims every fire at its instant), `OWNERSHIP` (`1`:
+//! partition ownership on).
 
 use std::time::Duration;
 
@@ -30,7 +32,10 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis);
     let pid = std::process::id();
-    let mut builder = cronguard::builder().registered_jobs(false);
+    let ownership = std::env::var("OWNERSHIP").is_ok_and(|v| v == "1");
+    let mut builder = cronguard::builder()
+        .registered_jobs(false)
+        .partition_ownership(ownership);
     for i in 0..jobs {
         let record = record.clone();
         let job = Job::new(
@@ -58,6 +63,12 @@ async fn main() -> anyhow::Result<()> {
     let events = record.clone();
     let handle = builder
         .on_event(move |e| {
+            let job = e.job.trim_start_matches("fleet_");
+            if matches!(e.kind, EventKind::ClaimedElsewhere) {
+                let t = e.fire_time.timestamp_millis();
+                let _ = append_line(&events, &format!("lost {job} {t} {pid}"));
+                return;
+            }
             if !e.first_report {
                 return;
             }
@@ -66,7 +77,6 @@ async fn main() -> anyhow::Result<()> {
                 EventKind::Skipped { .. } => e.fire_time,
                 _ => return,
             };
-            let job = e.job.trim_start_matches("fleet_");
             let line = format!(
                 "warn {job} {} {pid} {}",
                 e.fire_time.timestamp_millis(),

@@ -25,6 +25,7 @@ use super::{first, pg_err, Database};
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, FEED_BATCH, PRESENCE_TTL,
 };
+use crate::guard::partitions::{Ownership, PartitionLease, PARTITIONS};
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
 
@@ -37,6 +38,7 @@ pub(crate) struct PostgresFeed {
     announce: Arc<str>,
     roster: Arc<str>,
     attend: Arc<str>,
+    own: Arc<str>,
 }
 
 impl PostgresFeed {
@@ -96,6 +98,42 @@ impl PostgresFeed {
                  SELECT process FROM {s}.processes \
                    WHERE seen >= clock_timestamp() - $2 * interval '1 millisecond' \
                  UNION SELECT $1"
+            )),
+            // One statement, on the statement's own clock: the partitions taken or renewed, those
+            // given up, the others as they were (a statement does not see its own writes), and the
+            // group's members.
+            own: Arc::from(format!(
+                "WITH seen AS (INSERT INTO {s}.partition_members (grp, process, seen) \
+                   VALUES ($1, $2, statement_timestamp()) \
+                   ON CONFLICT (grp, process) DO UPDATE SET seen = EXCLUDED.seen), \
+                 gone AS (DELETE FROM {s}.partition_members \
+                   WHERE grp = $1 AND process <> $2 \
+                   AND seen < statement_timestamp() - $3 * interval '1 millisecond'), \
+                 took AS (INSERT INTO {s}.partitions AS p (grp, part, owner, epoch, expires) \
+                   SELECT $1, w, $2, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint, \
+                     statement_timestamp() + $4 * interval '1 millisecond' \
+                   FROM unnest($5::integer[]) AS w \
+                   ON CONFLICT (grp, part) DO UPDATE SET \
+                     epoch = CASE WHEN p.owner = EXCLUDED.owner AND p.expires > statement_timestamp() \
+                       THEN p.epoch ELSE greatest(p.epoch + 1, EXCLUDED.epoch) END, \
+                     owner = EXCLUDED.owner, expires = EXCLUDED.expires \
+                   WHERE p.expires <= statement_timestamp() OR p.owner = EXCLUDED.owner \
+                   RETURNING part, owner, epoch, expires), \
+                 released AS (UPDATE {s}.partitions SET expires = statement_timestamp() \
+                   WHERE grp = $1 AND owner = $2 AND expires > statement_timestamp() \
+                   AND NOT (part = ANY ($5::integer[])) \
+                   RETURNING part, owner, epoch, expires), \
+                 changed AS (SELECT * FROM took UNION ALL SELECT * FROM released), \
+                 leases AS (SELECT * FROM changed UNION ALL \
+                   SELECT part, owner, epoch, expires FROM {s}.partitions \
+                   WHERE grp = $1 AND part NOT IN (SELECT part FROM changed)) \
+                 SELECT part, owner, epoch, \
+                   greatest(0, (extract(epoch FROM expires - statement_timestamp()) * 1000)::bigint) \
+                 FROM leases \
+                 UNION ALL SELECT -1, process, 0, 0 FROM {s}.partition_members \
+                   WHERE grp = $1 AND process <> $2 \
+                   AND seen >= statement_timestamp() - $3 * interval '1 millisecond' \
+                 UNION ALL SELECT -1, $2, 0, 0"
             )),
         }
     }
@@ -263,6 +301,61 @@ impl ControlFeed for PostgresFeed {
                 .query(&sql, &[(&process, Type::TEXT), (&ttl, Type::INT8)])
                 .await?;
             rows.iter().map(|row| get(row, 0)).collect()
+        })
+    }
+
+    fn own(
+        &self,
+        group: &str,
+        process: &str,
+        wanted: &[u16],
+        lease: Duration,
+    ) -> BoxFuture<Result<Option<Ownership>, GuardError>> {
+        let db = Arc::clone(&self.db);
+        let sql = Arc::clone(&self.own);
+        let (group, process) = (group.to_owned(), process.to_owned());
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let (ttl, lease) = (ms(PRESENCE_TTL), ms(lease));
+        let wanted: Vec<i32> = wanted.iter().map(|p| i32::from(*p)).collect();
+        Box::pin(async move {
+            let rows = db
+                .query(
+                    &sql,
+                    &[
+                        (&group, Type::TEXT),
+                        (&process, Type::TEXT),
+                        (&ttl, Type::INT8),
+                        (&lease, Type::INT8),
+                        (&wanted, Type::INT4_ARRAY),
+                    ],
+                )
+                .await?;
+            let mut read = Ownership::default();
+            for row in &rows {
+                let part: i32 = get(row, 0)?;
+                let name: String = get(row, 1)?;
+                if part < 0 {
+                    read.members.push(name);
+                    continue;
+                }
+                let (epoch, left): (i64, i64) = (get(row, 2)?, get(row, 3)?);
+                let partition = u16::try_from(part)
+                    .ok()
+                    .filter(|p| *p < PARTITIONS)
+                    .ok_or_else(|| {
+                        GuardError::invalid(format!(
+                            "the table `partitions` holds a partition {part} that this version does not know; run one version of cronguard against one schema"
+                        ))
+                    })?;
+                read.leases.push(PartitionLease {
+                    partition,
+                    owner: name,
+                    epoch: u64::try_from(epoch).unwrap_or(0),
+                    left: Duration::from_millis(u64::try_from(left).unwrap_or(0)),
+                });
+            }
+            read.members.dedup();
+            Ok(Some(read))
         })
     }
 

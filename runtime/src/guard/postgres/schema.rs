@@ -33,6 +33,9 @@ use crate::guard::GuardError;
 ///   (null where a replica of an earlier version announced it).
 /// - `processes`: the processes present, one row per process id, `seen` when it last attended
 ///   (the database clock); rows not seen for the presence time are deleted by the next attend.
+/// - `partition_members`, `partitions`: partition ownership (docs/design/ownership.md): the
+///   processes of each group as `processes` keeps them, and each partition's lease — `owner`,
+///   `epoch` (rises on every change of owner) and `expires` (the database clock).
 const CREATE: &str = include_str!("schema.sql");
 
 /// Every column of the three tables with its type as `information_schema.columns` names it.
@@ -86,6 +89,14 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("roster", "due_grace_ms", "bigint"),
     ("processes", "process", "text"),
     ("processes", "seen", "timestamp with time zone"),
+    ("partition_members", "grp", "text"),
+    ("partition_members", "process", "text"),
+    ("partition_members", "seen", "timestamp with time zone"),
+    ("partitions", "grp", "text"),
+    ("partitions", "part", "integer"),
+    ("partitions", "owner", "text"),
+    ("partitions", "epoch", "bigint"),
+    ("partitions", "expires", "timestamp with time zone"),
 ];
 
 /// Columns added to a table after its first release: a table without them is cronguard's, made
@@ -107,7 +118,16 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "missed_before"),
 ];
 
-const TABLES: &[&str] = &["jobs", "reports", "runs", "controls", "roster", "processes"];
+const TABLES: &[&str] = &[
+    "jobs",
+    "reports",
+    "runs",
+    "controls",
+    "roster",
+    "processes",
+    "partition_members",
+    "partitions",
+];
 const FUNCTIONS: &[&str] = &[
     "claim_v1",
     "claim_v2",

@@ -87,6 +87,22 @@ CREATE TABLE IF NOT EXISTS {schema}.processes (
   process   text PRIMARY KEY,
   seen      timestamptz NOT NULL
 );
+-- Partition ownership (docs/design/ownership.md): the processes of each group, and the lease of
+-- each of its partitions.
+CREATE TABLE IF NOT EXISTS {schema}.partition_members (
+  grp       text NOT NULL,
+  process   text NOT NULL,
+  seen      timestamptz NOT NULL,
+  PRIMARY KEY (grp, process)
+);
+CREATE TABLE IF NOT EXISTS {schema}.partitions (
+  grp       text NOT NULL,
+  part      integer NOT NULL,
+  owner     text NOT NULL,
+  epoch     bigint NOT NULL,
+  expires   timestamptz NOT NULL,
+  PRIMARY KEY (grp, part)
+);
 
 CREATE OR REPLACE FUNCTION {schema}.claim_v5(
   p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,

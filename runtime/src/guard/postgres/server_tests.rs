@@ -699,6 +699,15 @@ async fn the_postgres_feed_lists_the_processes_present() {
     crate::guard::feed::expect_alone(&feed).await;
 }
 
+#[tokio::test]
+async fn the_postgres_feed_keeps_partition_leases() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    crate::guard::feed::partition_leases(&super::PostgresFeed::new(db)).await;
+}
+
 /// The ids of the trigger requests in `read`.
 fn triggers(read: &[crate::guard::feed::ControlRequest]) -> Vec<u64> {
     read.iter()

@@ -8,10 +8,14 @@
 //!   hold); the due grace is the misfire grace plus the jitter, and a value an earlier version
 //!   wrote has none (`<at ms> <length of instance> ...`);
 //! - `<prefix>:processes`: a sorted set, member a process's id, score when it last attended
-//!   (Unix ms of the server's clock).
+//!   (Unix ms of the server's clock);
+//! - `<prefix>:{own:<group>}:members` and `<prefix>:{own:<group>}:leases`: partition ownership
+//!   (docs/design/ownership.md): the processes of a group, scored like `processes`, and a hash
+//!   of its partitions' leases, field the partition, value `<epoch> <expiry ms> <owner>`. The
+//!   two share a hash tag, so that one script reads and writes both on a Redis Cluster.
 //!
-//! All are plain keys without a hash tag: on a Redis Cluster each lives on the node of its own
-//! slot, and every command here touches one key.
+//! The others are plain keys without a hash tag: on a Redis Cluster each lives on the node of
+//! its own slot, and every other command here touches one key.
 //!
 //! A cursor is the id of the last entry read. Entry ids follow the server's clock, so a stream
 //! deleted (`DEL`, `FLUSHALL`) and written again usually goes on above the cursor; but one
@@ -32,6 +36,7 @@ use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, SeenProcess, FEED_BATCH,
     PRESENCE_TTL,
 };
+use crate::guard::partitions::{Ownership, PartitionLease, PARTITIONS};
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
 
@@ -44,6 +49,7 @@ pub(crate) struct RedisFeed {
     stream: String,
     roster: String,
     processes: String,
+    prefix: String,
 }
 
 impl RedisFeed {
@@ -53,6 +59,7 @@ impl RedisFeed {
             stream: format!("{prefix}:controls"),
             roster: format!("{prefix}:roster"),
             processes: format!("{prefix}:processes"),
+            prefix: prefix.to_owned(),
         }
     }
 }
@@ -280,6 +287,59 @@ impl ControlFeed for RedisFeed {
         Box::pin(async move {
             let present: Vec<String> = call.invoke_async(&mut conn).await.map_err(redis_err)?;
             Ok(present)
+        })
+    }
+
+    fn own(
+        &self,
+        group: &str,
+        process: &str,
+        wanted: &[u16],
+        lease: Duration,
+    ) -> BoxFuture<Result<Option<Ownership>, GuardError>> {
+        let mut conn = self.conn.clone();
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let leases_key = format!("{}:{{own:{group}}}:leases", self.prefix);
+        let mut call = super::scripts::OWN.prepare_invoke();
+        call.key(format!("{}:{{own:{group}}}:members", self.prefix))
+            .key(&leases_key)
+            .arg(process)
+            .arg(ms(PRESENCE_TTL))
+            .arg(ms(lease));
+        for p in wanted {
+            call.arg(p);
+        }
+        Box::pin(async move {
+            let (now, members, flat): (String, Vec<String>, Vec<String>) =
+                call.invoke_async(&mut conn).await.map_err(redis_err)?;
+            let bad = |what: &str| {
+                invalid(format!(
+                    "the hash {leases_key} holds a partition lease `{what}` that this version cannot read"
+                ))
+            };
+            let now: u64 = now
+                .parse()
+                .map_err(|_| invalid(format!("the server's clock `{now}` is not a time in ms")))?;
+            let mut leases = Vec::with_capacity(flat.len() / 2);
+            for pair in flat.chunks_exact(2) {
+                let parsed = (|| {
+                    let partition: u16 = pair[0].parse().ok()?;
+                    let (epoch, rest) = pair[1].split_once(' ')?;
+                    let (expiry, owner) = rest.split_once(' ')?;
+                    let expiry: u64 = expiry.parse().ok()?;
+                    Some(PartitionLease {
+                        partition,
+                        owner: owner.to_owned(),
+                        epoch: epoch.parse().ok()?,
+                        left: Duration::from_millis(expiry.saturating_sub(now)),
+                    })
+                })();
+                match parsed {
+                    Some(lease) if lease.partition < PARTITIONS => leases.push(lease),
+                    _ => return Err(bad(&pair[1])),
+                }
+            }
+            Ok(Some(Ownership { members, leases }))
         })
     }
 
@@ -589,5 +649,15 @@ mod server_tests {
         let feed = RedisFeed::new(conn, "cronguard");
         round_trip(&feed).await;
         crate::guard::feed::two_attend(&feed).await;
+        crate::guard::feed::partition_leases(&feed).await;
+    }
+
+    #[tokio::test]
+    async fn redis_feed_keeps_partition_leases() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let conn = connect(&server.url()).await.expect("connects");
+        crate::guard::feed::partition_leases(&RedisFeed::new(conn, "cronguard")).await;
     }
 }

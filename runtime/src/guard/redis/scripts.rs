@@ -25,6 +25,73 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
     )
 });
 
+/// Partition ownership (docs/design/ownership.md): `KEYS[1]` the group's members (a sorted set
+/// scored by when each last attended, server ms), `KEYS[2]` its leases (a hash, field the
+/// partition, value `<epoch> <expiry ms> <owner>`). ARGV: the process, the presence TTL (ms), the
+/// lease (ms), then the partitions it wants. Takes or renews each wanted partition that is free,
+/// expired or its own (a new owner, or its own after it expired, gets an epoch above the last and
+/// at least the server's clock in µs); expires at once each live one it owns and does not want.
+/// Answers the server's clock (ms), the members, and every lease as field, value.
+pub(in super::super) static OWN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local me = ARGV[1]
+local lease = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], now, me)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', now - tonumber(ARGV[2])))
+redis.call('PEXPIRE', KEYS[1], 86400000)
+local wanted = {}
+for i = 4, #ARGV do wanted[ARGV[i]] = true end
+local flat = redis.call('HGETALL', KEYS[2])
+local leases = {}
+for i = 1, #flat, 2 do
+  local epoch, expiry, owner = string.match(flat[i + 1], '^(%d+) (%d+) (.*)$')
+  if epoch then
+    leases[flat[i]] = {tonumber(epoch), tonumber(expiry), owner}
+  end
+end
+local writes = {}
+for p in pairs(wanted) do
+  local l = leases[p]
+  if l == nil or l[2] <= now or l[3] == me then
+    local epoch = 0
+    if l ~= nil then epoch = l[1] end
+    if l == nil or l[3] ~= me or l[2] <= now then
+      epoch = math.max(epoch + 1, now_us)
+    end
+    leases[p] = {epoch, now + lease, me}
+    writes[#writes + 1] = p
+  end
+end
+for p, l in pairs(leases) do
+  if l[3] == me and l[2] > now and not wanted[p] then
+    l[2] = now
+    writes[#writes + 1] = p
+  end
+end
+if #writes > 0 then
+  local args = {}
+  for _, p in ipairs(writes) do
+    local l = leases[p]
+    args[#args + 1] = p
+    args[#args + 1] = string.format('%.0f %.0f ', l[1], l[2]) .. l[3]
+  end
+  redis.call('HSET', KEYS[2], unpack(args))
+end
+redis.call('PEXPIRE', KEYS[2], 86400000)
+local out = {}
+for p, l in pairs(leases) do
+  out[#out + 1] = p
+  out[#out + 1] = string.format('%.0f %.0f ', l[1], l[2]) .. l[3]
+end
+return {string.format('%.0f', now), redis.call('ZRANGE', KEYS[1], 0, -1), out}
+"#,
+    )
+});
+
 /// Lists the processes of the sorted set `KEYS[1]` without attending: answers the server's clock
 /// (Unix ms) and each member with its score (when it last attended), for the command-line tool.
 pub(in super::super) static PROCESSES: LazyLock<Script> = LazyLock::new(|| {

@@ -1,0 +1,119 @@
+//! The fleet of Redis-guarded replicas (`fleet_worker`) the rolling-restart and ownership tests
+//! run: spawning, stopping and killing them, and reading what they recorded.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// What the replicas recorded: runs started, drops reported at warn level, claims lost.
+#[derive(Default)]
+pub struct Record {
+    /// (job, fire ms) → the processes that started it, with when (Unix ms).
+    pub starts: BTreeMap<(u32, i64), Vec<(u32, i64)>>,
+    /// (job, first fire ms, last fire ms, pid) of every warn-level report.
+    pub warns: Vec<(u32, i64, i64, u32)>,
+    /// (job, fire ms, pid) of every claim that found the fire taken by another replica.
+    pub lost: Vec<(u32, i64, u32)>,
+}
+
+impl Record {
+    /// Whether fire `fire` of `job` was reported at warn level by any replica.
+    pub fn warned(&self, job: u32, fire: i64) -> bool {
+        self.warns
+            .iter()
+            .any(|(j, first, last, _)| *j == job && *first <= fire && fire <= *last)
+    }
+}
+
+/// Reads the record the replicas appended to.
+pub fn read(path: &Path) -> Record {
+    let mut record = Record::default();
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<i64>().ok());
+        match (f.first().copied(), num(1), num(2), num(3)) {
+            (Some("start"), Some(job), Some(fire), Some(pid)) => record
+                .starts
+                .entry((job as u32, fire))
+                .or_default()
+                .push((pid as u32, num(4).unwrap_or(0))),
+            (Some("warn"), Some(job), Some(last), Some(pid)) => {
+                let first = num(4).unwrap_or(last);
+                record.warns.push((job as u32, first, last, pid as u32));
+            }
+            (Some("lost"), Some(job), Some(fire), Some(pid)) => {
+                record.lost.push((job as u32, fire, pid as u32));
+            }
+            _ => {}
+        }
+    }
+    record
+}
+
+/// Starts a `fleet_worker` (`worker`, its path) recording into `dir/record`, logging into
+/// `dir/replica-<n>.log`, with `env` on top of its defaults.
+pub fn spawn(worker: &str, dir: &Path, redis: &str, n: usize, env: &[(&str, &str)]) -> Child {
+    let mut command = Command::new(worker);
+    command
+        .env("RECORD", dir.join("record"))
+        .env("CRONGUARD_REDIS_URL", redis)
+        .stderr(std::fs::File::create(dir.join(format!("replica-{n}.log"))).expect("log"));
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.spawn().expect("the worker binary starts")
+}
+
+/// Waits (bounded) until `pid` has started runs of at least one fire instant after `after`.
+pub fn wait_running(dir: &Path, pid: u32, after: i64) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until {
+        let record = read(&dir.join("record"));
+        let fresh = record
+            .starts
+            .iter()
+            .any(|((_, fire), runs)| *fire > after && runs.iter().any(|(p, _)| *p == pid));
+        if fresh {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "replica {pid} ran nothing within 30 s; logs in {}",
+        dir.display()
+    );
+}
+
+/// Sleeps until a few milliseconds after the next fire instant (a whole second), when the fires
+/// of that instant are due and not all claimed yet: the moment a fault makes the most of (the
+/// fault injection is timed; nothing waits for an outcome this way). Answers the instant.
+pub fn just_after_an_instant() -> i64 {
+    let into_second = now_ms().rem_euclid(1_000);
+    std::thread::sleep(Duration::from_millis((1_000 - into_second + 3) as u64));
+    now_ms() / 1_000 * 1_000
+}
+
+/// Sends `signal` (`TERM`, `KILL`) to `child` and waits for it; a SIGTERM must end it cleanly.
+pub fn signal(child: &mut Child, signal: &str) {
+    let ok = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill -{signal} {}", child.id());
+    let status = child.wait().expect("wait");
+    if signal == "TERM" {
+        assert!(
+            status.success(),
+            "replica {} exited with {status}",
+            child.id()
+        );
+    }
+}
+
+/// The current Unix time in ms.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
