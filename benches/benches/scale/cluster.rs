@@ -171,6 +171,7 @@ pub fn child(cfg: &Config, spec: &ChildSpec) {
             .instance(format!("scale-{instance}"))
             .shutdown_timeout(Duration::from_secs(5))
             .claim_ahead(Duration::from_millis(cfg.claim_ahead_ms))
+            .partition_ownership(cfg.ownership)
             .on_event(move |e: &cronguard::Event| {
                 let claim = matches!(
                     e.kind,

@@ -144,10 +144,11 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
         return;
     }
     let title = format!(
-        "PostgreSQL: N = {} jobs, every {} s (postgres guard, lease 30 s, empty body, claim_ahead {} ms), {PROCESSES} scheduler processes, one PostgreSQL",
+        "PostgreSQL: N = {} jobs, every {} s (postgres guard, lease 30 s, empty body, claim_ahead {} ms, ownership {}), {PROCESSES} scheduler processes, one PostgreSQL",
         thousands(n as u64),
         cfg.cluster_period,
-        cfg.claim_ahead_ms
+        cfg.claim_ahead_ms,
+        if cfg.ownership { "on" } else { "off" }
     );
     let Some(server) = PostgresServer::start() else {
         println!("\n{title}\n  skipped: PostgreSQL (initdb, postgres) is not installed");

@@ -167,10 +167,11 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
         return;
     }
     let title = format!(
-        "Redis: N = {} jobs, every {} s (redis guard, lease 30 s, empty body, claim_ahead {} ms), {PROCESSES} scheduler processes, one redis-server",
+        "Redis: N = {} jobs, every {} s (redis guard, lease 30 s, empty body, claim_ahead {} ms, ownership {}), {PROCESSES} scheduler processes, one redis-server",
         thousands(n as u64),
         cfg.cluster_period,
-        cfg.claim_ahead_ms
+        cfg.claim_ahead_ms,
+        if cfg.ownership { "on" } else { "off" }
     );
     let Some(server) = RedisServer::start() else {
         println!("\n{title}\n  skipped: redis-server is not installed");

@@ -470,7 +470,7 @@ impl JobSlot {
                     JobControl::Owned => {
                         self.hear_turn(cx);
                         let owner = self.owner(cx);
-                        self.model.on_owned(owner, out);
+                        self.model.on_owner_changed(owner, out);
                     }
                 }
                 if let Some(done) = done {

@@ -29,16 +29,20 @@ impl JobModel {
         true
     }
 
-    /// [`await_fate_point`](Self::await_fate_point) for the walk of a process that owns the job's
-    /// partition now and left fires to another owner before (docs/design/ownership.md): should
-    /// the store know nothing of the job (its owner never claimed a fire of it), the walk starts
-    /// at the oldest fire the window kept rather than nowhere.
-    pub(crate) fn await_walk_of_left(&mut self, since: DateTime<Utc>) -> bool {
-        let oldest = self.window.oldest();
+    /// [`await_fate_point`](Self::await_fate_point) for the walk of the fires from `first` to
+    /// `since` that this process left to another owner (docs/design/ownership.md): the walk
+    /// starts at the later of the store's fate point and `first` (the fires before it were this
+    /// process's own, and may still be due or running here), also when the store knows nothing
+    /// of the job (its owner never claimed a fire of it).
+    pub(crate) fn await_walk_of_left(
+        &mut self,
+        first: DateTime<Utc>,
+        since: DateTime<Utc>,
+    ) -> bool {
         if !self.await_fate_point(since) {
             return false;
         }
-        self.extra_mut().left_from = oldest;
+        self.extra_mut().left_from = Some(first);
         true
     }
 
@@ -56,9 +60,11 @@ impl JobModel {
         }
         let since = self.extra_if_mut().and_then(|e| e.catching_up.take());
         let left_from = self.extra_if_mut().and_then(|e| e.left_from.take());
-        let point = point.or_else(|| {
-            left_from.and_then(|t| t.checked_sub_signed(chrono::TimeDelta::nanoseconds(1)))
-        });
+        let floor = left_from.and_then(|t| t.checked_sub_signed(chrono::TimeDelta::nanoseconds(1)));
+        let point = match (point, floor) {
+            (Some(p), Some(f)) => Some(p.max(f)),
+            (p, f) => p.or(f),
+        };
         let (Some(since), Some(point)) = (since, point) else {
             // The fires taken meanwhile were held back for the walk.
             self.ask_deferred_reports(None, now, out);
@@ -124,17 +130,18 @@ impl JobModel {
         self.spec.schedule.previous_before(just_after)
     }
 
-    /// Fires caught up after downtime come due, before the ones taken since the start (which are
-    /// all later).
+    /// Fires caught up after downtime come due, in fire order with the ones already due.
     fn come_due(&mut self, caught: Vec<Fire>, now: Now, out: &mut Vec<Action>) {
         if caught.is_empty() {
             return;
         }
-        let later = self.take_due();
-        for fire in caught {
-            self.due_mut().push_back(fire);
-        }
-        for fire in later {
+        // In fire order: after downtime the fires taken since the start are all later, but a
+        // walk of fires left to an owner may find fires this process took before it left them
+        // (docs/design/ownership.md).
+        let mut all: Vec<Fire> = self.take_due().into_iter().chain(caught).collect();
+        all.sort_by_key(|f| f.t);
+        all.dedup_by_key(|f| f.t);
+        for fire in all {
             self.due_mut().push_back(fire);
         }
         self.coalesce(now, out);

@@ -399,8 +399,11 @@ struct Extra {
     /// Where the schedule was started from, while the store's fate point is awaited: the fires
     /// up to it were not seen here (docs/guide/downtime.md).
     catching_up: Option<DateTime<Utc>>,
-    /// The oldest fire kept when a walk of fires left to another owner began: where it starts
-    /// if the store knows nothing of the job (docs/design/ownership.md).
+    /// The first fire left to another owner since the last walk of them
+    /// (docs/design/ownership.md): the fires before it were this process's own.
+    left_first: Option<DateTime<Utc>>,
+    /// Where the walk of fires left to another owner starts, while its fate point is awaited:
+    /// the first fire left (the fate point may lie before it, or be unknown).
     left_from: Option<DateTime<Utc>>,
     /// Reports of missed fires waiting for the guard's answer (counted in `pending_reports`
     /// too).
@@ -440,6 +443,7 @@ impl Extra {
             && self.held.is_none()
             && self.pending_reports == 0
             && self.catching_up.is_none()
+            && self.left_first.is_none()
             && self.left_from.is_none()
             && self.reporting_missed == 0
             && self.trouble == Trouble::default()
@@ -899,9 +903,13 @@ impl JobModel {
     }
 
     /// Whether the fires that come due now are left to another process, which owns the job's
-    /// partition: only for a shared job this process runs.
+    /// partition, or to the walk of fires left: only for a shared job this process runs.
     fn leaves_fires(&self) -> bool {
-        self.turn.watching() && self.shared() && self.spec.enabled
+        // While a walk keeps the walk of fires left from starting, the fires that come due are
+        // left too, so that that walk covers every fire from the first left on.
+        (self.turn.watching() || (self.turn.left() && self.walking()))
+            && self.shared()
+            && self.spec.enabled
     }
 
     /// Walks the fires this process left to another owner, before it claims any later fire
@@ -910,24 +918,38 @@ impl JobModel {
     /// are claimed inside their grace or reported missed, as after downtime. A later fire
     /// claimed first would move the fate point past them, and nobody would walk them.
     fn walk_left(&mut self, out: &mut Vec<Action>) {
-        if !self.turn.left() || self.leaves_fires() || self.walking() {
+        if self.leaves_fires() {
             return;
         }
-        let Some(since) = self.window.newest() else {
+        self.walk_left_now(out);
+    }
+
+    /// Walks the fires left, also while another process owns the partition: the one they were
+    /// left to no longer does (see [`on_owner_changed`](Self::on_owner_changed)).
+    fn walk_left_now(&mut self, out: &mut Vec<Action>) {
+        if !self.turn.left() || self.walking() || self.stopping || !self.spec.enabled {
+            return;
+        }
+        let first = self.extra_if_mut().and_then(|e| e.left_first.take());
+        let (Some(first), Some(since)) = (first, self.window.newest()) else {
             self.turn.set_left(false);
             return;
         };
-        if self.await_walk_of_left(since) {
+        if self.await_walk_of_left(first, since) {
             out.push(Action::ReadFatePoint);
         } else {
             self.turn.set_left(false);
         }
+        self.tidy();
     }
 
-    /// This process owns the job's partition now (docs/design/ownership.md).
-    pub(crate) fn on_owned(&mut self, owner: spread::Owner, out: &mut Vec<Action>) {
+    /// The owner of the job's partition changed (docs/design/ownership.md): another process, or
+    /// this one, owns it now, or nobody does. The fires this process left to the owner before
+    /// are walked now, whoever owns it: a new owner walks only the fires it left itself, and
+    /// nobody else knows of these.
+    pub(crate) fn on_owner_changed(&mut self, owner: spread::Owner, out: &mut Vec<Action>) {
         self.turn.set_owner(owner);
-        self.walk_left(out);
+        self.walk_left_now(out);
     }
 
     /// Starts following the schedule: the first fire after `now`.
@@ -985,7 +1007,10 @@ impl JobModel {
                 // next walks it if it has no fate by then (docs/design/ownership.md).
                 self.report_missed(missed.take(), now, out);
                 self.window.observe(t, now.wall, grace);
-                self.turn.set_left(true);
+                if !self.turn.left() {
+                    self.turn.set_left(true);
+                    self.extra_mut().left_first = Some(t);
+                }
                 next = self.spec.schedule.next_after(t);
                 continue;
             }
@@ -1230,6 +1255,7 @@ impl JobModel {
     }
 
     fn try_start(&mut self, now: Now, out: &mut Vec<Action>) {
+        self.walk_left(out);
         self.start_what_may(now, out);
         self.land();
     }

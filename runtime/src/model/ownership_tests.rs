@@ -33,7 +33,7 @@ fn an_owner_claims_at_the_instant_and_a_watcher_sends_no_claim() {
     // Owner now, even named for another and after losing a fire: at the instant, once the fire
     // it left is walked.
     m.set_first_here(Some(false));
-    m.on_owned(Owner::Here, &mut out);
+    m.on_owner_changed(Owner::Here, &mut out);
     assert_eq!(said(&mut out), ["read fate point"]);
     m.on_fate_point(Some(t(10)), now(11), &mut out);
     assert!(said(&mut out).is_empty(), "the owner claimed it");
@@ -69,9 +69,9 @@ fn a_new_owner_claims_the_left_fires_inside_their_grace_and_reports_the_older_on
     assert!(said(&mut out).is_empty());
     // At second 41 the owner is gone and this process owns the partition: the store's fate
     // point is fire 10 (the old owner ran it); 20 is past its grace, 30 and 40 are not.
-    m.on_owned(Owner::Here, &mut out);
+    m.on_owner_changed(Owner::Here, &mut out);
     assert_eq!(said(&mut out), ["read fate point"]);
-    m.on_owned(Owner::Here, &mut out);
+    m.on_owner_changed(Owner::Here, &mut out);
     assert!(said(&mut out).is_empty(), "one walk");
     m.on_fate_point(Some(t(10)), now(41), &mut out);
     assert_eq!(said(&mut out), ["report missed 20..20 (1)"]);
@@ -118,7 +118,7 @@ fn a_job_whose_owner_never_claimed_walks_from_the_oldest_fire_it_kept() {
     m.set_owner(Owner::Elsewhere);
     m.on_timer(now(10), &mut out);
     m.on_timer(now(20), &mut out);
-    m.on_owned(Owner::Here, &mut out);
+    m.on_owner_changed(Owner::Here, &mut out);
     assert_eq!(said(&mut out), ["read fate point"]);
     // The store knows nothing of the job: at start that means nothing to catch up, but these
     // fires were left to an owner that never claimed one.
@@ -129,7 +129,7 @@ fn a_job_whose_owner_never_claimed_walks_from_the_oldest_fire_it_kept() {
 #[test]
 fn a_process_that_left_nothing_does_not_walk() {
     let (mut m, mut out) = job(15);
-    m.on_owned(Owner::Here, &mut out);
+    m.on_owner_changed(Owner::Here, &mut out);
     m.on_timer(now(10), &mut out);
     assert_eq!(said(&mut out), ["claim 10"]);
 }

@@ -142,12 +142,6 @@ impl FireWindow {
         self.rest.get_or_insert_with(Box::default).push_front(old);
     }
 
-    /// The oldest observed fire still kept: the newest whose grace had passed, or the oldest
-    /// still inside it.
-    pub(crate) fn oldest(&self) -> Option<DateTime<Utc>> {
-        self.head.as_ref().map(|run| run.first)
-    }
-
     /// The newest observed fire.
     pub(crate) fn newest(&self) -> Option<DateTime<Utc>> {
         let last_rest = self.rest.as_ref().and_then(|r| r.back());

@@ -31,6 +31,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::control::{ManualRun, Pause};
 use crate::events::{EventKind, Occurrence};
 use crate::health::{judge, HealthState};
+use crate::model::spread::{Owner, Present};
 use crate::model::{
     Action, Answer, JobModel, MissedFires, Now, Reported, RunEnd, RunId, Settings, Spec, Verdict,
 };
@@ -104,7 +105,18 @@ pub(super) struct Scenario {
     /// The operators' controls, at true times, each with the delay after which each replica
     /// reads it from the control feed.
     pub(super) controls: Vec<(Ms, Control, [Ms; MAX_REPLICAS])>,
+    /// Partition ownership (docs/design/ownership.md): the partition lease, when on. Each
+    /// replica renews it, or asks for it, every [`OWN_EVERY`]; the one its members name first
+    /// asks for it, and the others leave the job's fires to a live owner.
+    pub(super) ownership: Option<Ms>,
 }
+
+/// How often a replica renews or asks for the partition (its feed reader's period).
+const OWN_EVERY: Ms = 1_000;
+/// How long a replica stays a member after it last asked (`PRESENCE_TTL`).
+const MEMBER_TTL: Ms = 5_000;
+/// How far a replica's clock may be off the store's for it to own (`OWNER_CLOCK_TOLERANCE`).
+const OWNER_CLOCK_TOLERANCE: Ms = 1_000;
 
 /// An operator's control, made as the CLI makes it: a pause or resume is written to the store
 /// and published on the control feed together; a run asked for is published only.
@@ -263,6 +275,8 @@ impl Scenario {
         // Drawn last, so that the seeds drawn before keep their other settings: runs asked for
         // and pauses.
         let controls = Scenario::draw_controls(&mut rng, period, grace);
+        // Drawn last, so that the seeds drawn before keep their other settings.
+        let ownership = (rng.u32(0..2) == 0).then(|| [2_000, 3_000, 5_000][rng.usize(0..3)]);
         Scenario {
             period,
             grace,
@@ -281,6 +295,7 @@ impl Scenario {
             named,
             claim_ahead,
             controls,
+            ownership,
         }
     }
 
@@ -551,6 +566,11 @@ enum Ev {
         inc: u32,
         run: RunId,
     },
+    /// The replica renews or asks for the partition (docs/design/ownership.md).
+    Own {
+        r: usize,
+        inc: u32,
+    },
     /// Reads the fate point again after a pause.
     AskFatePoint {
         r: usize,
@@ -611,6 +631,7 @@ impl Ev {
             | Ev::Step { r, .. }
             | Ev::Renew { r, .. }
             | Ev::AskFatePoint { r, .. }
+            | Ev::Own { r, .. }
             | Ev::AskMissed { r, .. }
             | Ev::Exit { r, .. }
             | Ev::CancelRuns { r, .. }
@@ -628,6 +649,7 @@ impl Ev {
             | Ev::Step { inc, .. }
             | Ev::Renew { inc, .. }
             | Ev::AskFatePoint { inc, .. }
+            | Ev::Own { inc, .. }
             | Ev::AskMissed { inc, .. }
             | Ev::Exit { inc, .. }
             | Ev::CancelRuns { inc, .. }
@@ -667,6 +689,10 @@ enum Pending {
     Missed {
         missed: MissedFires,
         attempt: u32,
+    },
+    /// A request for the partition, sent at `sent`.
+    Own {
+        sent: Ms,
     },
     Other,
 }
@@ -722,6 +748,15 @@ struct Replica {
     restart_after_exit: bool,
     /// Down for a downtime until then: an earlier restart (after a crash) does not happen.
     down_until: Ms,
+    /// Who owns the partition as this incarnation last heard: itself or not, and until when
+    /// (true time: monotonic clocks run at true rate).
+    owner_view: Option<(bool, Ms)>,
+    /// The members the store listed at its last answer.
+    members: Vec<String>,
+    /// Its clock was off the store's at the last answer: it does not own the partition.
+    clock_off: bool,
+    /// The live owner and its epoch at the last answer.
+    owner_seen: Option<(String, u64)>,
 }
 
 pub(super) struct Sim {
@@ -808,6 +843,10 @@ impl Sim {
                 draining: false,
                 restart_after_exit: false,
                 down_until: 0,
+                owner_view: None,
+                members: Vec::new(),
+                clock_off: false,
+                owner_seen: None,
             });
         }
         for (at, fault) in sim.sc.faults.clone() {
@@ -903,6 +942,7 @@ impl Sim {
                 let next = self.replicas[r].model.next_fire();
                 if next.is_some_and(|t| t <= now.wall) {
                     self.trace(|| format!("r{r} timer (local {})", ms_of(now.wall)));
+                    self.hear_owner(r);
                     let mut out = std::mem::take(&mut self.actions);
                     self.replicas[r].model.on_timer(now, &mut out);
                     self.perform(r, &mut out);
@@ -913,6 +953,7 @@ impl Sim {
             Ev::Wake { r, .. } => {
                 self.replicas[r].wake_at = None;
                 let now = self.local_now(r);
+                self.hear_owner(r);
                 let mut out = std::mem::take(&mut self.actions);
                 self.replicas[r].model.on_wake(now, &mut out);
                 self.perform(r, &mut out);
@@ -943,6 +984,12 @@ impl Sim {
             Ev::AskMissed {
                 r, missed, attempt, ..
             } => self.ask_missed(r, missed, attempt),
+            Ev::Own { r, inc } => {
+                if !self.replicas[r].stopping {
+                    self.ask_own(r, true);
+                    self.push(self.now + OWN_EVERY, Ev::Own { r, inc });
+                }
+            }
             Ev::Exit { r, force, .. } => {
                 if force || !self.replicas[r].model.busy() {
                     self.exit(r);
@@ -987,6 +1034,7 @@ impl Sim {
                     self.replicas[r].model.stop(now, &mut out);
                     self.perform(r, &mut out);
                     self.actions = out;
+                    self.hand_over(r);
                 }
             }
             Ev::CancelAll => {
@@ -1295,11 +1343,86 @@ impl Sim {
                         .on_missed_reported(missed, before, now, &mut out);
                 }
             }
+            Pending::Own { sent } => {
+                if let Some(Resp::Owned {
+                    owner,
+                    members,
+                    now: server_now,
+                }) = resp
+                {
+                    let me = self.process_id(r);
+                    let rep = &mut self.replicas[r];
+                    // As the feed reader: a process whose clock is off the store's does not own.
+                    let local_mid = (sent + self.now) / 2 + rep.skew;
+                    rep.clock_off = (server_now - local_mid).abs() > OWNER_CLOCK_TOLERANCE;
+                    rep.owner_view = owner
+                        .as_ref()
+                        .map(|(o, _, left)| (*o == me, sent + left))
+                        .filter(|(mine, _)| !(*mine && rep.clock_off));
+                    rep.members = members;
+                    let seen = owner.map(|(o, epoch, _)| (o, epoch));
+                    if seen != rep.owner_seen {
+                        rep.owner_seen = seen;
+                        let owner = self.owner_at(r);
+                        self.trace(|| format!("r{r} hears a new owner: {owner:?}"));
+                        self.replicas[r].model.on_owner_changed(owner, &mut out);
+                    }
+                }
+            }
             Pending::Other => {}
         }
         self.perform(r, &mut out);
         self.actions = out;
         self.arm(r);
+    }
+
+    /// This incarnation's process id at the store.
+    fn process_id(&self, r: usize) -> String {
+        format!("r{r}.{}", self.replicas[r].inc)
+    }
+
+    /// Who owns the partition now, as replica `r` last heard (docs/design/ownership.md).
+    fn owner_at(&self, r: usize) -> Owner {
+        match self.replicas[r].owner_view {
+            _ if self.sc.ownership.is_none() => Owner::Unknown,
+            Some((true, until)) if self.now < until => Owner::Here,
+            Some((false, until)) if self.now < until => Owner::Elsewhere,
+            _ => Owner::Unknown,
+        }
+    }
+
+    /// Tells the model who owns the partition, as the executor does before a fire or a wake-up.
+    fn hear_owner(&mut self, r: usize) {
+        let owner = self.owner_at(r);
+        self.replicas[r].model.set_owner(owner);
+    }
+
+    /// Renews or asks for the partition (`want`: if the members name this replica first), or
+    /// gives it up (at a shutdown), as the feed reader does (docs/design/ownership.md).
+    fn ask_own(&mut self, r: usize, want: bool) {
+        let Some(lease) = self.sc.ownership else {
+            return;
+        };
+        let me = self.process_id(r);
+        let want = want
+            && !self.replicas[r].clock_off
+            && !self.replicas[r].members.is_empty()
+            && Present::new(&me, &self.replicas[r].members).first_here("sim");
+        let req = Req::Own {
+            me,
+            want,
+            lease,
+            ttl: MEMBER_TTL,
+        };
+        let sent = self.now;
+        self.send(r, req, Pending::Own { sent }, ASK_TIMEOUT);
+    }
+
+    /// A stopping scheduler gives its partition up at once (a frozen one cannot).
+    fn hand_over(&mut self, r: usize) {
+        if self.replicas[r].paused_until <= self.now {
+            self.ask_own(r, false);
+        }
     }
 
     /// Reads the fate point of the job (docs/guide/downtime.md).
@@ -1712,6 +1835,7 @@ impl Sim {
         self.replicas[r].model.stop(now, &mut out);
         self.perform(r, &mut out);
         self.actions = out;
+        self.hand_over(r);
         self.note_if_nobody_runs();
         self.push(self.now + SHUTDOWN_TIMEOUT, Ev::CancelRuns { r, inc });
         self.push(
@@ -1837,6 +1961,14 @@ impl Sim {
         rep.stopping = false;
         rep.missed_out.clear();
         rep.restart_after_exit = false;
+        rep.owner_view = None;
+        rep.members.clear();
+        rep.clock_off = false;
+        rep.owner_seen = None;
+        let inc = rep.inc;
+        if self.sc.ownership.is_some() {
+            self.push(self.now, Ev::Own { r, inc });
+        }
         let wall_now = self.local_now(r).wall;
         self.replicas[r].model.schedule_from(wall_now);
         // The executor reads the store's fate point to catch up on the fires before the start.
@@ -2123,8 +2255,13 @@ mod tests {
             sc.standby = 1_000;
             let mut sim = Sim::with(seed, sc, false);
             sim.run();
+            let claims = if sim.scenario().ownership.is_some() {
+                check::only_the_owner_claims
+            } else {
+                check::one_claim_at_each_instant
+            };
             let verdict = check::check(sim.scenario(), &sim.record)
-                .and_then(|()| check::one_claim_at_each_instant(sim.scenario(), &sim.record));
+                .and_then(|()| claims(sim.scenario(), &sim.record));
             if let Err(e) = verdict {
                 panic!("{e}\n{}", replay_of(seed, sim));
             }

@@ -63,6 +63,15 @@ pub(super) enum Req {
         first: Ms,
         last: Ms,
     },
+    /// Partition ownership (the `OWN` script, docs/design/ownership.md): lists process `me` as a
+    /// member for `ttl`, takes or renews the job's partition for `lease` if `want` and it is
+    /// free, expired or its own, gives it up at once if not `want` and it is its own.
+    Own {
+        me: String,
+        want: bool,
+        lease: Ms,
+        ttl: Ms,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +108,14 @@ pub(super) enum Resp {
     Point(Option<Ms>),
     /// The request failed at the server (a report of missed fires ahead of its clock).
     Refused,
+    /// The partition's live owner, its epoch and how much of its lease is left, and the
+    /// members present.
+    Owned {
+        owner: Option<(String, u64, Ms)>,
+        members: Vec<String>,
+        /// The server's clock.
+        now: Ms,
+    },
 }
 
 /// One job's keys.
@@ -139,6 +156,10 @@ pub(super) struct JobState {
     runs: BTreeMap<u64, Ms>,
     /// The newest request of a manual run forgotten (`mf`).
     forgotten: Option<Ms>,
+    /// The job's partition lease: owner, epoch, expiry (the group's `leases` hash).
+    partition: Option<(String, u64, Ms)>,
+    /// The group's members and when each was last seen (the group's `members` set).
+    members: BTreeMap<String, Ms>,
 }
 
 impl JobState {
@@ -152,6 +173,47 @@ impl JobState {
     /// Applies a request at server time `now`.
     pub(super) fn apply(&mut self, req: &Req, now: Ms) -> Resp {
         match req {
+            Req::Own {
+                me,
+                want,
+                lease,
+                ttl,
+            } => {
+                // Line by line as the `OWN` script of the Redis guard.
+                self.members.insert(me.clone(), now);
+                self.members.retain(|_, seen| *seen >= now - ttl);
+                // A lease never lasts longer than its length from now: after the server's clock
+                // stepped back, one taken before the step would otherwise outlast its owner.
+                if let Some((_, _, expiry)) = &mut self.partition {
+                    *expiry = (*expiry).min(now + lease);
+                }
+                match &mut self.partition {
+                    Some((owner, epoch, expiry)) if *want => {
+                        if *expiry <= now || owner != me {
+                            if *expiry <= now {
+                                *epoch += 1;
+                                *owner = me.clone();
+                                *expiry = now + lease;
+                            }
+                        } else {
+                            *expiry = now + lease;
+                        }
+                    }
+                    None if *want => self.partition = Some((me.clone(), 1, now + lease)),
+                    Some((owner, _, expiry)) if owner == me && *expiry > now => *expiry = now,
+                    _ => {}
+                }
+                let owner = self
+                    .partition
+                    .as_ref()
+                    .filter(|(_, _, expiry)| *expiry > now)
+                    .map(|(owner, epoch, expiry)| (owner.clone(), *epoch, expiry - now));
+                Resp::Owned {
+                    owner,
+                    members: self.members.keys().cloned().collect(),
+                    now,
+                }
+            }
             Req::Claim {
                 fire,
                 token,

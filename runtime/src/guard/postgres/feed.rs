@@ -101,7 +101,8 @@ impl PostgresFeed {
             )),
             // One statement, on the statement's own clock: the partitions taken or renewed, those
             // given up, the others as they were (a statement does not see its own writes), and the
-            // group's members.
+            // group's members. A lease is never taken to last longer than `$4` from now (after a
+            // step back of the database's clock).
             own: Arc::from(format!(
                 "WITH seen AS (INSERT INTO {s}.partition_members (grp, process, seen) \
                    VALUES ($1, $2, statement_timestamp()) \
@@ -114,10 +115,13 @@ impl PostgresFeed {
                      statement_timestamp() + $4 * interval '1 millisecond' \
                    FROM unnest($5::integer[]) AS w \
                    ON CONFLICT (grp, part) DO UPDATE SET \
-                     epoch = CASE WHEN p.owner = EXCLUDED.owner AND p.expires > statement_timestamp() \
+                     epoch = CASE WHEN p.owner = EXCLUDED.owner AND least(p.expires, \
+                         statement_timestamp() + $4 * interval '1 millisecond') > statement_timestamp() \
                        THEN p.epoch ELSE greatest(p.epoch + 1, EXCLUDED.epoch) END, \
                      owner = EXCLUDED.owner, expires = EXCLUDED.expires \
-                   WHERE p.expires <= statement_timestamp() OR p.owner = EXCLUDED.owner \
+                   WHERE least(p.expires, statement_timestamp() + $4 * interval '1 millisecond') \
+                       <= statement_timestamp() \
+                     OR p.owner = EXCLUDED.owner \
                    RETURNING part, owner, epoch, expires), \
                  released AS (UPDATE {s}.partitions SET expires = statement_timestamp() \
                    WHERE grp = $1 AND owner = $2 AND expires > statement_timestamp() \
@@ -127,8 +131,8 @@ impl PostgresFeed {
                  leases AS (SELECT * FROM changed UNION ALL \
                    SELECT part, owner, epoch, expires FROM {s}.partitions \
                    WHERE grp = $1 AND part NOT IN (SELECT part FROM changed)) \
-                 SELECT part, owner, epoch, \
-                   greatest(0, (extract(epoch FROM expires - statement_timestamp()) * 1000)::bigint) \
+                 SELECT part, owner, epoch, greatest(0, least($4, \
+                   (extract(epoch FROM expires - statement_timestamp()) * 1000)::bigint)) \
                  FROM leases \
                  UNION ALL SELECT -1, process, 0, 0 FROM {s}.partition_members \
                    WHERE grp = $1 AND process <> $2 \

@@ -31,7 +31,8 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
 /// lease (ms), then the partitions it wants. Takes or renews each wanted partition that is free,
 /// expired or its own (a new owner, or its own after it expired, gets an epoch above the last and
 /// at least the server's clock in µs); expires at once each live one it owns and does not want.
-/// Answers the server's clock (ms), the members, and every lease as field, value.
+/// A lease is never taken to last longer than `lease` from now (a step back of the server's
+/// clock). Answers the server's clock (ms), the members, and every lease as field, value.
 pub(in super::super) static OWN: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -50,7 +51,9 @@ local leases = {}
 for i = 1, #flat, 2 do
   local epoch, expiry, owner = string.match(flat[i + 1], '^(%d+) (%d+) (.*)$')
   if epoch then
-    leases[flat[i]] = {tonumber(epoch), tonumber(expiry), owner}
+    -- Never longer than a lease from now: after the server's clock stepped back, a lease taken
+    -- before the step would outlast its owner.
+    leases[flat[i]] = {tonumber(epoch), math.min(tonumber(expiry), now + lease), owner}
   end
 end
 local writes = {}
