@@ -10,7 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::control::{ManualRun, Pause};
-use crate::executor::{lock, GuardView, Inbox, JobControl, JobSlot, Presence, ShardJobs};
+use crate::executor::{
+    lock, GuardView, Inbox, JobControl, JobSlot, Presence, ShardJobs, OWNER_CLOCK_TOLERANCE,
+};
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
 };
@@ -320,22 +322,23 @@ impl ControlPlane {
         names
     }
 
-    /// Tells the jobs of guard kind `kind` in the `gained` partitions that this process owns
-    /// them now.
-    fn tell_owned(&self, kind: &str, gained: &[u16]) {
+    /// Tells the jobs of guard kind `kind` in the `changed` partitions (all: `None`) that their
+    /// partition's owner changed.
+    fn tell_owner_changed(&self, kind: &str, changed: Option<&[u16]>) {
         for (shard, jobs) in self.shards.iter().enumerate() {
             let found: Vec<u32> = (0u32..)
                 .zip(lock(jobs).iter())
                 .filter(|(_, slot)| {
                     !slot.removed
                         && slot.model().spec().lock.as_str() == kind
-                        && gained.contains(&partitions::partition_of(slot.name()))
+                        && changed
+                            .is_none_or(|c| c.contains(&partitions::partition_of(slot.name())))
                 })
                 .map(|(idx, _)| idx)
                 .collect();
             if let Some(inbox) = self.inboxes.get(shard) {
                 for idx in found {
-                    inbox.send(idx, JobControl::Owned);
+                    inbox.send(idx, JobControl::OwnerChanged);
                 }
             }
         }
@@ -450,10 +453,12 @@ async fn own(
             feed.own(&old, presence.me(), &[], PARTITION_LEASE),
         )
         .await;
-        presence.heard_owners(kind, None, tokio::time::Instant::now());
+        presence.forget_owners(kind);
+        plane.tell_owner_changed(kind, None);
     }
     let wanted = presence.wanted(kind);
     let sent = tokio::time::Instant::now();
+    let sent_wall = plane.clock.now();
     let read = match tokio::time::timeout(
         STORE_WAIT,
         feed.own(&now, presence.me(), &wanted, PARTITION_LEASE),
@@ -462,21 +467,42 @@ async fn own(
     {
         Ok(Ok(read)) => read,
         Ok(Err(e)) => {
-            tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "cannot renew or read the partitions' leases; the jobs of the partitions this process owned are claimed as without ownership until it can");
+            tracing::debug!(guard = kind, error = %crate::error::Chain(&e), "cannot renew or read the partitions' leases; the jobs of the partitions this process owned are claimed as without ownership once their leases run out, until it can");
             None
         }
         Err(_) => None,
     };
     *group = Some(now);
-    let gained = presence.heard_owners(kind, read, sent);
-    if !gained.is_empty() {
+    let may_own = read
+        .as_ref()
+        .and_then(|r| r.server_time)
+        .is_none_or(|server| clock_agrees(kind, server, sent_wall, sent.elapsed()));
+    let changed = presence.heard_owners(kind, read, sent, may_own);
+    if !changed.is_empty() {
         tracing::debug!(
             guard = kind,
-            partitions = gained.len(),
-            "owns more partitions; their jobs walk the fires they left to the owner before"
+            partitions = changed.len(),
+            "partitions changed owner; the jobs of each walk the fires they left to the owner before"
         );
-        plane.tell_owned(kind, &gained);
+        plane.tell_owner_changed(kind, Some(&changed));
     }
+}
+
+/// Whether the store's clock (`server`, read during a round trip of `rtt` sent at `sent` by this
+/// process's clock) agrees with this process's within [`OWNER_CLOCK_TOLERANCE`]; warns when not.
+fn clock_agrees(
+    kind: &'static str,
+    server: chrono::DateTime<chrono::Utc>,
+    sent: chrono::DateTime<chrono::Utc>,
+    rtt: Duration,
+) -> bool {
+    let rtt = chrono::TimeDelta::from_std(rtt).unwrap_or_default();
+    let off = (server - (sent + rtt / 2)).abs();
+    let ok = off.to_std().is_ok_and(|off| off <= OWNER_CLOCK_TOLERANCE);
+    if !ok {
+        tracing::warn!(guard = kind, off_by_ms = off.num_milliseconds(), "this process's clock is off the store's by more than 1 s: it owns no partition and claims the fires of its shared jobs as without ownership; set its clock right (NTP)");
+    }
+    ok
 }
 
 /// Gives up this process's partitions at the store of guard kind `kind` at once, at shutdown, so
@@ -491,7 +517,7 @@ async fn hand_over(
         return;
     };
     let presence = &plane.presence;
-    presence.heard_owners(kind, None, tokio::time::Instant::now());
+    presence.forget_owners(kind);
     let failed = match tokio::time::timeout(
         STORE_WAIT,
         feed.own(&group, presence.me(), &[], PARTITION_LEASE),

@@ -191,7 +191,9 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
         return;
     };
     println!("  statements = committed transactions (`pg_stat_database.xact_commit`, each statement its own) from before the");
-    println!("  processes started to after they exited, per claim of their whole run (one claim per fire and process); write");
+    println!(
+        "  processes started to after they exited, per fire and process of their whole run; write"
+    );
     println!("  statements = transaction ids assigned over the window; claim function calls = `pg_stat_user_functions` of `claim_v5`;");
     println!("  PostgreSQL CPU = the postmaster and its processes (`/proc`); ceiling = `pgbench -c 8 -j 2` calling `claim_v5` for");
     println!("  a random job, right after the window");
@@ -199,7 +201,10 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     let label = |what: &str| format!("postgres N={}: {what}", thousands(n as u64));
     let fires = m.fires as f64;
     let commits = after.commits - before.commits;
-    let per_replica = commits as f64 / m.claims_total.max(1) as f64;
+    // Claims per fire: one per process, or the owner's alone with partition ownership.
+    let claims_per_fire = if cfg.ownership { 1 } else { PROCESSES as u64 };
+    let fires_whole_run = (m.claims_total / claims_per_fire).max(1);
+    let per_replica = commits as f64 / (fires_whole_run * PROCESSES as u64) as f64;
     value_row(
         "statements / claims, whole run",
         format!(
@@ -229,7 +234,11 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     value_row(
         "claim function calls per fire",
         format!("{:.3}", (s1.claims - s0.claims) as f64 / fires),
-        &format!("= {PROCESSES} (one per process)"),
+        &if cfg.ownership {
+            "= 1 (the partition's owner)".to_owned()
+        } else {
+            format!("= {PROCESSES} (one per process)")
+        },
         "",
     );
     value_row(

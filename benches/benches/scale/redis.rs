@@ -222,7 +222,11 @@ pub fn run(cfg: &Config, v: &mut Verdicts) {
     );
     let cpu_us_per_fire = (s1.cpu_s - s0.cpu_s) * 1e6 / fires;
     value_row(
-        "Redis CPU per fire (µs, 3 claims + 1 release)",
+        if cfg.ownership {
+            "Redis CPU per fire (µs, the owner's claim + 1 release)"
+        } else {
+            "Redis CPU per fire (µs, 3 claims + 1 release)"
+        },
         format!("{cpu_us_per_fire:.2}"),
         "",
         "",

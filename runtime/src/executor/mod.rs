@@ -34,7 +34,7 @@ use crate::model::{Now, SettingsPool};
 
 pub(crate) use msg::JobControl;
 use msg::{Msg, Report};
-pub(crate) use presence::Presence;
+pub(crate) use presence::{Presence, OWNER_CLOCK_TOLERANCE};
 pub(crate) use slot::{GuardView, JobSlot};
 
 /// What every shard shares.

@@ -60,7 +60,7 @@ pub(crate) enum JobControl {
     Schedule,
     /// Stop the job for good: no more fires; runs going on finish.
     Remove,
-    /// This process owns the job's partition now (docs/design/ownership.md): walk the fires it
+    /// The owner of the job's partition changed (docs/design/ownership.md): walk the fires it
     /// left to the owner before.
-    Owned,
+    OwnerChanged,
 }

@@ -24,20 +24,45 @@ pub(crate) struct Presence {
 struct Owners {
     /// The group's members (this process included), over which the partitions spread.
     members: Present,
-    /// Per partition: whether this process owns it, and until when (monotonic) its lease holds
-    /// at the latest; `None` without a live lease.
-    leases: Box<[Option<(bool, Instant)>]>,
+    /// This process's clock agreed with the store's: it may own partitions.
+    may_own: bool,
+    /// Per partition without a live lease `None`, else the lease as heard.
+    leases: Box<[Option<Heard>]>,
+}
+
+/// One partition's live lease as this process heard it.
+#[derive(Clone, Copy)]
+struct Heard {
+    /// The owner and the epoch, as one key: a change of either is a change of owner.
+    key: u64,
+    /// Whether this process is the owner (and may own).
+    mine: bool,
+    /// Until when (monotonic) the lease holds at the latest.
+    until: Instant,
 }
 
 impl Owners {
+    fn live(&self, partition: u16, now: Instant) -> Option<Heard> {
+        self.leases
+            .get(usize::from(partition))
+            .copied()
+            .flatten()
+            .filter(|h| now < h.until)
+    }
+
     fn owner(&self, partition: u16, now: Instant) -> Owner {
-        match self.leases.get(usize::from(partition)).copied().flatten() {
-            Some((true, until)) if now < until => Owner::Here,
-            Some((false, until)) if now < until => Owner::Elsewhere,
-            _ => Owner::Unknown,
+        match self.live(partition, now) {
+            Some(h) if h.mine => Owner::Here,
+            Some(_) => Owner::Elsewhere,
+            None => Owner::Unknown,
         }
     }
 }
+
+/// How far this process's clock may be off the store's for it to own partitions: an owner whose
+/// clock is behind would claim its fires late, or, hours behind, not at all, while the others
+/// leave them to it (docs/design/ownership.md).
+pub(crate) const OWNER_CLOCK_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Presence {
     /// The presence of a process of `instance`: its id is the instance, the operating system's
@@ -89,31 +114,31 @@ impl Presence {
 
     /// The partitions this process asks the store of guard `kind` for: those of which its
     /// group's members, as last heard, name it first (rendezvous hashing, as for the jobs
-    /// themselves); none before it heard them.
+    /// themselves); none before it heard them, or while its clock is off the store's.
     pub(crate) fn wanted(&self, kind: &str) -> Vec<u16> {
         let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
         let Some((_, owners)) = owners.iter().find(|(k, _)| *k == kind) else {
             return Vec::new();
         };
+        if !owners.may_own {
+            return Vec::new();
+        }
         (0..PARTITIONS)
             .filter(|p| owners.members.first_here(&partition_key(*p)))
             .collect()
     }
 
     /// What the store of guard `kind` answered to a request for partitions sent at `sent`
-    /// (`None`: it keeps none, or could not be read); answers the partitions this process owns
-    /// now and did not own before, by the view it had.
+    /// (`None`: it could not be read; what was heard before holds until its leases run out);
+    /// `may_own`: this process's clock agreed with the store's. Answers the partitions whose
+    /// owner changed (another process, this one, or none owns it now), by the view it had.
     pub(crate) fn heard_owners(
         &self,
         kind: &'static str,
         read: Option<Ownership>,
         sent: Instant,
+        may_own: bool,
     ) -> Vec<u16> {
-        let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
-        let before = owners
-            .iter()
-            .position(|(k, _)| *k == kind)
-            .map(|i| owners.swap_remove(i).1);
         let Some(read) = read else {
             return Vec::new();
         };
@@ -123,27 +148,49 @@ impl Presence {
                 continue;
             }
             if let Some(slot) = leases.get_mut(usize::from(lease.partition)) {
+                let key = crate::model::limits::fnv1a64(&[
+                    lease.owner.as_bytes(),
+                    &[0xff],
+                    &lease.epoch.to_le_bytes(),
+                ]);
                 // From when the request was sent: the store's lease ends no earlier than that.
-                *slot = Some((*lease.owner == *self.me, sent + lease.left));
+                let mine = *lease.owner == *self.me && may_own;
+                *slot = Some(Heard {
+                    key,
+                    mine,
+                    until: sent + lease.left,
+                });
             }
         }
+        let heard = Owners {
+            members: Present::new(&self.me, &read.members),
+            may_own,
+            leases,
+        };
         let now = Instant::now();
-        let gained = (0..PARTITIONS)
+        let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
+        let before = owners
+            .iter()
+            .position(|(k, _)| *k == kind)
+            .map(|i| owners.swap_remove(i).1);
+        let changed = (0..PARTITIONS)
             .filter(|p| {
-                leases[usize::from(*p)].is_some_and(|(mine, _)| mine)
-                    && before
-                        .as_ref()
-                        .is_none_or(|b| b.owner(*p, now) != Owner::Here)
+                let was = before
+                    .as_ref()
+                    .and_then(|b| b.live(*p, now))
+                    .map(|h| (h.key, h.mine));
+                was != heard.live(*p, now).map(|h| (h.key, h.mine))
             })
             .collect();
-        owners.push((
-            kind,
-            Owners {
-                members: Present::new(&self.me, &read.members),
-                leases,
-            },
-        ));
-        gained
+        owners.push((kind, heard));
+        changed
+    }
+
+    /// Forgets the partitions heard at the store of guard `kind` (at a shutdown, or when this
+    /// process left its group): its jobs claim as without ownership.
+    pub(crate) fn forget_owners(&self, kind: &str) {
+        let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
+        owners.retain(|(k, _)| *k != kind);
     }
 
     /// Who owns the partition of `job` (guarded by kind `kind`) at `now`, as last heard.

@@ -467,7 +467,7 @@ impl JobSlot {
                     }
                     // Handled by the shard, which files the job under its next fire.
                     JobControl::Schedule => {}
-                    JobControl::Owned => {
+                    JobControl::OwnerChanged => {
                         self.hear_turn(cx);
                         let owner = self.owner(cx);
                         self.model.on_owner_changed(owner, out);

@@ -269,6 +269,11 @@ pub(crate) async fn partition_leases(feed: &dyn ControlFeed) {
 
     let a = own("a 1 0001", &[1, 2], lease).await;
     assert_eq!(a.members, ["a 1 0001"]);
+    let server = a.server_time.expect("the store's clock");
+    assert!(
+        (server - chrono::Utc::now()).num_seconds().abs() < 5,
+        "{server}"
+    );
     assert_eq!(a.leases.len(), 2, "{a:?}");
     let (a1, a2) = (of(&a.leases, 1), of(&a.leases, 2));
     assert!(live(&a1, "a 1 0001") && live(&a2, "a 1 0001"), "{a:?}");

@@ -66,6 +66,9 @@ pub(crate) struct Ownership {
     pub(crate) members: Vec<String>,
     /// The partitions the store holds a lease of, live or expired, in any order.
     pub(crate) leases: Vec<PartitionLease>,
+    /// The store's clock when it answered, if it has one: a process whose clock is off it does
+    /// not own partitions.
+    pub(crate) server_time: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[cfg(test)]

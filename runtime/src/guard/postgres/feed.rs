@@ -137,7 +137,9 @@ impl PostgresFeed {
                  UNION ALL SELECT -1, process, 0, 0 FROM {s}.partition_members \
                    WHERE grp = $1 AND process <> $2 \
                    AND seen >= statement_timestamp() - $3 * interval '1 millisecond' \
-                 UNION ALL SELECT -1, $2, 0, 0"
+                 UNION ALL SELECT -1, $2, 0, 0 \
+                 UNION ALL SELECT -2, '', 0, \
+                   (extract(epoch FROM statement_timestamp()) * 1000)::bigint"
             )),
         }
     }
@@ -338,6 +340,10 @@ impl ControlFeed for PostgresFeed {
             for row in &rows {
                 let part: i32 = get(row, 0)?;
                 let name: String = get(row, 1)?;
+                if part == -2 {
+                    read.server_time = DateTime::<Utc>::from_timestamp_millis(get(row, 3)?);
+                    continue;
+                }
                 if part < 0 {
                     read.members.push(name);
                     continue;

@@ -339,7 +339,13 @@ impl ControlFeed for RedisFeed {
                     _ => return Err(bad(&pair[1])),
                 }
             }
-            Ok(Some(Ownership { members, leases }))
+            let server_time =
+                DateTime::<Utc>::from_timestamp_millis(i64::try_from(now).unwrap_or(0));
+            Ok(Some(Ownership {
+                members,
+                leases,
+                server_time,
+            }))
         })
     }
 
