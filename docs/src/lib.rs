@@ -70,6 +70,8 @@ pub mod design {
     pub mod guard_contract {}
     #[doc = include_str!("../design/standby.md")]
     pub mod standby {}
+    #[doc = include_str!("../design/ownership.md")]
+    pub mod ownership {}
     #[doc = include_str!("../design/decisions.md")]
     pub mod decisions {}
     #[doc = include_str!("../design/comparison.md")]

@@ -118,7 +118,7 @@ impl Builder {
             history: false,
             standby: None,
             claim_ahead: Duration::ZERO,
-            ownership: false,
+            ownership: true,
             instance: env("CRONGUARD_INSTANCE"),
             clock: Clock::system(),
             jobs: Vec::new(),
@@ -536,7 +536,7 @@ impl Builder {
         self
     }
 
-    /// Partition ownership for the jobs of the `redis` and `postgres` guards (default `false`;
+    /// Partition ownership for the jobs of the `redis` and `postgres` guards (default `true`;
     /// docs/design/ownership.md): the jobs hash into partitions, and of the processes that run
     /// the same shared jobs, each owns a share of the partitions under a lease in the store and
     /// alone claims their fires, while the others leave those fires to it instead of sending
@@ -545,7 +545,9 @@ impl Builder {
     /// them over at once; the next owner walks the fires its jobs left, claiming late those
     /// still inside their grace and reporting the others missed, once across the cluster. Who
     /// runs each fire is still decided by the per-fire record in the store, so processes with
-    /// and without ownership, or of different versions, can share one store.
+    /// and without ownership, or of different versions, can share one store. `false`: every
+    /// process claims every fire, those it did not get last a standby later
+    /// ([`standby`](Self::standby)).
     pub fn partition_ownership(mut self, on: bool) -> Self {
         self.ownership = on;
         self

@@ -29,8 +29,8 @@
 //!   calls) per fire per replica ≤ 0.01. Also Redis CPU per fire and the server's own ceiling for
 //!   the claim script (`redis-benchmark`). The scheduler processes claim each fire up to
 //!   `SCALE_CLAIM_AHEAD_MS` before its instant (default 250; `0`: at the instant;
-//!   docs/design/standby.md); `SCALE_OWNERSHIP=1` turns partition ownership on
-//!   (docs/design/ownership.md).
+//!   docs/design/standby.md); `SCALE_OWNERSHIP=0` turns partition ownership off (default on, as
+//!   in the library; docs/design/ownership.md).
 //! - `postgres` ([`postgres`]): the same with `lock = postgres` (`SCALE_POSTGRES_N`, default
 //!   10,000) against a PostgreSQL the benchmark starts. Targets: every fire once; lateness p99 ≤
 //!   250 ms; statements per fire per replica ≤ 0.01. Also the server's ceiling for the claim
@@ -206,7 +206,7 @@ impl Config {
             cluster_period,
             cluster_seconds,
             claim_ahead_ms: env_u64("SCALE_CLAIM_AHEAD_MS", 250),
-            ownership: env_u64("SCALE_OWNERSHIP", 0) == 1,
+            ownership: env_u64("SCALE_OWNERSHIP", 1) == 1,
             ceiling_requests: env_u64("SCALE_CEILING_REQUESTS", pick(200_000, 50_000)),
             ceiling_seconds: env_u64("SCALE_CEILING_SECONDS", pick(5, 3)).max(1),
             million_n: env_usize("SCALE_MILLION_N", 1_000_000),

@@ -21,7 +21,7 @@ pub(crate) const PARTITIONS: u16 = 256;
 /// How long an owner holds a partition after its last renewal (every read of the control feed,
 /// about once a second): a process that stops renewing loses its partitions after this
 /// ([`Builder::partition_ownership`](crate::Builder::partition_ownership)).
-pub const PARTITION_LEASE: Duration = Duration::from_secs(5);
+pub const PARTITION_LEASE: Duration = Duration::from_secs(3);
 
 /// The partition of a job: FNV-1a over its name, the same in every build of every process.
 pub(crate) fn partition_of(job: &str) -> u16 {

@@ -7,8 +7,8 @@
 //!
 //! Settings (environment): `RECORD`, `CRONGUARD_REDIS_URL`, `JOBS` (300), `WORK_MS` (20),
 //! `GRACE_MS` (2000), `LEASE_MS` (5000), `RUN_FOR_MS` (60000), `STANDBY_MS` (the default
-//! standby when unset; 0: every replica claims every fire at its instant), `OWNERSHIP` (`1`:
-//! partition ownership on).
+//! standby when unset; 0: every replica claims every fire at its instant), `OWNERSHIP` (`0`:
+//! partition ownership off; on by default, as in the library).
 
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis);
     let pid = std::process::id();
-    let ownership = std::env::var("OWNERSHIP").is_ok_and(|v| v == "1");
+    let ownership = std::env::var("OWNERSHIP").map_or(true, |v| v != "0");
     let mut builder = cronguard::builder()
         .registered_jobs(false)
         .partition_ownership(ownership);
