@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, PoisonError, RwLock};
 
+use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
 use crate::guard::partitions::{partition_of, Ownership, PARTITIONS};
@@ -39,6 +40,9 @@ struct Heard {
     mine: bool,
     /// Until when (monotonic) the lease holds at the latest.
     until: Instant,
+    /// Since when, on the store's clock, the owner holds it: its epoch, which is the store's
+    /// clock in µs when it took the partition (or just above the epoch before).
+    since: Option<DateTime<Utc>>,
 }
 
 impl Owners {
@@ -50,11 +54,19 @@ impl Owners {
             .filter(|h| now < h.until)
     }
 
-    fn owner(&self, partition: u16, now: Instant) -> Owner {
+    /// Who owns `partition` at `now` for the fires from `next` on: a fire that came due before
+    /// its owner took the partition may not be that owner's (it started after the fire, say, and
+    /// the store held no record of the job to walk from), so it is not left to it.
+    fn owner(&self, partition: u16, now: Instant, next: Option<DateTime<Utc>>) -> Owner {
         match self.live(partition, now) {
             Some(h) if h.mine => Owner::Here,
-            Some(_) => Owner::Elsewhere,
-            None => Owner::Unknown,
+            Some(h)
+                if h.since
+                    .is_some_and(|since| next.is_some_and(|t| since <= t)) =>
+            {
+                Owner::Elsewhere
+            }
+            _ => Owner::Unknown,
         }
     }
 }
@@ -159,6 +171,9 @@ impl Presence {
                     key,
                     mine,
                     until: sent + lease.left,
+                    since: i64::try_from(lease.epoch)
+                        .ok()
+                        .and_then(DateTime::<Utc>::from_timestamp_micros),
                 });
             }
         }
@@ -193,13 +208,22 @@ impl Presence {
         owners.retain(|(k, _)| *k != kind);
     }
 
-    /// Who owns the partition of `job` (guarded by kind `kind`) at `now`, as last heard.
-    pub(crate) fn owner_of(&self, kind: &str, job: &str, now: Instant) -> Owner {
+    /// Who owns the partition of `job` (guarded by kind `kind`) at `now`, as last heard, for the
+    /// job's fires from `next` on.
+    pub(crate) fn owner_of(
+        &self,
+        kind: &str,
+        job: &str,
+        now: Instant,
+        next: Option<DateTime<Utc>>,
+    ) -> Owner {
         let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
         owners
             .iter()
             .find(|(k, _)| *k == kind)
-            .map_or(Owner::Unknown, |(_, o)| o.owner(partition_of(job), now))
+            .map_or(Owner::Unknown, |(_, o)| {
+                o.owner(partition_of(job), now, next)
+            })
     }
 
     /// How many processes the store of guard `kind` lists as present, if known.

@@ -377,6 +377,7 @@ impl JobSlot {
                 self.model.spec().lock.as_str(),
                 self.name(),
                 Instant::now(),
+                self.model.next_fire(),
             ),
             None => Owner::Unknown,
         }
@@ -470,7 +471,7 @@ impl JobSlot {
                     JobControl::OwnerChanged => {
                         self.hear_turn(cx);
                         let owner = self.owner(cx);
-                        self.model.on_owner_changed(owner, out);
+                        self.model.on_owner_changed(owner, now, out);
                     }
                 }
                 if let Some(done) = done {
@@ -795,7 +796,6 @@ impl JobSlot {
                         }
                     });
                 }
-                Action::ReadFatePoint => self.ask_fate_point(cx),
                 Action::Claim(fire) => {
                     if let Some(guard) = self.shared_guard() {
                         cx.errands.borrow_mut().claim(cx.idx, guard, fire);

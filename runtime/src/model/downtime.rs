@@ -10,9 +10,9 @@ use crate::events::EventKind;
 use crate::fire::{fmt_time, human, Fire};
 
 /// What the walk from the fate point found: missed fires, and the fires still inside their grace.
-struct Walk {
-    missed: Option<Missed>,
-    caught: Vec<Fire>,
+pub(super) struct Walk {
+    pub(super) missed: Option<Missed>,
+    pub(super) caught: Vec<Fire>,
 }
 
 impl JobModel {
@@ -25,24 +25,6 @@ impl JobModel {
             return false;
         }
         self.extra_mut().catching_up = Some(since);
-        self.turn.set_left(false);
-        true
-    }
-
-    /// [`await_fate_point`](Self::await_fate_point) for the walk of the fires from `first` to
-    /// `since` that this process left to another owner (docs/design/ownership.md): the walk
-    /// starts at the later of the store's fate point and `first` (the fires before it were this
-    /// process's own, and may still be due or running here), also when the store knows nothing
-    /// of the job (its owner never claimed a fire of it).
-    pub(crate) fn await_walk_of_left(
-        &mut self,
-        first: DateTime<Utc>,
-        since: DateTime<Utc>,
-    ) -> bool {
-        if !self.await_fate_point(since) {
-            return false;
-        }
-        self.extra_mut().left_from = Some(first);
         true
     }
 
@@ -59,12 +41,6 @@ impl JobModel {
             e.point_failing = false;
         }
         let since = self.extra_if_mut().and_then(|e| e.catching_up.take());
-        let left_from = self.extra_if_mut().and_then(|e| e.left_from.take());
-        let floor = left_from.and_then(|t| t.checked_sub_signed(chrono::TimeDelta::nanoseconds(1)));
-        let point = match (point, floor) {
-            (Some(p), Some(f)) => Some(p.max(f)),
-            (p, f) => p.or(f),
-        };
         let (Some(since), Some(point)) = (since, point) else {
             // The fires taken meanwhile were held back for the walk.
             self.ask_deferred_reports(None, now, out);
@@ -131,7 +107,7 @@ impl JobModel {
     }
 
     /// Fires caught up after downtime come due, in fire order with the ones already due.
-    fn come_due(&mut self, caught: Vec<Fire>, now: Now, out: &mut Vec<Action>) {
+    pub(super) fn come_due(&mut self, caught: Vec<Fire>, now: Now, out: &mut Vec<Action>) {
         if caught.is_empty() {
             return;
         }
@@ -171,7 +147,7 @@ impl JobModel {
     /// The fires after `point` up to `since`: missed while older than their grace, caught up from
     /// the first one still inside it on (a later fire is never reported missed before an earlier
     /// one that may still run).
-    fn walk_from(&self, point: DateTime<Utc>, since: DateTime<Utc>, now: Now) -> Walk {
+    pub(super) fn walk_from(&self, point: DateTime<Utc>, since: DateTime<Utc>, now: Now) -> Walk {
         let mut walk = Walk {
             missed: None,
             caught: Vec::new(),

@@ -16,6 +16,7 @@ pub(crate) mod due;
 pub(crate) mod limits;
 #[cfg(test)]
 mod limits_tests;
+mod ownership;
 #[cfg(test)]
 mod ownership_tests;
 pub(crate) mod spread;
@@ -260,9 +261,6 @@ pub(crate) enum Action {
     /// Ask the shared guard to record fires missed while no process ran the job, then answer
     /// with [`JobModel::on_missed_reported`] (docs/guide/downtime.md).
     ReportMissed(MissedFires),
-    /// Read the shared guard's fate point, then answer with [`JobModel::on_fate_point`]: the
-    /// walk of fires left to another owner (docs/design/ownership.md).
-    ReadFatePoint,
     /// Publish an event.
     Emit(Occurrence),
 }
@@ -402,9 +400,6 @@ struct Extra {
     /// The first fire left to another owner since the last walk of them
     /// (docs/design/ownership.md): the fires before it were this process's own.
     left_first: Option<DateTime<Utc>>,
-    /// Where the walk of fires left to another owner starts, while its fate point is awaited:
-    /// the first fire left (the fate point may lie before it, or be unknown).
-    left_from: Option<DateTime<Utc>>,
     /// Reports of missed fires waiting for the guard's answer (counted in `pending_reports`
     /// too).
     reporting_missed: u32,
@@ -444,7 +439,6 @@ impl Extra {
             && self.pending_reports == 0
             && self.catching_up.is_none()
             && self.left_first.is_none()
-            && self.left_from.is_none()
             && self.reporting_missed == 0
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
@@ -902,56 +896,6 @@ impl JobModel {
         self.turn.set_owner(owner);
     }
 
-    /// Whether the fires that come due now are left to another process, which owns the job's
-    /// partition, or to the walk of fires left: only for a shared job this process runs.
-    fn leaves_fires(&self) -> bool {
-        // While a walk keeps the walk of fires left from starting, the fires that come due are
-        // left too, so that that walk covers every fire from the first left on.
-        (self.turn.watching() || (self.turn.left() && self.walking()))
-            && self.shared()
-            && self.spec.enabled
-    }
-
-    /// Walks the fires this process left to another owner, before it claims any later fire
-    /// (docs/design/ownership.md): once no live owner takes them from it any more — it owns the
-    /// partition now, or nobody does — the store's fate point is read, and the fires after it
-    /// are claimed inside their grace or reported missed, as after downtime. A later fire
-    /// claimed first would move the fate point past them, and nobody would walk them.
-    fn walk_left(&mut self, out: &mut Vec<Action>) {
-        if self.leaves_fires() {
-            return;
-        }
-        self.walk_left_now(out);
-    }
-
-    /// Walks the fires left, also while another process owns the partition: the one they were
-    /// left to no longer does (see [`on_owner_changed`](Self::on_owner_changed)).
-    fn walk_left_now(&mut self, out: &mut Vec<Action>) {
-        if !self.turn.left() || self.walking() || self.stopping || !self.spec.enabled {
-            return;
-        }
-        let first = self.extra_if_mut().and_then(|e| e.left_first.take());
-        let (Some(first), Some(since)) = (first, self.window.newest()) else {
-            self.turn.set_left(false);
-            return;
-        };
-        if self.await_walk_of_left(first, since) {
-            out.push(Action::ReadFatePoint);
-        } else {
-            self.turn.set_left(false);
-        }
-        self.tidy();
-    }
-
-    /// The owner of the job's partition changed (docs/design/ownership.md): another process, or
-    /// this one, owns it now, or nobody does. The fires this process left to the owner before
-    /// are walked now, whoever owns it: a new owner walks only the fires it left itself, and
-    /// nobody else knows of these.
-    pub(crate) fn on_owner_changed(&mut self, owner: spread::Owner, out: &mut Vec<Action>) {
-        self.turn.set_owner(owner);
-        self.walk_left_now(out);
-    }
-
     /// Starts following the schedule: the first fire after `now`.
     pub(crate) fn schedule_from(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.next_fire = self.spec.schedule.next_after(now);
@@ -986,7 +930,7 @@ impl JobModel {
     /// The timer reached `now`: every fire up to it comes due, and what may start starts.
     /// Returns the next fire instant.
     pub(crate) fn on_timer(&mut self, now: Now, out: &mut Vec<Action>) -> Option<DateTime<Utc>> {
-        self.walk_left(out);
+        self.walk_left(now, out);
         self.take_fires(now, out);
         self.try_start(now, out);
         self.next_fire
@@ -1110,7 +1054,7 @@ impl JobModel {
 
     /// A wake-up from [`next_wake`](JobModel::next_wake) came due.
     pub(crate) fn on_wake(&mut self, now: Now, out: &mut Vec<Action>) {
-        self.walk_left(out);
+        self.walk_left(now, out);
         if self.retry_at().is_some_and(|at| at <= now.wall) {
             self.if_trouble(|t| t.retry_at = None);
         }
@@ -1255,7 +1199,7 @@ impl JobModel {
     }
 
     fn try_start(&mut self, now: Now, out: &mut Vec<Action>) {
-        self.walk_left(out);
+        self.walk_left(now, out);
         self.start_what_may(now, out);
         self.land();
     }

@@ -1,5 +1,5 @@
 //! Partition ownership in the model (docs/design/ownership.md): fires left to another owner, and
-//! the walk of them before this process claims any later fire.
+//! the walk of them when the owner changes or before this process claims a later fire.
 
 use std::time::Duration;
 
@@ -30,13 +30,15 @@ fn an_owner_claims_at_the_instant_and_a_watcher_sends_no_claim() {
     assert_eq!(m.next_wake(), None, "and no standby wait either");
     assert!(!m.busy());
 
-    // Owner now, even named for another and after losing a fire: at the instant, once the fire
-    // it left is walked.
+    // Owner now, even named for another: the fire it left is claimed (the guard tells whether
+    // the owner before claimed it), and later fires at the instant.
     m.set_first_here(Some(false));
-    m.on_owner_changed(Owner::Here, &mut out);
-    assert_eq!(said(&mut out), ["read fate point"]);
-    m.on_fate_point(Some(t(10)), now(11), &mut out);
-    assert!(said(&mut out).is_empty(), "the owner claimed it");
+    m.on_owner_changed(Owner::Here, now(11), &mut out);
+    assert_eq!(said(&mut out), ["claim 10"]);
+    m.on_claimed(super::Answer::ClaimedByAnother, now(11), &mut out);
+    assert_eq!(said(&mut out), ["claimed_elsewhere 10"], "the owner ran it");
+    m.on_owner_changed(Owner::Here, now(12), &mut out);
+    assert!(said(&mut out).is_empty(), "one walk");
     m.on_timer(now(20), &mut out);
     assert_eq!(said(&mut out), ["claim 20"]);
     m.on_claimed(super::Answer::ClaimedByAnother, now(20), &mut out);
@@ -60,33 +62,25 @@ fn without_a_live_owner_the_standby_rule_holds() {
 }
 
 #[test]
-fn a_new_owner_claims_the_left_fires_inside_their_grace_and_reports_the_older_once() {
+fn a_new_owner_claims_the_left_fires_inside_their_grace_and_reports_the_older_through_the_guard() {
     let (mut m, mut out) = job(15);
     m.set_owner(Owner::Elsewhere);
     for s in [10, 20, 30, 40] {
         m.on_timer(now(s), &mut out);
     }
     assert!(said(&mut out).is_empty());
-    // At second 41 the owner is gone and this process owns the partition: the store's fate
-    // point is fire 10 (the old owner ran it); 20 is past its grace, 30 and 40 are not.
-    m.on_owner_changed(Owner::Here, &mut out);
-    assert_eq!(said(&mut out), ["read fate point"]);
-    m.on_owner_changed(Owner::Here, &mut out);
-    assert!(said(&mut out).is_empty(), "one walk");
-    m.on_fate_point(Some(t(10)), now(41), &mut out);
-    assert_eq!(said(&mut out), ["report missed 20..20 (1)"]);
-    m.on_missed_reported(
-        MissedFires {
-            first: t(20),
-            last: t(20),
-            count: 1,
-            walked_all: true,
-        },
-        Ok(Some(t(10))),
-        now(41),
-        &mut out,
+    // At second 41 the owner is gone and this process owns the partition: 10 and 20 are past
+    // their grace, 30 and 40 are not. Each is decided by the guard on its own: the old owner may
+    // have run some, and a later fire claimed meanwhile must not hide the others.
+    m.on_owner_changed(Owner::Here, now(41), &mut out);
+    assert_eq!(
+        said(&mut out),
+        [
+            "ask report 10 misfired",
+            "ask report 20 misfired",
+            "claim 30"
+        ]
     );
-    assert_eq!(said(&mut out), ["misfired 20", "claim 30"]);
     m.on_claimed(acquired(9), now(41), &mut out);
     assert_eq!(
         said(&mut out),
@@ -98,8 +92,7 @@ fn a_new_owner_claims_the_left_fires_inside_their_grace_and_reports_the_older_on
 #[test]
 fn fires_left_are_walked_before_a_later_fire_is_claimed_whoever_owns_the_partition() {
     // The owner's lease ran out and nobody owns the partition yet: this process claims the next
-    // fire as without ownership, but first walks what it left, since that claim would move the
-    // fate point past the fires left.
+    // fire as without ownership, but first walks what it left.
     let (mut m, mut out) = job(15);
     m.set_owner(Owner::Elsewhere);
     m.on_timer(now(10), &mut out);
@@ -107,29 +100,59 @@ fn fires_left_are_walked_before_a_later_fire_is_claimed_whoever_owns_the_partiti
     assert!(said(&mut out).is_empty());
     m.set_owner(Owner::Unknown);
     m.on_timer(now(30), &mut out);
-    assert_eq!(said(&mut out), ["read fate point"], "no claim of 30 yet");
-    m.on_fate_point(Some(t(10)), now(30), &mut out);
-    assert_eq!(said(&mut out), ["claim 20"], "20 first, then 30");
+    assert_eq!(
+        said(&mut out),
+        ["ask report 10 misfired", "claim 20"],
+        "10 and 20 before 30"
+    );
 }
 
 #[test]
-fn a_job_whose_owner_never_claimed_walks_from_the_oldest_fire_it_kept() {
+fn older_fires_left_are_reported_missed_as_one_range() {
     let (mut m, mut out) = job(15);
     m.set_owner(Owner::Elsewhere);
-    m.on_timer(now(10), &mut out);
-    m.on_timer(now(20), &mut out);
-    m.on_owner_changed(Owner::Here, &mut out);
-    assert_eq!(said(&mut out), ["read fate point"]);
-    // The store knows nothing of the job: at start that means nothing to catch up, but these
-    // fires were left to an owner that never claimed one.
-    m.on_fate_point(None, now(21), &mut out);
-    assert_eq!(said(&mut out), ["claim 10"]);
+    for s in (10..=120).step_by(10) {
+        m.on_timer(now(s), &mut out);
+    }
+    assert!(said(&mut out).is_empty());
+    m.on_owner_changed(Owner::Unknown, now(121), &mut out);
+    // 10 to 40 as one range, answered with the fate point; the newest eight each on its own once
+    // the range is recorded (a claim or report first would move the fate point past the range).
+    assert_eq!(said(&mut out), ["report missed 10..40 (4)"]);
+    m.on_missed_reported(
+        MissedFires {
+            first: t(10),
+            last: t(40),
+            count: 4,
+            walked_all: true,
+        },
+        Ok(Some(t(0))),
+        now(121),
+        &mut out,
+    );
+    let told = said(&mut out);
+    assert_eq!(
+        told.first().map(String::as_str),
+        Some("misfired 40"),
+        "{told:?}"
+    );
+    for s in [50, 60, 70, 80, 90, 100] {
+        assert!(
+            told.contains(&format!("ask report {s} misfired")),
+            "{told:?}"
+        );
+    }
+    assert_eq!(
+        told.last().map(String::as_str),
+        Some("claim 110"),
+        "{told:?}"
+    );
 }
 
 #[test]
 fn a_process_that_left_nothing_does_not_walk() {
     let (mut m, mut out) = job(15);
-    m.on_owner_changed(Owner::Here, &mut out);
+    m.on_owner_changed(Owner::Here, now(1), &mut out);
     m.on_timer(now(10), &mut out);
     assert_eq!(said(&mut out), ["claim 10"]);
 }

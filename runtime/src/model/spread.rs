@@ -69,8 +69,8 @@ fn score(job: u64, process: u64) -> u64 {
 pub(crate) enum Owner {
     /// This process holds the partition's lease: it claims the job's fires at their instant.
     Here,
-    /// Another process of this one's group holds a live lease: it claims the job's fires, and
-    /// this process leaves them to it.
+    /// Another process of this one's group holds a live lease, and held it already when the
+    /// job's next fire came due: it claims the job's fires, and this process leaves them to it.
     Elsewhere,
     /// Nobody holds a live lease, or it is not known (the store keeps no partitions, could not
     /// be read, or ownership is off): the job's fires are claimed as without ownership.

@@ -60,7 +60,6 @@ pub(super) fn said(out: &mut Vec<Action>) -> Vec<String> {
                 format!("start {} token {token}", (fire - t(0)).num_seconds())
             }
             Action::Hold => "hold".to_owned(),
-            Action::ReadFatePoint => "read fate point".to_owned(),
             Action::Cancel(run) => format!("cancel run {run}"),
             Action::Retry { run, attempt } => format!("retry run {run} attempt {attempt}"),
             Action::Finish(run) => format!("finish run {run}"),

@@ -271,7 +271,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
             f > fire && at + super::server::AHEAD_TOLERANCE < f && at <= fire + sc.grace
         };
         rec.taken.iter().any(|(at, f)| early(*at, *f))
-            || rec.decided.iter().any(|(at, f)| early(*at, *f))
+            || rec.decided.iter().any(|(_, f, at)| early(*at, *f))
             || rec.reports_applied.iter().any(|(at, f)| early(*at, *f))
             || rec
                 .missed_applied
@@ -476,7 +476,7 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     }
 
     // 9. No busy answer before the fire's instant on the server's clock.
-    for (at, fire) in rec.decided.iter().filter(|(at, fire)| at < fire) {
+    for (at, fire, _) in rec.decided.iter().filter(|(at, fire, _)| at < fire) {
         broken.push(format!(
             "9: the server answered a claim of fire {fire} as busy at {at} ms, before the fire's instant"
         ));

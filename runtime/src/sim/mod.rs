@@ -432,9 +432,9 @@ pub(super) struct Record {
     pub(super) claims: Vec<(Ms, Ms, usize)>,
     /// Every claim of a scheduled fire the server granted: (true time, fire).
     pub(super) taken: Vec<(Ms, Ms)>,
-    /// Every claim the server answered busy or superseded — a decision that drops the fire or
-    /// makes it wait: (true time, fire).
-    pub(super) decided: Vec<(Ms, Ms)>,
+    /// Every claim the server answered busy or paused — a decision that drops the fire or makes
+    /// it wait: (the server's clock, fire, true time).
+    pub(super) decided: Vec<(Ms, Ms, Ms)>,
     /// When each replica was frozen: (replica, from, until).
     pub(super) pauses: Vec<(usize, Ms, Ms)>,
     /// Fires whose claim or report was in flight when their replica crashed.
@@ -748,9 +748,9 @@ struct Replica {
     restart_after_exit: bool,
     /// Down for a downtime until then: an earlier restart (after a crash) does not happen.
     down_until: Ms,
-    /// Who owns the partition as this incarnation last heard: itself or not, and until when
-    /// (true time: monotonic clocks run at true rate).
-    owner_view: Option<(bool, Ms)>,
+    /// Who owns the partition as this incarnation last heard: itself or not, until when (true
+    /// time: monotonic clocks run at true rate), and since when (its epoch, the server's clock).
+    owner_view: Option<(bool, Ms, Ms)>,
     /// The members the store listed at its last answer.
     members: Vec<String>,
     /// Its clock was off the store's at the last answer: it does not own the partition.
@@ -1146,7 +1146,7 @@ impl Sim {
                 self.record.taken.push((self.now, *fire));
             }
             (Req::Claim { fire, .. }, Resp::Busy { .. } | Resp::Paused { .. }) => {
-                self.record.decided.push((server_now, *fire));
+                self.record.decided.push((server_now, *fire, self.now));
             }
             (Req::Report { fire, .. }, Resp::Reported(Reported::First))
                 if *fire > server_now + server::AHEAD_TOLERANCE =>
@@ -1357,15 +1357,17 @@ impl Sim {
                     rep.clock_off = (server_now - local_mid).abs() > OWNER_CLOCK_TOLERANCE;
                     rep.owner_view = owner
                         .as_ref()
-                        .map(|(o, _, left)| (*o == me, sent + left))
-                        .filter(|(mine, _)| !(*mine && rep.clock_off));
+                        .map(|(o, epoch, left)| (*o == me, sent + left, *epoch as Ms))
+                        .filter(|(mine, _, _)| !(*mine && rep.clock_off));
                     rep.members = members;
                     let seen = owner.map(|(o, epoch, _)| (o, epoch));
                     if seen != rep.owner_seen {
                         rep.owner_seen = seen;
                         let owner = self.owner_at(r);
                         self.trace(|| format!("r{r} hears a new owner: {owner:?}"));
-                        self.replicas[r].model.on_owner_changed(owner, &mut out);
+                        self.replicas[r]
+                            .model
+                            .on_owner_changed(owner, now, &mut out);
                     }
                 }
             }
@@ -1383,10 +1385,15 @@ impl Sim {
 
     /// Who owns the partition now, as replica `r` last heard (docs/design/ownership.md).
     fn owner_at(&self, r: usize) -> Owner {
+        let next = self.replicas[r].model.next_fire().map(ms_of);
         match self.replicas[r].owner_view {
             _ if self.sc.ownership.is_none() => Owner::Unknown,
-            Some((true, until)) if self.now < until => Owner::Here,
-            Some((false, until)) if self.now < until => Owner::Elsewhere,
+            Some((true, until, _)) if self.now < until => Owner::Here,
+            // As the executor: a fire that came due before the owner took the partition is not
+            // left to it.
+            Some((false, until, since)) if self.now < until && next.is_some_and(|t| since <= t) => {
+                Owner::Elsewhere
+            }
             _ => Owner::Unknown,
         }
     }
@@ -1563,10 +1570,6 @@ impl Sim {
                     x.cancelled = true;
                     self.push(self.now, Ev::Step { r, inc, run });
                 }
-            }
-            Action::ReadFatePoint => {
-                self.replicas[r].point_known = false;
-                self.ask_fate_point(r, 0);
             }
             Action::ReportMissed(missed) => {
                 self.replicas[r].missed_out.push(missed);

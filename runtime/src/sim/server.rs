@@ -191,7 +191,9 @@ impl JobState {
                     Some((owner, epoch, expiry)) if *want => {
                         if *expiry <= now || owner != me {
                             if *expiry <= now {
-                                *epoch += 1;
+                                // An epoch is the server's clock when the owner took it, or just
+                                // above the one before.
+                                *epoch = (*epoch + 1).max(now.max(0) as u64);
                                 *owner = me.clone();
                                 *expiry = now + lease;
                             }
@@ -199,7 +201,9 @@ impl JobState {
                             *expiry = now + lease;
                         }
                     }
-                    None if *want => self.partition = Some((me.clone(), 1, now + lease)),
+                    None if *want => {
+                        self.partition = Some((me.clone(), now.max(1) as u64, now + lease));
+                    }
                     Some((owner, _, expiry)) if owner == me && *expiry > now => *expiry = now,
                     _ => {}
                 }
