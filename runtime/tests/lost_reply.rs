@@ -4,7 +4,9 @@
 //! direct connection, claims and runs them. Once the proxy flows again, A asks again and learns
 //! that another claimant took each fire: it logs them as claimed elsewhere and reports no
 //! misfire — a fire that ran is never reported as "maybe not run" while the guard knows who
-//! claimed it (docs/design/guarantees.md).
+//! claimed it (docs/design/guarantees.md). Both schedulers claim every fire, as without partition
+//! ownership (`Builder::partition_ownership(false)`: the claims that remain where no owner is
+//! known, docs/design/ownership.md).
 
 #![cfg(any(feature = "redis", feature = "postgres"))]
 
@@ -125,12 +127,14 @@ async fn a_retried_claim_reports_no_misfire(
 ) {
     let starts: Starts = Arc::default();
     let a = a
+        .partition_ownership(false)
         .registered_jobs(false)
         .job(job(Arc::clone(&starts), 'A', lock.clone()))
         .start()
         .await
         .expect("A starts");
     let b = b
+        .partition_ownership(false)
         .registered_jobs(false)
         .job(job(Arc::clone(&starts), 'B', lock))
         .start()

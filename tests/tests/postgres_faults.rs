@@ -47,9 +47,12 @@ fn steady_state_runs_every_fire_exactly_once_and_records_its_history() {
         .iter()
         .filter(|e| e.what == "ev:claimed_elsewhere")
         .count();
+    // Partition ownership: once the replicas know each other (a second or two), only the
+    // partition's owner claims the job's fires, where every replica used to claim each of the ten
+    // (docs/design/ownership.md).
     assert!(
-        others >= 3 * 8,
-        "the other replicas saw each fire claimed: {others}"
+        others < 3 * 8,
+        "the replicas that do not own the job's partition still claim its fires: {others} claims lost"
     );
     // The history holds one succeeded row per run, with the token the run saw.
     let rows = history(&db);
