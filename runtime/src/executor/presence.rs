@@ -7,7 +7,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use crate::guard::partitions::{partition_of, Ownership, PARTITIONS};
+use crate::guard::partitions::{partition_of, Ownership, PARTITIONS, PARTITION_LEASE};
 use crate::model::spread::{Owner, Present};
 
 /// This process's id at the stores, who it last heard present at each, and who owns the
@@ -224,6 +224,16 @@ impl Presence {
             .map_or(Owner::Unknown, |(_, o)| {
                 o.owner(partition_of(job), now, next)
             })
+    }
+
+    /// When the owner of `job`'s partition, another process, last renewed its lease as far as
+    /// this process heard (monotonic): the lease heard, less its length.
+    pub(crate) fn owner_renewed(&self, kind: &str, job: &str, now: Instant) -> Option<Instant> {
+        let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
+        let (_, o) = owners.iter().find(|(k, _)| *k == kind)?;
+        o.live(partition_of(job), now)
+            .filter(|h| !h.mine)
+            .and_then(|h| h.until.checked_sub(PARTITION_LEASE))
     }
 
     /// How many processes the store of guard `kind` lists as present, if known.

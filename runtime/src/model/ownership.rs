@@ -16,6 +16,11 @@ use crate::fire::human;
 /// point, as after downtime.
 const LEFT_ONE_BY_ONE: usize = 8;
 
+/// How long after a fire's misfire deadline its owner must have been seen alive for the fire to
+/// count as decided by it: the owner's clock may be off this one's by up to a second (a process
+/// further off owns nothing), and its shard may take a moment to report the fire.
+const ALIVE_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl JobModel {
     /// Whether the fires that come due now are left to another process, which owns the job's
     /// partition: only for a shared job this process runs.
@@ -30,6 +35,36 @@ impl JobModel {
         if !self.leaves_fires() {
             self.walk_left_now(now, out);
         }
+    }
+
+    /// The owner of the job's partition, the same that this process left its fires to, renewed
+    /// its lease at `renewed` (this process's clock): it was alive then, so it decided every fire
+    /// it owned whose misfire deadline had passed by then — claimed or reported it. Those are no
+    /// longer walked when the owner changes; only the fires whose deadline came after the owner
+    /// was last seen alive are.
+    pub(crate) fn owner_alive_at(&mut self, renewed: DateTime<Utc>) {
+        if !self.turn.left() {
+            return;
+        }
+        let (Some(mut first), Some(newest)) = (
+            self.extra().and_then(|e| e.left_first),
+            self.window.newest(),
+        ) else {
+            return;
+        };
+        let margin = TimeDelta::from_std(ALIVE_MARGIN).unwrap_or_default();
+        while self.fire_at(first).deadline() + margin < renewed {
+            match self.spec.schedule.next_after(first) {
+                Some(next) if next <= newest => first = next,
+                _ => {
+                    self.turn.set_left(false);
+                    self.extra_mut().left_first = None;
+                    self.tidy();
+                    return;
+                }
+            }
+        }
+        self.extra_mut().left_first = Some(first);
     }
 
     /// The owner of the job's partition changed: another process, or this one, owns it now, or

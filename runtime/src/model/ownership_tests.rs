@@ -173,3 +173,29 @@ fn a_watcher_neither_claims_ahead_nor_reports_a_late_timer() {
     m.set_owner(Owner::Here);
     assert!(m.next_wake().is_some(), "the owner claims ahead");
 }
+
+#[test]
+fn fires_whose_owner_was_seen_alive_past_their_deadline_are_not_walked() {
+    let (mut m, mut out) = job(5);
+    m.set_owner(Owner::Elsewhere);
+    for s in [10, 20, 30] {
+        m.on_timer(now(s), &mut out);
+    }
+    // The owner renewed its lease at second 33: fire 10 (deadline 15) and 20 (deadline 25) were
+    // its to decide, and it was alive well after; fire 30 (deadline 35) may still be open.
+    m.owner_alive_at(t(33));
+    m.on_owner_changed(Owner::Unknown, now(34), &mut out);
+    assert_eq!(said(&mut out), ["claim 30"]);
+}
+
+#[test]
+fn an_owner_seen_alive_past_every_fire_left_leaves_nothing_to_walk() {
+    let (mut m, mut out) = job(5);
+    m.set_owner(Owner::Elsewhere);
+    m.on_timer(now(10), &mut out);
+    m.on_timer(now(20), &mut out);
+    m.owner_alive_at(t(40));
+    assert!(!m.busy());
+    m.on_owner_changed(Owner::Here, now(41), &mut out);
+    assert!(said(&mut out).is_empty());
+}

@@ -1402,6 +1402,16 @@ impl Sim {
     fn hear_owner(&mut self, r: usize) {
         let owner = self.owner_at(r);
         self.replicas[r].model.set_owner(owner);
+        // As the executor: the owner was alive when it last renewed its lease.
+        if let (Some((false, until, _)), Some(lease)) =
+            (self.replicas[r].owner_view, self.sc.ownership)
+        {
+            if self.now < until {
+                let ago = TimeDelta::milliseconds(self.now - (until - lease));
+                let renewed = self.local_now(r).wall - ago;
+                self.replicas[r].model.owner_alive_at(renewed);
+            }
+        }
     }
 
     /// Renews or asks for the partition (`want`: if the members name this replica first), or
