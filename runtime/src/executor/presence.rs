@@ -43,6 +43,8 @@ struct Heard {
     /// Since when, on the store's clock, the owner holds it: its epoch, which is the store's
     /// clock in µs when it took the partition (or just above the epoch before).
     since: Option<DateTime<Utc>>,
+    /// When, on the store's clock, the owner last renewed it (`None`: the store has no clock).
+    renewed: Option<DateTime<Utc>>,
 }
 
 impl Owners {
@@ -174,6 +176,11 @@ impl Presence {
                     since: i64::try_from(lease.epoch)
                         .ok()
                         .and_then(DateTime::<Utc>::from_timestamp_micros),
+                    renewed: read.server_time.and_then(|now| {
+                        let left = chrono::TimeDelta::from_std(lease.left).ok()?;
+                        let length = chrono::TimeDelta::from_std(PARTITION_LEASE).ok()?;
+                        Some(now + left - length)
+                    }),
                 });
             }
         }
@@ -226,14 +233,20 @@ impl Presence {
             })
     }
 
-    /// When the owner of `job`'s partition, another process, last renewed its lease as far as
-    /// this process heard (monotonic): the lease heard, less its length.
-    pub(crate) fn owner_renewed(&self, kind: &str, job: &str, now: Instant) -> Option<Instant> {
+    /// When, on the store's clock, the owner of `job`'s partition, another process, last renewed
+    /// its lease as far as this process heard: the store's clock is the one that both this
+    /// process's fires and the owner's clock (within a second of it) are compared with.
+    pub(crate) fn owner_renewed(
+        &self,
+        kind: &str,
+        job: &str,
+        now: Instant,
+    ) -> Option<DateTime<Utc>> {
         let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
         let (_, o) = owners.iter().find(|(k, _)| *k == kind)?;
         o.live(partition_of(job), now)
             .filter(|h| !h.mine)
-            .and_then(|h| h.until.checked_sub(PARTITION_LEASE))
+            .and_then(|h| h.renewed)
     }
 
     /// How many processes the store of guard `kind` lists as present, if known.

@@ -367,10 +367,8 @@ impl JobSlot {
         if presence.owning() {
             let owner = self.owner(cx);
             self.model.set_owner(owner);
-            let now = Instant::now();
-            if let Some(renewed) = presence.owner_renewed(kind, self.name(), now) {
-                let ago = chrono::TimeDelta::from_std(now - renewed).unwrap_or_default();
-                self.model.owner_alive_at(cx.now().wall - ago);
+            if let Some(renewed) = presence.owner_renewed(kind, self.name(), Instant::now()) {
+                self.model.owner_alive_at(renewed);
             }
         }
     }

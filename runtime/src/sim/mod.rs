@@ -757,6 +757,8 @@ struct Replica {
     clock_off: bool,
     /// The live owner and its epoch at the last answer.
     owner_seen: Option<(String, u64)>,
+    /// When, on the server's clock, the owner last renewed, at the last answer.
+    owner_renewed: Option<Ms>,
 }
 
 pub(super) struct Sim {
@@ -847,6 +849,7 @@ impl Sim {
                 members: Vec::new(),
                 clock_off: false,
                 owner_seen: None,
+                owner_renewed: None,
             });
         }
         for (at, fault) in sim.sc.faults.clone() {
@@ -1360,6 +1363,10 @@ impl Sim {
                         .map(|(o, epoch, left)| (*o == me, sent + left, *epoch as Ms))
                         .filter(|(mine, _, _)| !(*mine && rep.clock_off));
                     rep.members = members;
+                    rep.owner_renewed = owner
+                        .as_ref()
+                        .zip(self.sc.ownership)
+                        .map(|((_, _, left), lease)| server_now + left - lease);
                     let seen = owner.map(|(o, epoch, _)| (o, epoch));
                     if seen != rep.owner_seen {
                         rep.owner_seen = seen;
@@ -1402,14 +1409,13 @@ impl Sim {
     fn hear_owner(&mut self, r: usize) {
         let owner = self.owner_at(r);
         self.replicas[r].model.set_owner(owner);
-        // As the executor: the owner was alive when it last renewed its lease.
-        if let (Some((false, until, _)), Some(lease)) =
-            (self.replicas[r].owner_view, self.sc.ownership)
+        // As the executor: the owner was alive when it last renewed its lease, on the server's
+        // clock.
+        if let (Some((false, until, _)), Some(renewed)) =
+            (self.replicas[r].owner_view, self.replicas[r].owner_renewed)
         {
             if self.now < until {
-                let ago = TimeDelta::milliseconds(self.now - (until - lease));
-                let renewed = self.local_now(r).wall - ago;
-                self.replicas[r].model.owner_alive_at(renewed);
+                self.replicas[r].model.owner_alive_at(wall(renewed));
             }
         }
     }
@@ -1874,6 +1880,11 @@ impl Sim {
             .manual_crash_lost
             .extend(rep.unanswered_manual.iter().copied());
         self.record.ends.push((self.now, r, rep.inc));
+        // Fires left to a partition's owner and not walked yet die with the process that left
+        // them: if the owner went too, nobody else knows of them (docs/design/guarantees.md).
+        self.record
+            .crash_lost
+            .extend(rep.model.left_fires().into_iter().map(ms_of));
         // A fire claimed ahead dies with its claimant before its instant (docs/design/standby.md):
         // nobody else runs or reports it.
         self.record
@@ -1978,6 +1989,7 @@ impl Sim {
         rep.members.clear();
         rep.clock_off = false;
         rep.owner_seen = None;
+        rep.owner_renewed = None;
         let inc = rep.inc;
         if self.sc.ownership.is_some() {
             self.push(self.now, Ev::Own { r, inc });
