@@ -7,7 +7,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use crate::guard::partitions::{partition_of, Ownership, PARTITIONS, PARTITION_LEASE};
+use crate::guard::partitions::{partition_of, Ownership, PARTITIONS};
 use crate::model::spread::{Owner, Present};
 
 /// This process's id at the stores, who it last heard present at each, and who owns the
@@ -43,7 +43,8 @@ struct Heard {
     /// Since when, on the store's clock, the owner holds it: its epoch, which is the store's
     /// clock in µs when it took the partition (or just above the epoch before).
     since: Option<DateTime<Utc>>,
-    /// When, on the store's clock, the owner last renewed it (`None`: the store has no clock).
+    /// When the owner sent its last renewal, on its own clock (within a second of the store's:
+    /// a process further off owns nothing).
     renewed: Option<DateTime<Utc>>,
 }
 
@@ -176,11 +177,7 @@ impl Presence {
                     since: i64::try_from(lease.epoch)
                         .ok()
                         .and_then(DateTime::<Utc>::from_timestamp_micros),
-                    renewed: read.server_time.and_then(|now| {
-                        let left = chrono::TimeDelta::from_std(lease.left).ok()?;
-                        let length = chrono::TimeDelta::from_std(PARTITION_LEASE).ok()?;
-                        Some(now + left - length)
-                    }),
+                    renewed: lease.alive,
                 });
             }
         }
@@ -233,9 +230,8 @@ impl Presence {
             })
     }
 
-    /// When, on the store's clock, the owner of `job`'s partition, another process, last renewed
-    /// its lease as far as this process heard: the store's clock is the one that both this
-    /// process's fires and the owner's clock (within a second of it) are compared with.
+    /// When the owner of `job`'s partition, another process, sent its last renewal as far as this
+    /// process heard, on the owner's clock (within a second of the store's): it was alive then.
     pub(crate) fn owner_renewed(
         &self,
         kind: &str,

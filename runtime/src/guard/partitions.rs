@@ -57,6 +57,10 @@ pub(crate) struct PartitionLease {
     pub(crate) epoch: u64,
     /// How much of the lease was left when the store answered; zero once it expired.
     pub(crate) left: Duration,
+    /// The owner's own clock when it sent its last renewal: it was alive then. (The store's
+    /// clock when it applied the renewal would not tell: a renewal can reach the store long after
+    /// its owner froze.)
+    pub(crate) alive: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What the store answered to [`ControlFeed::own`](super::feed::ControlFeed::own).

@@ -757,7 +757,7 @@ struct Replica {
     clock_off: bool,
     /// The live owner and its epoch at the last answer.
     owner_seen: Option<(String, u64)>,
-    /// When, on the server's clock, the owner last renewed, at the last answer.
+    /// The owner's clock when it sent its last renewal, at the last answer.
     owner_renewed: Option<Ms>,
 }
 
@@ -1360,14 +1360,11 @@ impl Sim {
                     rep.clock_off = (server_now - local_mid).abs() > OWNER_CLOCK_TOLERANCE;
                     rep.owner_view = owner
                         .as_ref()
-                        .map(|(o, epoch, left)| (*o == me, sent + left, *epoch as Ms))
+                        .map(|(o, epoch, left, _)| (*o == me, sent + left, *epoch as Ms))
                         .filter(|(mine, _, _)| !(*mine && rep.clock_off));
                     rep.members = members;
-                    rep.owner_renewed = owner
-                        .as_ref()
-                        .zip(self.sc.ownership)
-                        .map(|((_, _, left), lease)| server_now + left - lease);
-                    let seen = owner.map(|(o, epoch, _)| (o, epoch));
+                    rep.owner_renewed = owner.as_ref().map(|(_, _, _, alive)| *alive);
+                    let seen = owner.map(|(o, epoch, _, _)| (o, epoch));
                     if seen != rep.owner_seen {
                         rep.owner_seen = seen;
                         let owner = self.owner_at(r);
@@ -1409,8 +1406,7 @@ impl Sim {
     fn hear_owner(&mut self, r: usize) {
         let owner = self.owner_at(r);
         self.replicas[r].model.set_owner(owner);
-        // As the executor: the owner was alive when it last renewed its lease, on the server's
-        // clock.
+        // As the executor: the owner was alive when it sent its last renewal (its own clock).
         if let (Some((false, until, _)), Some(renewed)) =
             (self.replicas[r].owner_view, self.replicas[r].owner_renewed)
         {
@@ -1436,6 +1432,7 @@ impl Sim {
             want,
             lease,
             ttl: MEMBER_TTL,
+            alive: self.now + self.replicas[r].skew,
         };
         let sent = self.now;
         self.send(r, req, Pending::Own { sent }, ASK_TIMEOUT);

@@ -71,6 +71,8 @@ pub(super) enum Req {
         want: bool,
         lease: Ms,
         ttl: Ms,
+        /// The sender's clock when it sent the request.
+        alive: Ms,
     },
 }
 
@@ -108,10 +110,10 @@ pub(super) enum Resp {
     Point(Option<Ms>),
     /// The request failed at the server (a report of missed fires ahead of its clock).
     Refused,
-    /// The partition's live owner, its epoch and how much of its lease is left, and the
-    /// members present.
+    /// The partition's live owner, its epoch, how much of its lease is left and the owner's
+    /// clock when it sent its last renewal, and the members present.
     Owned {
-        owner: Option<(String, u64, Ms)>,
+        owner: Option<(String, u64, Ms, Ms)>,
         members: Vec<String>,
         /// The server's clock.
         now: Ms,
@@ -156,8 +158,9 @@ pub(super) struct JobState {
     runs: BTreeMap<u64, Ms>,
     /// The newest request of a manual run forgotten (`mf`).
     forgotten: Option<Ms>,
-    /// The job's partition lease: owner, epoch, expiry (the group's `leases` hash).
-    partition: Option<(String, u64, Ms)>,
+    /// The job's partition lease: owner, epoch, expiry, the owner's clock at its last renewal
+    /// (the group's `leases` hash).
+    partition: Option<(String, u64, Ms, Ms)>,
     /// The group's members and when each was last seen (the group's `members` set).
     members: BTreeMap<String, Ms>,
 }
@@ -178,17 +181,18 @@ impl JobState {
                 want,
                 lease,
                 ttl,
+                alive,
             } => {
                 // Line by line as the `OWN` script of the Redis guard.
                 self.members.insert(me.clone(), now);
                 self.members.retain(|_, seen| *seen >= now - ttl);
                 // A lease never lasts longer than its length from now: after the server's clock
                 // stepped back, one taken before the step would otherwise outlast its owner.
-                if let Some((_, _, expiry)) = &mut self.partition {
+                if let Some((_, _, expiry, _)) = &mut self.partition {
                     *expiry = (*expiry).min(now + lease);
                 }
                 match &mut self.partition {
-                    Some((owner, epoch, expiry)) if *want => {
+                    Some((owner, epoch, expiry, seen)) if *want => {
                         if *expiry <= now || owner != me {
                             if *expiry <= now {
                                 // An epoch is the server's clock when the owner took it, or just
@@ -196,22 +200,26 @@ impl JobState {
                                 *epoch = (*epoch + 1).max(now.max(0) as u64);
                                 *owner = me.clone();
                                 *expiry = now + lease;
+                                *seen = *alive;
                             }
                         } else {
                             *expiry = now + lease;
+                            *seen = *alive;
                         }
                     }
                     None if *want => {
-                        self.partition = Some((me.clone(), now.max(1) as u64, now + lease));
+                        self.partition = Some((me.clone(), now.max(1) as u64, now + lease, *alive));
                     }
-                    Some((owner, _, expiry)) if owner == me && *expiry > now => *expiry = now,
+                    Some((owner, _, expiry, _)) if owner == me && *expiry > now => *expiry = now,
                     _ => {}
                 }
                 let owner = self
                     .partition
                     .as_ref()
-                    .filter(|(_, _, expiry)| *expiry > now)
-                    .map(|(owner, epoch, expiry)| (owner.clone(), *epoch, expiry - now));
+                    .filter(|(_, _, expiry, _)| *expiry > now)
+                    .map(|(owner, epoch, expiry, seen)| {
+                        (owner.clone(), *epoch, expiry - now, *seen)
+                    });
                 Resp::Owned {
                     owner,
                     members: self.members.keys().cloned().collect(),

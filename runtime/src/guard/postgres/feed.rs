@@ -110,36 +110,36 @@ impl PostgresFeed {
                  gone AS (DELETE FROM {s}.partition_members \
                    WHERE grp = $1 AND process <> $2 \
                    AND seen < statement_timestamp() - $3 * interval '1 millisecond'), \
-                 took AS (INSERT INTO {s}.partitions AS p (grp, part, owner, epoch, expires) \
+                 took AS (INSERT INTO {s}.partitions AS p (grp, part, owner, epoch, expires, alive_ms) \
                    SELECT $1, w, $2, (extract(epoch FROM statement_timestamp()) * 1000000)::bigint, \
-                     statement_timestamp() + $4 * interval '1 millisecond' \
+                     statement_timestamp() + $4 * interval '1 millisecond', $6 \
                    FROM unnest($5::integer[]) AS w \
                    ON CONFLICT (grp, part) DO UPDATE SET \
                      epoch = CASE WHEN p.owner = EXCLUDED.owner AND least(p.expires, \
                          statement_timestamp() + $4 * interval '1 millisecond') > statement_timestamp() \
                        THEN p.epoch ELSE greatest(p.epoch + 1, EXCLUDED.epoch) END, \
-                     owner = EXCLUDED.owner, expires = EXCLUDED.expires \
+                     owner = EXCLUDED.owner, expires = EXCLUDED.expires, alive_ms = EXCLUDED.alive_ms \
                    WHERE least(p.expires, statement_timestamp() + $4 * interval '1 millisecond') \
                        <= statement_timestamp() \
                      OR p.owner = EXCLUDED.owner \
-                   RETURNING part, owner, epoch, expires), \
+                   RETURNING part, owner, epoch, expires, alive_ms), \
                  released AS (UPDATE {s}.partitions SET expires = statement_timestamp() \
                    WHERE grp = $1 AND owner = $2 AND expires > statement_timestamp() \
                    AND NOT (part = ANY ($5::integer[])) \
-                   RETURNING part, owner, epoch, expires), \
+                   RETURNING part, owner, epoch, expires, alive_ms), \
                  changed AS (SELECT * FROM took UNION ALL SELECT * FROM released), \
                  leases AS (SELECT * FROM changed UNION ALL \
-                   SELECT part, owner, epoch, expires FROM {s}.partitions \
+                   SELECT part, owner, epoch, expires, alive_ms FROM {s}.partitions \
                    WHERE grp = $1 AND part NOT IN (SELECT part FROM changed)) \
                  SELECT part, owner, epoch, greatest(0, least($4, \
-                   (extract(epoch FROM expires - statement_timestamp()) * 1000)::bigint)) \
+                   (extract(epoch FROM expires - statement_timestamp()) * 1000)::bigint)), alive_ms \
                  FROM leases \
-                 UNION ALL SELECT -1, process, 0, 0 FROM {s}.partition_members \
+                 UNION ALL SELECT -1, process, 0, 0, 0 FROM {s}.partition_members \
                    WHERE grp = $1 AND process <> $2 \
                    AND seen >= statement_timestamp() - $3 * interval '1 millisecond' \
-                 UNION ALL SELECT -1, $2, 0, 0 \
+                 UNION ALL SELECT -1, $2, 0, 0, 0 \
                  UNION ALL SELECT -2, '', 0, \
-                   (extract(epoch FROM statement_timestamp()) * 1000)::bigint"
+                   (extract(epoch FROM statement_timestamp()) * 1000)::bigint, 0"
             )),
         }
     }
@@ -323,6 +323,7 @@ impl ControlFeed for PostgresFeed {
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let (ttl, lease) = (ms(PRESENCE_TTL), ms(lease));
         let wanted: Vec<i32> = wanted.iter().map(|p| i32::from(*p)).collect();
+        let alive = Utc::now().timestamp_millis();
         Box::pin(async move {
             let rows = db
                 .query(
@@ -333,6 +334,7 @@ impl ControlFeed for PostgresFeed {
                         (&ttl, Type::INT8),
                         (&lease, Type::INT8),
                         (&wanted, Type::INT4_ARRAY),
+                        (&alive, Type::INT8),
                     ],
                 )
                 .await?;
@@ -362,6 +364,7 @@ impl ControlFeed for PostgresFeed {
                     owner: name,
                     epoch: u64::try_from(epoch).unwrap_or(0),
                     left: Duration::from_millis(u64::try_from(left).unwrap_or(0)),
+                    alive: DateTime::<Utc>::from_timestamp_millis(get(row, 4)?),
                 });
             }
             read.members.dedup();

@@ -35,7 +35,8 @@ use crate::guard::GuardError;
 ///   (the database clock); rows not seen for the presence time are deleted by the next attend.
 /// - `partition_members`, `partitions`: partition ownership (docs/design/ownership.md): the
 ///   processes of each group as `processes` keeps them, and each partition's lease — `owner`,
-///   `epoch` (rises on every change of owner) and `expires` (the database clock).
+///   `epoch` (rises on every change of owner), `expires` (the database clock) and `alive_ms`
+///   (the owner's own clock, Unix ms, when it sent its last renewal).
 const CREATE: &str = include_str!("schema.sql");
 
 /// Every column of the three tables with its type as `information_schema.columns` names it.
@@ -97,6 +98,7 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("partitions", "owner", "text"),
     ("partitions", "epoch", "bigint"),
     ("partitions", "expires", "timestamp with time zone"),
+    ("partitions", "alive_ms", "bigint"),
 ];
 
 /// Columns added to a table after its first release: a table without them is cronguard's, made

@@ -101,6 +101,7 @@ CREATE TABLE IF NOT EXISTS {schema}.partitions (
   owner     text NOT NULL,
   epoch     bigint NOT NULL,
   expires   timestamptz NOT NULL,
+  alive_ms  bigint NOT NULL,
   PRIMARY KEY (grp, part)
 );
 

@@ -11,7 +11,8 @@
 //!   (Unix ms of the server's clock);
 //! - `<prefix>:{own:<group>}:members` and `<prefix>:{own:<group>}:leases`: partition ownership
 //!   (docs/design/ownership.md): the processes of a group, scored like `processes`, and a hash
-//!   of its partitions' leases, field the partition, value `<epoch> <expiry ms> <owner>`. The
+//!   of its partitions' leases, field the partition, value `<epoch> <expiry ms> <alive ms>
+//!   <owner>` (`alive`: the owner's clock when it sent its last renewal). The
 //!   two share a hash tag, so that one script reads and writes both on a Redis Cluster.
 //!
 //! The others are plain keys without a hash tag: on a Redis Cluster each lives on the node of
@@ -305,7 +306,8 @@ impl ControlFeed for RedisFeed {
             .key(&leases_key)
             .arg(process)
             .arg(ms(PRESENCE_TTL))
-            .arg(ms(lease));
+            .arg(ms(lease))
+            .arg(Utc::now().timestamp_millis().max(0));
         for p in wanted {
             call.arg(p);
         }
@@ -325,13 +327,15 @@ impl ControlFeed for RedisFeed {
                 let parsed = (|| {
                     let partition: u16 = pair[0].parse().ok()?;
                     let (epoch, rest) = pair[1].split_once(' ')?;
-                    let (expiry, owner) = rest.split_once(' ')?;
+                    let (expiry, rest) = rest.split_once(' ')?;
+                    let (alive, owner) = rest.split_once(' ')?;
                     let expiry: u64 = expiry.parse().ok()?;
                     Some(PartitionLease {
                         partition,
                         owner: owner.to_owned(),
                         epoch: epoch.parse().ok()?,
                         left: Duration::from_millis(expiry.saturating_sub(now)),
+                        alive: DateTime::<Utc>::from_timestamp_millis(alive.parse().ok()?),
                     })
                 })();
                 match parsed {

@@ -27,8 +27,9 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
 
 /// Partition ownership (docs/design/ownership.md): `KEYS[1]` the group's members (a sorted set
 /// scored by when each last attended, server ms), `KEYS[2]` its leases (a hash, field the
-/// partition, value `<epoch> <expiry ms> <owner>`). ARGV: the process, the presence TTL (ms), the
-/// lease (ms), then the partitions it wants. Takes or renews each wanted partition that is free,
+/// partition, value `<epoch> <expiry ms> <alive ms> <owner>`, `alive` the owner's own clock when it
+/// sent its last renewal). ARGV: the process, the presence TTL (ms), the lease (ms), its clock
+/// (Unix ms), then the partitions it wants. Takes or renews each wanted partition that is free,
 /// expired or its own (a new owner, or its own after it expired, gets an epoch above the last and
 /// at least the server's clock in µs); expires at once each live one it owns and does not want.
 /// A lease is never taken to last longer than `lease` from now (a step back of the server's
@@ -41,19 +42,20 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local me = ARGV[1]
 local lease = tonumber(ARGV[3])
+local alive = tonumber(ARGV[4])
 redis.call('ZADD', KEYS[1], now, me)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', now - tonumber(ARGV[2])))
 redis.call('PEXPIRE', KEYS[1], 86400000)
 local wanted = {}
-for i = 4, #ARGV do wanted[ARGV[i]] = true end
+for i = 5, #ARGV do wanted[ARGV[i]] = true end
 local flat = redis.call('HGETALL', KEYS[2])
 local leases = {}
 for i = 1, #flat, 2 do
-  local epoch, expiry, owner = string.match(flat[i + 1], '^(%d+) (%d+) (.*)$')
+  local epoch, expiry, seen, owner = string.match(flat[i + 1], '^(%d+) (%d+) (%d+) (.*)$')
   if epoch then
     -- Never longer than a lease from now: after the server's clock stepped back, a lease taken
     -- before the step would outlast its owner.
-    leases[flat[i]] = {tonumber(epoch), math.min(tonumber(expiry), now + lease), owner}
+    leases[flat[i]] = {tonumber(epoch), math.min(tonumber(expiry), now + lease), owner, tonumber(seen)}
   end
 end
 local writes = {}
@@ -65,7 +67,7 @@ for p in pairs(wanted) do
     if l == nil or l[3] ~= me or l[2] <= now then
       epoch = math.max(epoch + 1, now_us)
     end
-    leases[p] = {epoch, now + lease, me}
+    leases[p] = {epoch, now + lease, me, alive}
     writes[#writes + 1] = p
   end
 end
@@ -80,7 +82,7 @@ if #writes > 0 then
   for _, p in ipairs(writes) do
     local l = leases[p]
     args[#args + 1] = p
-    args[#args + 1] = string.format('%.0f %.0f ', l[1], l[2]) .. l[3]
+    args[#args + 1] = string.format('%.0f %.0f %.0f ', l[1], l[2], l[4]) .. l[3]
   end
   redis.call('HSET', KEYS[2], unpack(args))
 end
@@ -88,7 +90,7 @@ redis.call('PEXPIRE', KEYS[2], 86400000)
 local out = {}
 for p, l in pairs(leases) do
   out[#out + 1] = p
-  out[#out + 1] = string.format('%.0f %.0f ', l[1], l[2]) .. l[3]
+  out[#out + 1] = string.format('%.0f %.0f %.0f ', l[1], l[2], l[4]) .. l[3]
 end
 return {string.format('%.0f', now), redis.call('ZRANGE', KEYS[1], 0, -1), out}
 "#,
