@@ -76,16 +76,7 @@ impl JobModel {
             .collect();
         self.observe_walked(&walked, now);
         if let Some(m) = walk.missed {
-            // No fire is claimed until these are recorded (see `walking`).
-            let extra = self.extra_mut();
-            extra.pending_reports += 1;
-            extra.reporting_missed += 1;
-            out.push(Action::ReportMissed(MissedFires {
-                first: m.first,
-                last: m.last,
-                count: m.count,
-                walked_all: m.walked_all,
-            }));
+            self.record_missed(m, out);
         }
         self.come_due(walk.caught, now, out);
         self.ask_deferred_reports(None, now, out);
@@ -104,6 +95,20 @@ impl JobModel {
         // `previous_before` is strictly before: a fire exactly at the edge is due.
         let just_after = edge.checked_add_signed(chrono::TimeDelta::nanoseconds(1))?;
         self.spec.schedule.previous_before(just_after)
+    }
+
+    /// Asks the guard to record missed fires; no fire is claimed until they are (see
+    /// [`walking`](Self::walking)).
+    pub(super) fn record_missed(&mut self, m: Missed, out: &mut Vec<Action>) {
+        let extra = self.extra_mut();
+        extra.pending_reports += 1;
+        extra.reporting_missed += 1;
+        out.push(Action::ReportMissed(MissedFires {
+            first: m.first,
+            last: m.last,
+            count: m.count,
+            walked_all: m.walked_all,
+        }));
     }
 
     /// Fires caught up after downtime come due, in fire order with the ones already due.

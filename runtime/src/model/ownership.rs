@@ -5,7 +5,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::spread::Owner;
-use super::{Action, JobModel, MissedFires, Now};
+use super::{Action, JobModel, Now};
 use crate::events::EventKind;
 use crate::fire::human;
 
@@ -104,15 +104,7 @@ impl JobModel {
         {
             let walk = self.walk_from(before, last, now);
             if let Some(m) = walk.missed {
-                let extra = self.extra_mut();
-                extra.pending_reports += 1;
-                extra.reporting_missed += 1;
-                out.push(Action::ReportMissed(MissedFires {
-                    first: m.first,
-                    last: m.last,
-                    count: m.count,
-                    walked_all: m.walked_all,
-                }));
+                self.record_missed(m, out);
             }
             caught = walk.caught;
         }
