@@ -213,36 +213,26 @@ impl Presence {
     }
 
     /// Who owns the partition of `job` (guarded by kind `kind`) at `now`, as last heard, for the
-    /// job's fires from `next` on.
+    /// job's fires from `next` on; and, when another process owns it, when that owner sent its
+    /// last renewal, on its own clock (within a second of the store's): it was alive then. One
+    /// lookup, made before every fire of the job.
     pub(crate) fn owner_of(
         &self,
         kind: &str,
         job: &str,
         now: Instant,
         next: Option<DateTime<Utc>>,
-    ) -> Owner {
+    ) -> (Owner, Option<DateTime<Utc>>) {
         let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
-        owners
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map_or(Owner::Unknown, |(_, o)| {
-                o.owner(partition_of(job), now, next)
-            })
-    }
-
-    /// When the owner of `job`'s partition, another process, sent its last renewal as far as this
-    /// process heard, on the owner's clock (within a second of the store's): it was alive then.
-    pub(crate) fn owner_renewed(
-        &self,
-        kind: &str,
-        job: &str,
-        now: Instant,
-    ) -> Option<DateTime<Utc>> {
-        let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
-        let (_, o) = owners.iter().find(|(k, _)| *k == kind)?;
-        o.live(partition_of(job), now)
+        let Some((_, o)) = owners.iter().find(|(k, _)| *k == kind) else {
+            return (Owner::Unknown, None);
+        };
+        let partition = partition_of(job);
+        let renewed = o
+            .live(partition, now)
             .filter(|h| !h.mine)
-            .and_then(|h| h.renewed)
+            .and_then(|h| h.renewed);
+        (o.owner(partition, now, next), renewed)
     }
 
     /// How many processes the store of guard `kind` lists as present, if known.

@@ -365,16 +365,17 @@ impl JobSlot {
         self.model
             .set_first_here(presence.first_here(kind, self.name()));
         if presence.owning() {
-            let owner = self.owner(cx);
+            let (owner, renewed) = self.owner(cx);
             self.model.set_owner(owner);
-            if let Some(renewed) = presence.owner_renewed(kind, self.name(), Instant::now()) {
+            if let Some(renewed) = renewed {
                 self.model.owner_alive_at(renewed);
             }
         }
     }
 
-    /// Who owns the job's partition now, as the store last said.
-    fn owner(&self, cx: &Cx<'_>) -> Owner {
+    /// Who owns the job's partition now, as the store last said, and when another owner last
+    /// renewed it (see [`Presence::owner_of`](super::Presence::owner_of)).
+    fn owner(&self, cx: &Cx<'_>) -> (Owner, Option<DateTime<Utc>>) {
         match &self.shared {
             Some(_) => cx.shared.presence.owner_of(
                 self.model.spec().lock.as_str(),
@@ -382,7 +383,7 @@ impl JobSlot {
                 Instant::now(),
                 self.model.next_fire(),
             ),
-            None => Owner::Unknown,
+            None => (Owner::Unknown, None),
         }
     }
 
@@ -473,7 +474,7 @@ impl JobSlot {
                     JobControl::Schedule => {}
                     JobControl::OwnerChanged => {
                         self.hear_turn(cx);
-                        let owner = self.owner(cx);
+                        let (owner, _) = self.owner(cx);
                         self.model.on_owner_changed(owner, now, out);
                     }
                 }
