@@ -1391,8 +1391,12 @@ impl JobModel {
             }
         }
         // A guard refuses a fire too far ahead of its clock before it looks up who claimed it:
-        // the earlier claim may still have taken effect.
-        if !matches!(answer, Answer::Failed(_) | Answer::TooEarly(_)) && was_uncertain {
+        // the earlier claim may still have taken effect. A fire left waiting (busy under `queue`
+        // or `replace`) says nothing of a drop the earlier claim may have recorded for this
+        // process to report (the job was paused then): the fire stays this process's to report
+        // if it never starts.
+        let waits = matches!(answer, Answer::Busy { .. }) && self.spec.overlap != Overlap::Skip;
+        if !matches!(answer, Answer::Failed(_) | Answer::TooEarly(_)) && !waits && was_uncertain {
             self.if_trouble(|t| t.uncertain = None);
         }
         if matches!(answer, Answer::TooEarly(_)) && !ahead {

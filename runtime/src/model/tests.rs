@@ -186,6 +186,34 @@ fn a_failed_claim_is_retried_and_given_up_when_its_grace_ends() {
     assert_eq!(said(&mut out), ["claimed_elsewhere 10"]);
 }
 
+/// A claim whose reply was lost may have recorded a drop for this process to report (the job
+/// was paused then); a retry answered busy under `queue` says nothing of it: a stop before the
+/// fire starts asks the guard who reports it, rather than leaving it to a walk that the recorded
+/// drop keeps from walking it.
+#[test]
+fn a_waiting_fire_whose_first_claim_got_no_answer_is_asked_about_at_a_stop() {
+    let mut m = model(Lock::Redis, Overlap::Queue);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(Answer::Failed("timeout".into()), now(12), &mut out);
+    m.on_wake(now(13), &mut out);
+    assert_eq!(said(&mut out), ["claim 10", "claim 10"]);
+    m.on_claimed(
+        Answer::Busy {
+            first_report: false,
+        },
+        now(13),
+        &mut out,
+    );
+    said(&mut out);
+    m.stop(now(14), &mut out);
+    let said = said(&mut out);
+    assert!(
+        said.iter().any(|s| s == "ask report 10 misfired"),
+        "the guard says who reports the fire: {said:?}"
+    );
+}
+
 /// The answer to a claim of fire 10 asked again at second 13, after the first claim got no
 /// answer (it may have taken effect): what the model then says.
 fn retried_after_a_lost_reply(answer: Answer) -> Vec<String> {
