@@ -13,7 +13,7 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest pause between two reads of the fate point while the store cannot be reached.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
 /// How often a report of missed fires is sent before the process reports them on its own word.
-const REPORT_TRIES: u32 = 3;
+pub(crate) const REPORT_TRIES: u32 = 5;
 
 /// Reads the job's fate point, asking again until the store answers: a process that starts while
 /// the store is down catches up once it is back. Each failed read is told to `failed` (what
@@ -39,19 +39,21 @@ pub(super) async fn read_fate_point(
 
 /// Records missed fires in the guard: the fate point it found before, or why it could not.
 ///
-/// An answer after a try that got none cannot be trusted: the earlier try may have recorded the
-/// fires, and the answer would then say that another process reported them. This process then
-/// reports them on its own word (twice rather than never).
+/// An answer after a try that got none is trusted only from a guard that
+/// [repeats its answers](Guard::repeats_missed_answers): from another, the earlier try may have
+/// recorded the fires, and the answer would then say that another process reported them. This
+/// process then reports them on its own word (twice rather than never).
 pub(super) async fn record_missed(
     guard: &dyn Guard,
     missed: MissedFires,
 ) -> Result<Option<DateTime<Utc>>, String> {
     let mut last_error = String::new();
+    let repeats = guard.repeats_missed_answers();
     for attempt in 1..=REPORT_TRIES {
         match tokio::time::timeout(ASK_TIMEOUT, guard.report_missed(missed.first, missed.last))
             .await
         {
-            Ok(Ok(before)) if attempt == 1 => return Ok(before),
+            Ok(Ok(before)) if attempt == 1 || repeats => return Ok(before),
             Ok(Ok(_)) => {
                 return Err(format!(
                     "an earlier request got no answer ({last_error}) and may have recorded them"

@@ -32,6 +32,8 @@ use crate::guard::Guard;
 use crate::job::Job;
 use crate::model::{Now, SettingsPool};
 
+#[cfg(test)]
+pub(crate) use downtime::REPORT_TRIES;
 pub(crate) use msg::JobControl;
 use msg::{Msg, Report};
 pub(crate) use presence::{Presence, OWNER_CLOCK_TOLERANCE};

@@ -1491,6 +1491,48 @@ where
         !first_report(C, &*a, at(base, 37)).await?,
         "a fire reported missed must not be reported again, also after more missed fires were recorded after it"
     );
+    // Missed fires are recorded from the reporter's first on: a fire between the fate point and
+    // it is still open in the process that holds it, which decides it.
+    let before = report_missed(C, &*b, at(base, 45), at(base, 46)).await?;
+    ensure!(
+        C,
+        before == Some(at(base, 40)),
+        "report_missed must answer the fate point before it ({}), answered {before:?}",
+        at(base, 40)
+    );
+    let told = answer(C, &*a, at(base, 43)).await?;
+    ensure!(
+        C,
+        told == "Acquired",
+        "a claim of {}, after the fate point and before the first of the missed fires reported from {} on, answered {told}, expected Acquired: nobody reported it missed",
+        at(base, 43),
+        at(base, 45)
+    );
+    ensure!(
+        C,
+        answer(C, &*b, at(base, 45)).await? == "DroppedByAnother",
+        "a fire reported missed must never start"
+    );
+    if !a.repeats_missed_answers() {
+        return Ok(Supported::Yes);
+    }
+    // A retry whose first try took effect unheard is answered as that try, also after others
+    // moved the point.
+    let first_try = report_missed(C, &*a, at(base, 50), at(base, 52)).await?;
+    report_missed(C, &*b, at(base, 53), at(base, 55)).await?;
+    let retry = report_missed(C, &*a, at(base, 50), at(base, 52)).await?;
+    ensure!(
+        C,
+        retry == first_try,
+        "`repeats_missed_answers` says a retry is answered as its first try ({first_try:?}), answered {retry:?}"
+    );
+    let other = report_missed(C, &*b, at(base, 50), at(base, 52)).await?;
+    ensure!(
+        C,
+        other == Some(at(base, 55)),
+        "the same report from another guard value must answer the fate point ({}), answered {other:?}",
+        at(base, 55)
+    );
     Ok(Supported::Yes)
 }
 

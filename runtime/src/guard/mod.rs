@@ -284,8 +284,10 @@ pub trait Guard: Send + Sync + 'static {
     /// Records the fires from `first` to `last` (both included) as **missed**: no process ran
     /// the job when they came due, and their grace has passed. In one step the guard reads the
     /// [`fate_point`](Guard::fate_point) and, if it lies before `last`, moves it to `last`; it
-    /// answers the point as it was before. The caller reports at warn level only the fires
-    /// after that point, so that processes starting together report each missed fire once.
+    /// answers the point as it was before. The fires recorded are those after that point from
+    /// `first` on: a fire before `first` that no process decided yet stays open, for the
+    /// process that holds it to decide. The caller reports at warn level only the fires after
+    /// that point, so that processes starting together report each missed fire once.
     ///
     /// Once recorded, a claim of a fire from the range that nobody claimed answers
     /// [`Claim::DroppedByAnother`], and [`report_drop`](Guard::report_drop) of such a fire
@@ -299,6 +301,16 @@ pub trait Guard: Send + Sync + 'static {
     ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
         let _ = (first, last);
         Box::pin(async { Ok(None) })
+    }
+
+    /// Whether a [`report_missed`](Guard::report_missed) this guard value sends again with the
+    /// same `last`, after a try that got no answer, is answered as the try that took effect
+    /// was (the fate point before it), also when other processes moved the point since. Only
+    /// then does the scheduler trust the answer to a retry; otherwise (the default, `false`) it
+    /// reports the fires of a report whose first try got no answer on its own word (twice
+    /// rather than never).
+    fn repeats_missed_answers(&self) -> bool {
+        false
     }
 
     /// The guard's own clock, for the clock-skew check (`None`: the guard has no clock of its

@@ -53,7 +53,7 @@ const FIRST_POINT_PAUSE: Ms = 100;
 const MAX_POINT_PAUSE: Ms = 5_000;
 /// How often a report of missed fires is sent before the process reports them on its own word,
 /// with 200 ms more between each two (as the executor).
-const MISSED_TRIES: u32 = 3;
+const MISSED_TRIES: u32 = crate::executor::REPORT_TRIES;
 /// How long the simulated service runs before it is shut down.
 const RUN_FOR: Ms = 120_000;
 /// The shutdown timeout of each replica.
@@ -1165,8 +1165,8 @@ impl Sim {
             (Req::Report { fire, .. }, Resp::Reported(Reported::First)) => {
                 self.record.reports_applied.push((self.now, *fire));
             }
-            (Req::ReportMissed { first, last }, Resp::Point(before))
-                if before.is_none_or(|p| p < *last) =>
+            (Req::ReportMissed { first, last, .. }, Resp::Point(before))
+                if before.is_none_or(|p| p < *last) && !self.server.repeated =>
             {
                 let missed = (self.now, r, inc, *before, *first, *last);
                 self.record.missed_applied.push(missed);
@@ -1302,11 +1302,8 @@ impl Sim {
             },
             Pending::Missed { missed, attempt } => {
                 let before = match resp {
-                    Some(Resp::Point(point)) if attempt == 1 => Some(Ok(point)),
-                    // As the executor: an earlier try may have recorded them.
-                    Some(Resp::Point(_)) => Some(Err(
-                        "an earlier request got no answer and may have recorded them".to_owned(),
-                    )),
+                    // The server answers a retry as the try that took effect (as the Redis guard).
+                    Some(Resp::Point(point)) => Some(Ok(point)),
                     _ if attempt < MISSED_TRIES => {
                         let inc = self.replicas[r].inc;
                         let at = self.now + 200 * i64::from(attempt);
@@ -1455,6 +1452,7 @@ impl Sim {
         let req = Req::ReportMissed {
             first: ms_of(missed.first),
             last: ms_of(missed.last),
+            nonce: self.replicas[r].nonce,
         };
         self.send(r, req, Pending::Missed { missed, attempt }, ASK_TIMEOUT);
     }

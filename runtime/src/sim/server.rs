@@ -58,10 +58,11 @@ pub(super) enum Req {
     /// Reads the job's fate point.
     FatePoint,
     /// Records the fires up to `last` as missed (`first` is for the trace: the Redis guard sends
-    /// only `last`).
+    /// only `last`); `nonce` is the reporter's, as in [`Req::Report`].
     ReportMissed {
         first: Ms,
         last: Ms,
+        nonce: u64,
     },
     /// Partition ownership (the `OWN` script, docs/design/ownership.md): lists process `me` as a
     /// member for `ttl`, takes or renews the job's partition for `lease` if `want` and it is
@@ -150,6 +151,11 @@ pub(super) struct JobState {
     /// up to `gone` was.
     gone_from: Option<Ms>,
     gone_before: Option<Ms>,
+    /// The answer each report of missed fires got, by reporter and last fire (the keys
+    /// `missed:<nonce>:<last>`), for a retry whose first try took effect unheard.
+    missed_answers: BTreeMap<(u64, Ms), Option<Ms>>,
+    /// The last report of missed fires was answered as an earlier try of it: nothing applied.
+    pub(super) repeated: bool,
     /// The job's pause (`paused`): when, by whom.
     pub(super) paused: Option<(Ms, String)>,
     /// Who claimed each manual run remembered (`m:<id>`).
@@ -420,20 +426,29 @@ impl JobState {
                 grace,
             } => self.manual(*id, token, *lease, *requested, *grace, now),
             Req::FatePoint => Resp::Point(self.fate_point(now)),
-            Req::ReportMissed { last, .. } => {
+            Req::ReportMissed { first, last, nonce } => {
+                self.repeated = self.missed_answers.contains_key(&(*nonce, *last));
+                if let Some(kept) = self.missed_answers.get(&(*nonce, *last)) {
+                    return Resp::Point(*kept);
+                }
                 if *last > now + AHEAD_TOLERANCE {
                     // Written by a clock that is ahead: recorded, it would drop fires to come.
                     return Resp::Refused;
                 }
                 let point = self.fate_point(now);
+                self.missed_answers.insert((*nonce, *last), point);
                 if point.is_none_or(|p| p < *last) {
-                    // A range that does not go on from the one before starts at the fate point:
-                    // a fire before it, still open in a process, was not reported missed.
-                    if point != self.gone {
-                        self.gone_from = point;
-                        self.gone_before = point.and(self.gone);
+                    // The fires after the point from `first` on: a fire before `first` still
+                    // open in a process is that process's to decide. A report that goes on from
+                    // the missed fires before extends them.
+                    let from = point.map_or(first - 1, |p| p.max(first - 1));
+                    if self.gone.is_some() && point == self.gone && Some(from) == point {
+                        self.gone = Some(*last);
+                    } else {
+                        self.gone_from = Some(from);
+                        self.gone_before = self.gone;
+                        self.gone = Some(*last);
                     }
-                    self.gone = Some(*last);
                 }
                 Resp::Point(point)
             }

@@ -457,12 +457,12 @@ impl Guard for FileGuard {
 
     fn report_missed(
         &self,
-        _first: DateTime<Utc>,
+        first: DateTime<Utc>,
         last: DateTime<Utc>,
     ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
-        let last = epoch_millis(last);
+        let (first, last) = (epoch_millis(first), epoch_millis(last));
         self.blocking(move |g| {
-            let point = g.with_record(|r| r.report_missed(last))?;
+            let point = g.with_record(|r| r.report_missed(first, last))?;
             Ok(point.and_then(DateTime::<Utc>::from_timestamp_millis))
         })
     }
@@ -895,22 +895,20 @@ impl Record {
         claimed.max(reported).max(missed)
     }
 
-    /// Records the fires up to `last` as missed unless the fate point already reaches it;
-    /// answers the fate point as it was before, and whether the record changed.
-    fn report_missed(&mut self, last: i64) -> (Option<i64>, bool) {
+    /// Records the fires from `first` to `last` as missed unless the fate point already reaches
+    /// `last`; answers the fate point as it was before, and whether the record changed.
+    fn report_missed(&mut self, first: i64, last: i64) -> (Option<i64>, bool) {
         let point = self.fate_point();
         let moved = point.is_none_or(|p| p < last);
         if moved {
-            // Missed fires that do not go on from those recorded before start at the fate
-            // point: a fire before it, still open in a process, was not reported missed.
+            // The fires recorded are those after the fate point from `first` on: a fire before
+            // `first` still open in a process is that process's to decide. A report that goes
+            // on from the missed fires before extends them.
+            let from = point.map_or(first - 1, |p| p.max(first - 1));
             let before = (self.missed_through != 0).then_some(self.missed_through);
-            if point != before {
-                self.missed_from = point.unwrap_or(0);
-                self.missed_before = if point.is_some() {
-                    self.missed_through
-                } else {
-                    0
-                };
+            if before.is_none() || point != before || Some(from) != point {
+                self.missed_from = from;
+                self.missed_before = self.missed_through;
             }
             self.missed_through = last;
         }
@@ -1189,10 +1187,10 @@ mod tests {
     fn the_fate_point_counts_claims_reports_and_missed_fires() {
         let mut r = Record::default();
         assert_eq!(r.fate_point(), None, "a new job");
-        assert_eq!(r.report_missed(50), (None, true));
+        assert_eq!(r.report_missed(10, 50), (None, true));
         assert_eq!(r.fate_point(), Some(50));
-        assert!(r.missed(40) && r.missed(50) && !r.missed(51));
-        assert_eq!(r.report_missed(45), (Some(50), false), "never back");
+        assert!(r.missed(40) && r.missed(50) && !r.missed(51) && !r.missed(9));
+        assert_eq!(r.report_missed(40, 45), (Some(50), false), "never back");
         assert_eq!(r.missed_through, 50);
         r.first_fire = 20;
         r.last_fire = 60;
@@ -1201,7 +1199,7 @@ mod tests {
         assert_eq!(r.fate_point(), Some(60));
         r.add_report(70);
         assert_eq!(r.fate_point(), Some(70));
-        assert_eq!(r.report_missed(80), (Some(70), true));
+        assert_eq!(r.report_missed(71, 80), (Some(70), true));
         assert!(r.missed(75) && !r.missed(60));
         assert!(
             !r.missed(65),
@@ -1209,11 +1207,17 @@ mod tests {
         );
         assert!(r.missed(10), "in the missed fires before");
         assert_eq!(r.fate_point(), Some(80));
-        assert_eq!(r.report_missed(90), (Some(80), true));
+        assert_eq!(r.report_missed(81, 90), (Some(80), true));
         assert!(
             r.missed(75) && r.missed(85),
             "going on from the missed fires before"
         );
+        assert_eq!(r.report_missed(100, 110), (Some(90), true));
+        assert!(
+            !r.missed(95),
+            "before the reporter's first fire: still open in a process, which decides it"
+        );
+        assert!(r.missed(100) && r.missed(110) && r.missed(85));
     }
 }
 

@@ -12,7 +12,10 @@
 //! The job's fate point is the newest of `last_fire`, `reported_through` (the newest fire reported
 //! dropped) and `missed_through` (the newest reported missed). `report_missed_v1` reads it and
 //! moves `missed_through` under the job's row lock, as `claim_v5` and `first_report_v1` decide
-//! under it, so that a fire is claimed, reported dropped or reported missed by one claimant.
+//! under it, so that a fire is claimed, reported dropped or reported missed by one claimant;
+//! `report_missed_v2` records the missed fires from the reporter's first on, and keeps each
+//! answer in `missed_answers`, so that a retry of a report whose first try took effect unheard is
+//! answered the same.
 //!
 //! Nothing depends on a session: no advisory locks, no temporary tables, no named prepared
 //! statements (every statement is sent unnamed with its parameter types, [`query_typed`]), so the
@@ -229,7 +232,7 @@ impl Statements {
                 "SELECT {s}.fate_point_v1(b.job, $2) FROM unnest($1::text[]) WITH ORDINALITY \
                  AS b(job, ord) ORDER BY b.ord"
             ),
-            report_missed: format!("SELECT {s}.report_missed_v1($1, $2, $3)"),
+            report_missed: format!("SELECT {s}.report_missed_v2($1, $2, $3, $4, $5)"),
             run_ended: format!(
                 "UPDATE {s}.runs SET ended = clock_timestamp(), outcome = $4, error = $5 \
                  WHERE job = $1 AND fire = $2 AND fence = $3"
@@ -861,19 +864,22 @@ impl Guard for PostgresGuard {
 
     fn report_missed(
         &self,
-        _first: DateTime<Utc>,
+        first_fire: DateTime<Utc>,
         last: DateTime<Utc>,
     ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
         let db = Arc::clone(&self.db);
         let job = Arc::clone(&self.job);
+        let nonce = Arc::clone(&self.nonce);
         Box::pin(async move {
             let rows = db
                 .query(
                     &db.sql.report_missed,
                     &[
                         (&&*job, Type::TEXT),
+                        (&first_fire, Type::TIMESTAMPTZ),
                         (&last, Type::TIMESTAMPTZ),
                         (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
+                        (&&*nonce, Type::TEXT),
                     ],
                 )
                 .await?;
@@ -887,6 +893,10 @@ impl Guard for PostgresGuard {
     }
 
     fn claims_ahead(&self) -> bool {
+        true
+    }
+
+    fn repeats_missed_answers(&self) -> bool {
         true
     }
 

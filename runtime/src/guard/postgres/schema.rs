@@ -25,6 +25,9 @@ use crate::guard::GuardError;
 ///   `last_fire` make the job's fate point (columns, unlike the rows of `reports`, so that they
 ///   are kept past an hour).
 /// - `reports`: who first reported each dropped fire (rows older than an hour are deleted).
+/// - `missed_answers`: the fate point each report of missed fires was answered, by reporter and
+///   last fire, so that a retry is answered as its first try (rows older than an hour are
+///   deleted).
 /// - `runs`: the run history, when enabled: one row per claimed run, and one per dropped fire.
 /// - `controls`: the control feed (pause, resume, run now), read by every replica; rows older
 ///   than seven days are deleted when a request is published.
@@ -39,7 +42,7 @@ use crate::guard::GuardError;
 ///   (the owner's own clock, Unix ms, when it sent its last renewal).
 const CREATE: &str = include_str!("schema.sql");
 
-/// Every column of the three tables with its type as `information_schema.columns` names it.
+/// Every column of the tables with its type as `information_schema.columns` names it.
 const COLUMNS: &[(&str, &str, &str)] = &[
     ("jobs", "job", "text"),
     ("jobs", "last_fire", "timestamp with time zone"),
@@ -68,6 +71,11 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("reports", "fire", "timestamp with time zone"),
     ("reports", "reporter", "text"),
     ("reports", "reported_at", "timestamp with time zone"),
+    ("missed_answers", "job", "text"),
+    ("missed_answers", "reporter", "text"),
+    ("missed_answers", "last_fire", "timestamp with time zone"),
+    ("missed_answers", "answer", "timestamp with time zone"),
+    ("missed_answers", "reported_at", "timestamp with time zone"),
     ("runs", "id", "bigint"),
     ("runs", "job", "text"),
     ("runs", "fire", "timestamp with time zone"),
@@ -123,6 +131,7 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
 const TABLES: &[&str] = &[
     "jobs",
     "reports",
+    "missed_answers",
     "runs",
     "controls",
     "roster",
@@ -139,6 +148,7 @@ const FUNCTIONS: &[&str] = &[
     "first_report_v1",
     "first_report_v2",
     "report_missed_v1",
+    "report_missed_v2",
     "fate_point_v1",
     "claim_manual_v1",
     "claim_manual_v2",

@@ -51,6 +51,17 @@ CREATE TABLE IF NOT EXISTS {schema}.reports (
   reported_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
   PRIMARY KEY (job, fire)
 );
+-- The fate point each report of missed fires (report_missed_v2) was answered, by reporter and
+-- last fire, so that a retry whose first try took effect unheard is answered the same (rows older
+-- than an hour are deleted).
+CREATE TABLE IF NOT EXISTS {schema}.missed_answers (
+  job          text NOT NULL,
+  reporter     text NOT NULL,
+  last_fire    timestamptz NOT NULL,
+  answer       timestamptz,
+  reported_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (job, reporter, last_fire)
+);
 CREATE TABLE IF NOT EXISTS {schema}.runs (
   id           bigserial PRIMARY KEY,
   job          text NOT NULL,
@@ -469,6 +480,55 @@ BEGIN
       missed_before = CASE WHEN v_point IS NOT DISTINCT FROM r.missed_through THEN r.missed_before
                            WHEN v_point IS NULL THEN NULL ELSE r.missed_through END
       WHERE job = p_job;
+  END IF;
+  RETURN v_point;
+END
+$report_missed$;
+
+-- Records the fires from p_first to p_last as missed unless the fate point is at p_last already;
+-- answers the point as it was. The answer is kept (missed_answers): a retry by the same reporter
+-- (p_nonce) for the same last fire is answered the same, also after other processes moved the
+-- point. The fires recorded are those after the point from p_first on (missed_from: after it): a
+-- fire before p_first still open in a process is that process's to decide. A report that goes on
+-- from the missed fires before extends them. (report_missed_v1 is kept for earlier versions.)
+CREATE OR REPLACE FUNCTION {schema}.report_missed_v2(p_job text, p_first timestamptz,
+  p_last timestamptz, p_tolerance_ms bigint, p_nonce text)
+RETURNS timestamptz LANGUAGE plpgsql AS $report_missed$
+DECLARE
+  r {schema}.jobs%ROWTYPE;
+  v_kept {schema}.missed_answers%ROWTYPE;
+  v_point timestamptz;
+  v_from timestamptz;
+BEGIN
+  SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
+    SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  SELECT * INTO v_kept FROM {schema}.missed_answers
+    WHERE job = p_job AND reporter = p_nonce AND last_fire = p_last;
+  IF FOUND THEN
+    RETURN v_kept.answer;
+  END IF;
+  -- Missed fires ahead of the database's clock come from a host whose clock is ahead: recorded,
+  -- they would decide fires that have not come yet.
+  IF p_last > clock_timestamp() + p_tolerance_ms * interval '1 millisecond' THEN
+    RAISE EXCEPTION 'the missed fires lie ahead of the database clock: this host''s clock is ahead; they were not recorded';
+  END IF;
+  DELETE FROM {schema}.missed_answers
+    WHERE job = p_job AND reported_at < clock_timestamp() - interval '1 hour';
+  v_point := {schema}.fate_point_v1(p_job, p_tolerance_ms);
+  INSERT INTO {schema}.missed_answers (job, reporter, last_fire, answer)
+    VALUES (p_job, p_nonce, p_last, v_point) ON CONFLICT DO NOTHING;
+  IF v_point IS NULL OR v_point < p_last THEN
+    v_from := greatest(v_point, p_first - interval '1 millisecond');
+    IF v_point IS NOT NULL AND v_point = r.missed_through AND v_from = v_point THEN
+      UPDATE {schema}.jobs SET missed_through = p_last WHERE job = p_job;
+    ELSE
+      UPDATE {schema}.jobs SET missed_through = p_last, missed_from = v_from,
+        missed_before = r.missed_through
+        WHERE job = p_job;
+    END IF;
   END IF;
   RETURN v_point;
 END

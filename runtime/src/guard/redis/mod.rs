@@ -15,7 +15,9 @@
 //!   as run), `rep` (the newest fire with a report record, so that a claim reads the record
 //!   of its fire only when there may be one) and `gone` (the newest fire reported missed while
 //!   no process ran the job: a claim of it or of an older fire nobody claimed answers
-//!   `DroppedByAnother`). The job's fate point is the greatest of `last`, `rep` and `gone`
+//!   `DroppedByAnother`, except after `gb` up to `gf`: the newest missed fires were recorded
+//!   after `gf`, the fate point or the reporter's first fire, whichever is later, and `gb` is the
+//!   newest missed fire before them). The job's fate point is the greatest of `last`, `rep` and `gone`
 //!   (docs/guide/downtime.md);
 //! - `<prefix>:{<job>}:reported:<fire ms>`: the nonce of the guard value that first reported
 //!   fire `<fire ms>` as dropped, with `PX` of one hour, so that a drop seen by several replicas
@@ -24,6 +26,9 @@
 //!   7 is a first report too. A busy claim writes it only for `overlap = "skip"`, where the busy
 //!   fire is dropped; under `queue` and `replace` the fire waits, and its misfire, if it comes to
 //!   that, is reported through `first_report`;
+//! - `<prefix>:{<job>}:missed:<nonce>:<last ms>`: the fate point a report of missed fires up to
+//!   `<last ms>` by one guard value was answered, with `PX` of one hour, so that a retry of it
+//!   whose first try took effect unheard is answered the same (`-`: there was no point);
 //! - `<prefix>:{<job>}:cancel`: the token of a holder that another replica asked to stop
 //!   (`overlap = "replace"`), with `PX lease`; the holder reads it when it renews.
 //! - `<prefix>:{<job>}:manual`: the manual runs claimed, a sorted set of ids scored by when each
@@ -194,6 +199,9 @@ pub(crate) struct RedisGuard {
     manual_key: Arc<str>,
     /// `<prefix>:{<job>}:reported:`, followed by a fire's Unix ms.
     reported_prefix: Arc<str>,
+    /// `<prefix>:{<job>}:missed:<nonce>:`, followed by the last fire of a report of missed
+    /// fires: the answer this guard value was given.
+    missed_prefix: Arc<str>,
     /// The job's recent history: a sorted set of entries scored by their fire.
     history_key: Arc<str>,
     history_kept: RecentHistory,
@@ -217,6 +225,7 @@ impl RedisGuard {
         overlap: Overlap,
     ) -> Self {
         let nonce = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+        let missed_prefix = Arc::from(format!("{prefix}:{{{job}}}:missed:{nonce}:"));
         RedisGuard {
             conn,
             batcher,
@@ -228,6 +237,7 @@ impl RedisGuard {
             cancel_key: Arc::from(format!("{prefix}:{{{job}}}:cancel")),
             manual_key: Arc::from(format!("{prefix}:{{{job}}}:manual")),
             reported_prefix: Arc::from(format!("{prefix}:{{{job}}}:reported:")),
+            missed_prefix,
             history_key: Arc::from(format!("{prefix}:{{{job}}}:history")),
             history_kept: RecentHistory::default(),
             job: Arc::from(job),
@@ -587,14 +597,19 @@ impl Guard for RedisGuard {
         first: DateTime<Utc>,
         last: DateTime<Utc>,
     ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
-        let _ = first;
         let batcher = Arc::clone(&self.batcher);
+        let last = epoch_millis(last);
         let op = batch::Op {
             code: op::REPORT_MISSED,
-            keys: vec![Arg::Shared(Arc::clone(&self.state_key))],
+            keys: vec![
+                Arg::Shared(Arc::clone(&self.state_key)),
+                Arg::Joined(Arc::clone(&self.missed_prefix), last),
+            ],
             args: vec![
-                Arg::Int(epoch_millis(last)),
+                Arg::Int(epoch_millis(first)),
+                Arg::Int(last),
                 Arg::Int(CLAIM_AHEAD_TOLERANCE_MS as i64),
+                Arg::Int(REPORT_TTL_MS as i64),
             ],
         };
         Box::pin(async move { point_answer(batcher.call(op).await.map_err(redis_err)?) })
@@ -619,6 +634,10 @@ impl Guard for RedisGuard {
     }
 
     fn claims_ahead(&self) -> bool {
+        true
+    }
+
+    fn repeats_missed_answers(&self) -> bool {
         true
     }
 

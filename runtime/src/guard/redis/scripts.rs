@@ -134,8 +134,10 @@ pub(super) mod op {
     /// after its end time (which the server's clock gives), the entries kept, how long they are
     /// kept (ms).
     pub(in super::super) const HISTORY: &str = "h";
-    /// Missed fires up to a fire. KEYS: state. ARGV: the last missed fire (Unix ms), the ahead
-    /// tolerance (ms). Answers the fate point before, as [`FATE_POINT`].
+    /// Missed fires. KEYS: state, the answer kept for this guard value and last fire. ARGV: the
+    /// first and the last missed fire (Unix ms), the ahead tolerance (ms), how long the answer is
+    /// kept (ms). Answers the fate point before, as [`FATE_POINT`]; a retry answers as the first
+    /// try did.
     pub(in super::super) const REPORT_MISSED: &str = "g";
 }
 
@@ -498,27 +500,40 @@ local function point_answer(point)
   return {0}
 end
 
--- Records the fires up to `last` as missed unless the fate point is there already; answers the
--- point as it was. A `last` ahead of the server's clock comes from a clock that is wrong.
-local function report_missed(state_key, last_arg, tolerance)
+-- Records the fires from `first` to `last` as missed unless the fate point is at `last` already;
+-- answers the point as it was. A `last` ahead of the server's clock comes from a clock that is
+-- wrong. The answer is kept under `answer_key` (one per guard value and `last`): a retry whose
+-- first try took effect unheard is answered the same, also after other processes moved the point.
+local function report_missed(state_key, answer_key, first_arg, last_arg, tolerance, ttl)
+  local kept = redis.call('GET', answer_key)
+  if kept then
+    return point_answer(tonumber(kept))
+  end
   local last = tonumber(last_arg)
   if last > now + tonumber(tolerance) then
     return {-1, 'the missed fires lie ahead of the Redis server\'s clock: this host\'s clock is ahead; they were not recorded'}
   end
   local point = fate_point(state_key)
+  redis.call('SET', answer_key, point and string.format('%.0f', point) or '-', 'PX', ttl)
   if not point or point < last then
-    -- Missed fires that do not go on from those recorded before start at the fate point: a fire
-    -- between those and it, still open in a process, was not reported missed (`gb`, `gf`).
+    -- The fires recorded are those after the fate point from `first` on (`gf`: after it): a fire
+    -- before `first` still open in a process is that process's to decide, and the fires between
+    -- the missed ones before (`gb`) and `gf` were not reported missed. A report that goes on
+    -- from the missed fires before extends them.
+    local from = tonumber(first_arg) - 1
+    if point and point > from then
+      from = point
+    end
     local gone = tonumber(redis.call('HGET', state_key, 'gone'))
-    if point and point ~= gone then
-      redis.call('HSET', state_key, 'gone', last_arg, 'gf', string.format('%.0f', point))
+    if gone and point == gone and from == point then
+      redis.call('HSET', state_key, 'gone', last_arg)
+    else
+      redis.call('HSET', state_key, 'gone', last_arg, 'gf', string.format('%.0f', from))
       if gone then
         redis.call('HSET', state_key, 'gb', string.format('%.0f', gone))
       else
         redis.call('HDEL', state_key, 'gb')
       end
-    else
-      redis.call('HSET', state_key, 'gone', last_arg)
     end
   end
   return point_answer(point)
@@ -567,8 +582,9 @@ while a <= #ARGV do
     ok, res = pcall(function(key) return point_answer(fate_point(key)) end, KEYS[k])
     k, a = k + 1, a + 1
   elseif code == 'g' then
-    ok, res = pcall(report_missed, KEYS[k], ARGV[a + 1], ARGV[a + 2])
-    k, a = k + 1, a + 3
+    ok, res = pcall(report_missed, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
+      ARGV[a + 4])
+    k, a = k + 2, a + 5
   elseif code == 'h' then
     ok, res = pcall(history, KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
     k, a = k + 1, a + 5
