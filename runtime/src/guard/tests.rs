@@ -1192,6 +1192,27 @@ mod redis {
         lease.release().await.expect("release");
     }
 
+    /// A claim that reaches the server after its claimant gave it up (sent before a reconnection,
+    /// say) is refused, so that it neither holds the lock for a lease nor takes the fire from the
+    /// drop report its claimant made.
+    #[tokio::test]
+    async fn redis_a_claim_that_arrives_after_its_abandon_takes_nothing() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let a = guard(&server, "late", 30_000).await;
+        let b = guard(&server, "late", 30_000).await;
+        let fire = now();
+        a.abandon(fire).await.expect("answers");
+        assert_eq!(
+            claim_name(&a, fire).await,
+            "Lapsed",
+            "the claim given up before it arrived is refused"
+        );
+        let lease = acquire_at(&b, fire).await;
+        lease.release().await.expect("release");
+    }
+
     /// The script calls the server counted since the last `CONFIG RESETSTAT`.
     async fn script_calls(conn: &mut crate::guard::redis::RedisConn) -> u64 {
         let info: String = ::redis::cmd("INFO")

@@ -154,6 +154,8 @@ pub(super) struct JobState {
     /// The answer each report of missed fires got, by reporter and last fire (the keys
     /// `missed:<nonce>:<last>`), for a retry whose first try took effect unheard.
     missed_answers: BTreeMap<(u64, Ms), Option<Ms>>,
+    /// The tokens of the newest eight claims given up before they arrived (`ab`): refused.
+    abandoned: Vec<String>,
     /// The last report of missed fires was answered as an earlier try of it: nothing applied.
     pub(super) repeated: bool,
     /// The job's pause (`paused`): when, by whom.
@@ -243,6 +245,10 @@ impl JobState {
                 // Line by line as `claim` in the Redis guard's batch script.
                 if *fire > now + AHEAD_TOLERANCE {
                     return Resp::TooEarly { ahead: fire - now };
+                }
+                if self.abandoned.contains(token) {
+                    // Given up by its claimant before it arrived.
+                    return Resp::Lapsed;
                 }
                 let stored = self.last;
                 let last = stored.filter(|l| *l <= now + AHEAD_TOLERANCE);
@@ -371,6 +377,13 @@ impl JobState {
                     self.recent_claimant(*fire).0
                 };
                 let ours = claimant.as_deref() == Some(token.as_str());
+                if !ours {
+                    // The claim has not arrived (it may still): it will be refused. The newest
+                    // eight such claims are kept.
+                    self.abandoned.retain(|t| t != token);
+                    self.abandoned.insert(0, token.clone());
+                    self.abandoned.truncate(8);
+                }
                 if ours && self.last == Some(*fire) {
                     self.lapsed = Some(*fire);
                 }

@@ -23,7 +23,8 @@ use crate::guard::GuardError;
 ///   fire reported dropped and `missed_through` the newest reported missed (not those after
 ///   `missed_before` up to `missed_from`, the fate point the newest were recorded from), which with
 ///   `last_fire` make the job's fate point (columns, unlike the rows of `reports`, so that they
-///   are kept past an hour).
+///   are kept past an hour); `abandoned` the tokens of the newest eight claims given up
+///   before they arrived, which are then refused.
 /// - `reports`: who first reported each dropped fire (rows older than an hour are deleted).
 /// - `missed_answers`: the fate point each report of missed fires was answered, by reporter and
 ///   last fire, so that a retry is answered as its first try (rows older than an hour are
@@ -67,6 +68,7 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("jobs", "claims_made", "bigint"),
     ("jobs", "missed_from", "timestamp with time zone"),
     ("jobs", "missed_before", "timestamp with time zone"),
+    ("jobs", "abandoned", "ARRAY"),
     ("reports", "job", "text"),
     ("reports", "fire", "timestamp with time zone"),
     ("reports", "reporter", "text"),
@@ -126,6 +128,7 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ("jobs", "claims_made"),
     ("jobs", "missed_from"),
     ("jobs", "missed_before"),
+    ("jobs", "abandoned"),
 ];
 
 const TABLES: &[&str] = &[

@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS {schema}.jobs (
   missed_through    timestamptz,
   claims_made       bigint DEFAULT 0,
   missed_from       timestamptz,
-  missed_before     timestamptz
+  missed_before     timestamptz,
+  abandoned         text[] NOT NULL DEFAULT '{}'
 );
 -- Added after the first release of the table: a table made before gets them here.
 ALTER TABLE {schema}.jobs
@@ -44,6 +45,9 @@ ALTER TABLE {schema}.jobs ALTER COLUMN claims_made SET DEFAULT 0;
 -- them: the fires between were not reported missed (NULL: every fire up to missed_through was).
 ALTER TABLE {schema}.jobs ADD COLUMN IF NOT EXISTS missed_from timestamptz,
   ADD COLUMN IF NOT EXISTS missed_before timestamptz;
+-- The tokens of the newest eight claims given up (abandon_v1) before they reached the database (a
+-- claim sent on one pooled connection may arrive after its abandon sent on another): refused.
+ALTER TABLE {schema}.jobs ADD COLUMN IF NOT EXISTS abandoned text[] NOT NULL DEFAULT '{}';
 CREATE TABLE IF NOT EXISTS {schema}.reports (
   job          text NOT NULL,
   fire         timestamptz NOT NULL,
@@ -144,6 +148,12 @@ BEGIN
   IF NOT FOUND THEN
     INSERT INTO {schema}.jobs (job) VALUES (p_job) ON CONFLICT (job) DO NOTHING;
     SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
+  END IF;
+  -- Its claimant gave this claim up before it arrived (abandon_v1): it takes nothing, as one
+  -- whose lease ran out.
+  IF p_token = ANY (r.abandoned) THEN
+    answer := 3;
+    RETURN;
   END IF;
   v_last := r.last_fire;
   IF v_last > v_now + v_tolerance THEN
@@ -675,6 +685,9 @@ BEGIN
   SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
   IF NOT FOUND OR NOT ((r.last_fire = p_fire AND r.holder = p_token)
                        OR p_token = ANY (r.recent_tokens)) THEN
+    -- The claim has not arrived (it may still, on another connection): it will be refused.
+    INSERT INTO {schema}.jobs (job, abandoned) VALUES (p_job, ARRAY[p_token])
+      ON CONFLICT (job) DO UPDATE SET abandoned = (p_token || {schema}.jobs.abandoned)[1:8];
     RETURN false;
   END IF;
   UPDATE {schema}.jobs SET

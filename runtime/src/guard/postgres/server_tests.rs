@@ -1115,6 +1115,31 @@ async fn the_fate_point_outlives_the_reports() {
     );
 }
 
+/// A claim sent on one pooled connection may reach the database after its claimant gave it up
+/// on another (the claim timed out, and its abandon and drop report went first): it is refused,
+/// so that it neither holds the lock for a lease nor takes the fire from the report.
+#[tokio::test]
+async fn a_claim_that_arrives_after_its_abandon_takes_nothing() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let (a, b) = (
+        guard(&db, "late", 30_000, false),
+        guard(&db, "late", 30_000, false),
+    );
+    let fire = now();
+    a.abandon(fire).await.expect("answers");
+    assert!(
+        matches!(a.claim(fire).await.expect("answers"), Claim::Lapsed),
+        "the claim given up before it arrived is refused"
+    );
+    match b.claim(fire).await.expect("answers") {
+        Claim::Acquired(lease) => lease.release().await.expect("release"),
+        other => panic!("{other:?}: another claimant takes the fire as if nothing had come"),
+    }
+}
+
 /// A binary that predates missed fires claims through `claim_v4` (or older): a fire reported
 /// missed does not run there either. When it writes its own `claim_v4` (it found a function
 /// missing), the claims of this version keep the check, in `claim_v5`.

@@ -12,7 +12,9 @@
 //!   nobody claimed before a later one is told apart (`Superseded`) from an older one that is
 //!   simply past (`AlreadyRan`)), `lapsed` (a last claimed fire that was given up unstarted:
 //!   its claimant's reply was lost, or it came too late to run; the health check does not count it
-//!   as run), `rep` (the newest fire with a report record, so that a claim reads the record
+//!   as run), `ab` (the tokens of the newest eight claims given up before they reached the
+//!   server, after a reconnection say: such a claim is refused as `Lapsed`, so that it neither holds the lock for a
+//!   lease nor takes the fire from its claimant's drop report), `rep` (the newest fire with a report record, so that a claim reads the record
 //!   of its fire only when there may be one) and `gone` (the newest fire reported missed while
 //!   no process ran the job: a claim of it or of an older fire nobody claimed answers
 //!   `DroppedByAnother`, except after `gb` up to `gf`: the newest missed fires were recorded

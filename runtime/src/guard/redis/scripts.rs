@@ -236,7 +236,12 @@ local function claim(lock, state_key, cancel, report, fire_arg, token, px, repla
   if fire > now + tolerance then
     return {4, fire - now, 0}
   end
-  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep', 'gone', 'gf', 'gb')
+  local state = redis.call('HMGET', state_key, 'last', 'fence', 'holder', 'n', 'paused', 'rep', 'gone', 'gf', 'gb', 'ab')
+  if state[10] and string.find(' ' .. state[10] .. ' ', ' ' .. token .. ' ', 1, true) then
+    -- Its claimant gave this claim up before it arrived: it takes nothing, as one whose lease ran
+    -- out.
+    return {3, 0, 0}
+  end
   local stored = tonumber(state[1])
   local last = stored
   local ignored = 0
@@ -431,6 +436,13 @@ local function abandon(lock, state_key, cancel, fire_arg, token)
   local last = tonumber(state[1])
   local ours = (last == fire and state[2] == token) or recent_claimant(state_key, fire) == token
   if not ours then
+    -- The claim has not arrived (it may still, after a reconnection): it will be refused. The
+    -- newest eight such claims are kept.
+    local kept = {token}
+    for t in string.gmatch(redis.call('HGET', state_key, 'ab') or '', '%S+') do
+      if #kept < 8 and t ~= token then kept[#kept + 1] = t end
+    end
+    redis.call('HSET', state_key, 'ab', table.concat(kept, ' '))
     return {0}
   end
   if last == fire then
