@@ -36,8 +36,8 @@ struct JobState {
     /// The fires up to here were reported missed while no process ran the job...
     missed_through: Option<DateTime<Utc>>,
     /// ...but not those after `missed_before` (the missed fires before) up to `missed_from` (the
-    /// fate point the newest were recorded from): such a fire may still be open in a process,
-    /// which reports it.
+    /// newest were recorded after it: the fate point, or the reporter's first fire if later):
+    /// such a fire may still be open in a process, which reports it.
     missed_from: Option<DateTime<Utc>>,
     missed_before: Option<DateTime<Utc>>,
 }
@@ -259,16 +259,20 @@ impl Guard for MemoryGuard {
 
     fn report_missed(
         &self,
-        _first: DateTime<Utc>,
+        first: DateTime<Utc>,
         last: DateTime<Utc>,
     ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
         let before = self.store.with(&self.job, |s| {
             let before = s.fate_point();
             if before.is_none_or(|p| p < last) {
-                // Fires that do not go on from those recorded before start at the fate point.
-                if before != s.missed_through {
-                    s.missed_from = before;
-                    s.missed_before = before.and(s.missed_through);
+                // The fires recorded are those after the fate point from `first` on: a fire
+                // before `first` still open in a process is that process's to decide. A report
+                // that goes on from the missed fires before extends them.
+                let just_before_first = first - chrono::TimeDelta::nanoseconds(1);
+                let from = before.map_or(just_before_first, |p| p.max(just_before_first));
+                if before.is_none() || before != s.missed_through || Some(from) != before {
+                    s.missed_from = Some(from);
+                    s.missed_before = s.missed_through;
                 }
                 s.missed_through = Some(last);
             }
