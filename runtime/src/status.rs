@@ -254,10 +254,6 @@ fn offset_ns(from: DateTime<Utc>, to: DateTime<Utc>) -> Option<i64> {
     crate::clock::nanos_between(from, to)
 }
 
-fn add_ns(t: DateTime<Utc>, ns: i64) -> DateTime<Utc> {
-    t + chrono::TimeDelta::nanoseconds(ns)
-}
-
 fn nanos(d: Duration) -> Option<u64> {
     u64::try_from(d.as_nanos()).ok()
 }
@@ -267,8 +263,19 @@ impl LastRun {
         DateTime::from_timestamp_nanos(self.fire_ns)
     }
 
+    /// Whether this is the run of fire `fire`: compared on the stored nanoseconds, without
+    /// making an instant of them (the status is updated at every start and end).
+    fn is_of(&self, fire: DateTime<Utc>) -> bool {
+        fire.timestamp_nanos_opt() == Some(self.fire_ns)
+    }
+
+    /// Nanoseconds since the Unix epoch of its start.
+    fn started_unix_ns(&self) -> i64 {
+        self.fire_ns.saturating_add(self.started_ns)
+    }
+
     fn started_at(&self) -> DateTime<Utc> {
-        add_ns(self.fire_time(), self.started_ns)
+        DateTime::from_timestamp_nanos(self.started_unix_ns())
     }
 
     fn duration(&self) -> Duration {
@@ -299,7 +306,9 @@ impl LastRun {
 
     /// When it ended, if it did.
     fn ended_at(&self) -> Option<DateTime<Utc>> {
-        (self.ended != Ended::Not).then(|| add_ns(self.started_at(), self.ended_ns))
+        (self.ended != Ended::Not).then(|| {
+            DateTime::from_timestamp_nanos(self.started_unix_ns().saturating_add(self.ended_ns))
+        })
     }
 
     /// The run's start or end event, as it was emitted.
@@ -371,8 +380,7 @@ impl StatusRecord {
             (&event.kind, attempt > 1, &mut self.last_run)
         {
             // A retry of the last run: it runs again, and its start is kept as emitted.
-            if run.fire_time() == event.fire_time && Some(run.fencing_token) == event.fencing_token
-            {
+            if run.is_of(event.fire_time) && Some(run.fencing_token) == event.fencing_token {
                 run.attempt = u16::try_from(attempt).unwrap_or(u16::MAX);
                 run.ended = Ended::Not;
                 self.set_failure(None);
@@ -419,12 +427,16 @@ impl StatusRecord {
             event.duration.and_then(nanos),
         ) {
             if let Some(run) = self.last_run.as_mut().filter(|r| {
-                r.fire_time() == event.fire_time
+                r.is_of(event.fire_time)
                     && Some(r.fencing_token) == event.fencing_token
                     && Some(r.lateness()) == event.lateness
                     && u32::from(r.attempt) == attempt
             }) {
-                if let Some(ended_ns) = offset_ns(run.started_at(), event.at) {
+                let ended_ns = event
+                    .at
+                    .timestamp_nanos_opt()
+                    .and_then(|at| at.checked_sub(run.started_unix_ns()));
+                if let Some(ended_ns) = ended_ns {
                     let skew_ns = i64::try_from(duration_ns)
                         .ok()
                         .and_then(|d| ended_ns.checked_sub(d))
