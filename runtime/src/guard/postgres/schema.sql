@@ -683,11 +683,13 @@ DECLARE
   r {schema}.jobs%ROWTYPE;
 BEGIN
   SELECT * INTO r FROM {schema}.jobs WHERE job = p_job FOR UPDATE;
-  IF NOT FOUND OR NOT ((r.last_fire = p_fire AND r.holder = p_token)
-                       OR p_token = ANY (r.recent_tokens)) THEN
+  -- (A row without a claim yet has a null last_fire: not ours either.)
+  IF NOT FOUND OR NOT coalesce((r.last_fire = p_fire AND r.holder = p_token)
+                               OR p_token = ANY (r.recent_tokens), false) THEN
     -- The claim has not arrived (it may still, on another connection): it will be refused.
     INSERT INTO {schema}.jobs (job, abandoned) VALUES (p_job, ARRAY[p_token])
-      ON CONFLICT (job) DO UPDATE SET abandoned = (p_token || {schema}.jobs.abandoned)[1:8];
+      ON CONFLICT (job) DO UPDATE
+      SET abandoned = (p_token || array_remove({schema}.jobs.abandoned, p_token))[1:8];
     RETURN false;
   END IF;
   UPDATE {schema}.jobs SET

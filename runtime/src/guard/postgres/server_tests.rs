@@ -1129,7 +1129,22 @@ async fn a_claim_that_arrives_after_its_abandon_takes_nothing() {
         guard(&db, "late", 30_000, false),
     );
     let fire = now();
+    // The job's row exists without a claim yet (a drop of an earlier fire was reported).
+    b.report_drop(fire - TimeDelta::seconds(1))
+        .await
+        .expect("answers");
     a.abandon(fire).await.expect("answers");
+    a.abandon(fire).await.expect("answers");
+    let kept: i32 = client(&server)
+        .await
+        .query_one(
+            "SELECT cardinality(abandoned) FROM cronguard.jobs WHERE job = 'late'",
+            &[],
+        )
+        .await
+        .expect("reads")
+        .get(0);
+    assert_eq!(kept, 1, "an abandon asked again keeps its token once");
     assert!(
         matches!(a.claim(fire).await.expect("answers"), Claim::Lapsed),
         "the claim given up before it arrived is refused"
