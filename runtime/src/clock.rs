@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, NaiveTime, TimeDelta, Timelike, Utc};
 use tokio::time::Instant;
 
 /// The scheduler's view of wall-clock time.
@@ -184,19 +184,42 @@ impl Default for Clock {
 }
 
 /// `t + d`, saturating at the largest instant instead of overflowing (a grace can be huge).
-/// Computed on the Unix timestamp, without calendar arithmetic: the job models add durations to
-/// instants several times per fire.
+/// The job models add durations to instants several times per fire, so the common case — a
+/// result on the same day or the next — keeps the date and rebuilds the time of day, and never
+/// turns a day number into a date; any other case is computed on the Unix timestamp.
 pub(crate) fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
     if d.is_zero() {
         return t; // no jitter: every fire's start
     }
-    let nanos = t.timestamp_subsec_nanos();
+    let naive = t.naive_utc();
+    let time = naive.time();
+    let nanos = time.nanosecond();
     if nanos >= NANOS_PER_SECOND {
         // A leap second, which only a parsed instant can hold.
         return TimeDelta::from_std(d)
             .ok()
             .and_then(|d| t.checked_add_signed(d))
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    }
+    if d < ONE_DAY {
+        // Below two days' worth of nanoseconds: no overflow.
+        let of_day = u64::from(time.num_seconds_from_midnight()) * NANOS_PER_SECOND_U64
+            + u64::from(nanos)
+            + d.as_secs() * NANOS_PER_SECOND_U64
+            + u64::from(d.subsec_nanos());
+        let (date, of_day) = if of_day < NANOS_PER_DAY {
+            (Some(naive.date()), of_day)
+        } else {
+            (naive.date().succ_opt(), of_day - NANOS_PER_DAY)
+        };
+        let time = NaiveTime::from_num_seconds_from_midnight_opt(
+            u32::try_from(of_day / NANOS_PER_SECOND_U64).unwrap_or(u32::MAX),
+            u32::try_from(of_day % NANOS_PER_SECOND_U64).unwrap_or(u32::MAX),
+        );
+        return match (date, time) {
+            (Some(date), Some(time)) => date.and_time(time).and_utc(),
+            _ => DateTime::<Utc>::MAX_UTC, // past the last date
+        };
     }
     let nanos = nanos + d.subsec_nanos(); // below two seconds' worth: no overflow
     let secs = i64::try_from(d.as_secs())
@@ -216,16 +239,25 @@ pub(crate) fn since(earlier: DateTime<Utc>, later: DateTime<Utc>) -> Duration {
     }
 }
 
-/// `later - earlier` in nanoseconds; `None` when that does not fit (about 292 years).
+/// `later - earlier` in nanoseconds; `None` when that does not fit (about 292 years). Two
+/// instants of the same day (the common case) are compared by their time of day alone.
 pub(crate) fn nanos_between(earlier: DateTime<Utc>, later: DateTime<Utc>) -> Option<i64> {
-    let secs = later.timestamp().checked_sub(earlier.timestamp())?;
-    let nanos =
-        i64::from(later.timestamp_subsec_nanos()) - i64::from(earlier.timestamp_subsec_nanos());
+    let (a, b) = (earlier.naive_utc(), later.naive_utc());
+    let secs = if a.date() == b.date() {
+        i64::from(b.time().num_seconds_from_midnight())
+            - i64::from(a.time().num_seconds_from_midnight())
+    } else {
+        later.timestamp().checked_sub(earlier.timestamp())?
+    };
+    let nanos = i64::from(b.time().nanosecond()) - i64::from(a.time().nanosecond());
     secs.checked_mul(i64::from(NANOS_PER_SECOND))?
         .checked_add(nanos)
 }
 
 const NANOS_PER_SECOND: u32 = 1_000_000_000;
+const NANOS_PER_SECOND_U64: u64 = 1_000_000_000;
+const NANOS_PER_DAY: u64 = 86_400 * NANOS_PER_SECOND_U64;
+const ONE_DAY: Duration = Duration::from_secs(86_400);
 
 /// Milliseconds since the Unix epoch of a fire instant, the form fires are stored in by guards.
 pub(crate) fn epoch_millis(t: DateTime<Utc>) -> i64 {
@@ -258,18 +290,29 @@ mod tests {
             (1_767_225_599, 999_999_999),
             (1_767_225_600, 0),
             (1_767_225_600, 123_456_789),
+            // The end of a leap year, of February, and a second before the last instant: a
+            // sum within a day that moves the date by one.
+            (1_735_689_599, 500_000_000),
+            (1_772_323_199, 999_999_999),
+            (DateTime::<Utc>::MAX_UTC.timestamp() - 1, 0),
+            // The day of the leap second above.
+            (1_483_185_600, 0),
         ] {
             all.push(DateTime::from_timestamp(secs, nanos).expect("in range"));
         }
         all
     }
 
-    fn durations() -> [Duration; 7] {
+    fn durations() -> [Duration; 11] {
         [
             Duration::ZERO,
             Duration::from_nanos(1),
             Duration::from_millis(999),
             Duration::from_nanos(1_000_000_001),
+            Duration::from_secs(1),
+            Duration::from_secs(43_200),
+            Duration::from_nanos(86_400_000_000_000 - 1),
+            Duration::from_secs(86_400),
             Duration::from_secs(86_400 * 366),
             Duration::from_secs(u64::MAX / 2),
             Duration::MAX,

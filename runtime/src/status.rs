@@ -204,10 +204,13 @@ struct LastRun {
     ended_ns: i64,
 }
 
-/// `t` in nanoseconds since the Unix epoch, when that gives `t` back exactly.
+/// `t` in nanoseconds since the Unix epoch, when that gives `t` back exactly: it fits, and it
+/// is not within a leap second (which nanoseconds since the epoch cannot tell from the next).
 fn fire_ns(t: DateTime<Utc>) -> Option<i64> {
+    if t.timestamp_subsec_nanos() >= 1_000_000_000 {
+        return None;
+    }
     t.timestamp_nanos_opt()
-        .filter(|&ns| DateTime::from_timestamp_nanos(ns) == t)
 }
 
 /// Whether and how a run ended (with [`Rare::failure`] for a failure).
@@ -508,6 +511,19 @@ mod tests {
 
     fn at(s: i64) -> DateTime<Utc> {
         DateTime::<Utc>::from_timestamp(1_767_225_600 + s, 7_000).expect("in range")
+    }
+
+    #[test]
+    fn a_fire_is_kept_in_nanoseconds_only_when_they_give_it_back() {
+        for t in [at(0), DateTime::<Utc>::UNIX_EPOCH, at(-1_767_225_601)] {
+            assert_eq!(fire_ns(t).map(DateTime::from_timestamp_nanos), Some(t));
+        }
+        let leap = chrono::NaiveDate::from_ymd_opt(2016, 12, 31)
+            .and_then(|d| d.and_hms_nano_opt(23, 59, 59, 1_500_000_000))
+            .expect("a leap second")
+            .and_utc();
+        assert_eq!(fire_ns(leap), None);
+        assert_eq!(fire_ns(DateTime::<Utc>::MAX_UTC), None);
     }
 
     fn run_event(fire: i64, token: u64, kind: EventKind, at_s: i64, ended: bool) -> Occurrence {

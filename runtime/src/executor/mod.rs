@@ -193,9 +193,13 @@ pub(crate) fn start(ready: Ready, shared: &Shared) -> Shards {
     for slots in split {
         let jobs: ShardJobs = Arc::new(Mutex::new(slots));
         let (tx, rx) = mpsc::unbounded_channel();
+        // Each shard hands its runs a copy of the state values of its own, so that the reference
+        // count every run takes is not one cache line all worker threads write to.
+        let mut own = shared.clone();
+        own.states = Arc::new((*shared.states).clone());
         shards.tasks.push(tokio::spawn(shard::run(
             Arc::clone(&jobs),
-            shared.clone(),
+            own,
             tx.clone(),
             rx,
         )));
