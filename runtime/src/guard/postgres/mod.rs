@@ -583,14 +583,17 @@ impl Database {
 }
 
 /// A PostgreSQL connection string without its password, for messages: the password of
-/// `postgres://user:password@host/db`, and the value of `password=` in a query or in the
-/// `key=value` form, become `***`.
+/// `postgres://user:password@host/db` and the value of `password=` in its query, or in the
+/// `key=value` form (quoted or not, with spaces around `=`), become `***`.
 pub(crate) fn redact(url: &str) -> String {
+    if !url.contains("://") {
+        return redact_key_value(url);
+    }
     let masked: Vec<String> = url
-        .split_inclusive(['?', '&', ' '])
+        .split_inclusive(['?', '&'])
         .map(|part| {
             let (body, sep) = match part.char_indices().last() {
-                Some((i, '?' | '&' | ' ')) => (&part[..i], &part[i..]),
+                Some((i, '?' | '&')) => (&part[..i], &part[i..]),
                 _ => (part, ""),
             };
             match body.split_once('=') {
@@ -609,6 +612,56 @@ pub(crate) fn redact(url: &str) -> String {
         },
         _ => url,
     }
+}
+
+/// The `key = value` form, read as libpq reads it: a value is quoted (`'...'`) or runs to the
+/// next space, and a backslash escapes the next character in both.
+fn redact_key_value(conninfo: &str) -> String {
+    let mut out = String::with_capacity(conninfo.len());
+    let mut rest = conninfo;
+    loop {
+        let trimmed = rest.trim_start();
+        out.push_str(&rest[..rest.len() - trimmed.len()]);
+        rest = trimmed;
+        if rest.is_empty() {
+            return out;
+        }
+        let key_end = rest
+            .find(|c: char| c == '=' || c.is_whitespace())
+            .unwrap_or(rest.len());
+        let key = &rest[..key_end];
+        out.push_str(key);
+        rest = &rest[key_end..];
+        let Some(after_equals) = rest.trim_start().strip_prefix('=') else {
+            continue; // not `key = value`: left as it is
+        };
+        let value = after_equals.trim_start();
+        out.push_str(&rest[..rest.len() - value.len()]);
+        let length = value_length(value);
+        if key.eq_ignore_ascii_case("password") {
+            out.push_str("***");
+        } else {
+            out.push_str(&value[..length]);
+        }
+        rest = &value[length..];
+    }
+}
+
+/// How many bytes of `s` its first `key=value` value takes (see [`redact_key_value`]).
+fn value_length(s: &str) -> usize {
+    let quoted = s.starts_with('\'');
+    let mut chars = s.char_indices().skip(usize::from(quoted));
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '\'' if quoted => return i + 1,
+            c if !quoted && c.is_whitespace() => return i,
+            _ => {}
+        }
+    }
+    s.len()
 }
 
 /// Whether `e` says the server did not answer, as opposed to refusing us.
@@ -1174,6 +1227,22 @@ mod tests {
                 "host=127.0.0.1 user=app password=*** dbname=app",
             ),
             ("postgres://app@127.0.0.1/db", "postgres://app@127.0.0.1/db"),
+            // Quoted, escaped, with spaces around `=`, in any case.
+            (
+                "host=127.0.0.1 user=app password='s3 cret' dbname=app",
+                "host=127.0.0.1 user=app password=*** dbname=app",
+            ),
+            (
+                "host=h password = s3cret dbname=a",
+                "host=h password = *** dbname=a",
+            ),
+            (
+                "host=h password='s3 \\'cr\\\\et x' dbname='a b'",
+                "host=h password=*** dbname='a b'",
+            ),
+            ("PASSWORD=s3\\ cret host=h", "PASSWORD=*** host=h"),
+            ("password='unterminated secret", "password=***"),
+            ("host=h password", "host=h password"),
         ] {
             assert_eq!(redact(url), shown, "{url}");
         }
