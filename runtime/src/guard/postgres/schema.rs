@@ -195,10 +195,11 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
         )
         .await
         .map_err(|e| store(&e))?;
-    let found: Vec<(String, String, String)> = rows
+    let found = rows
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect();
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+        .collect::<Result<Vec<(String, String, String)>, tokio_postgres::Error>>()
+        .map_err(|e| store(&e))?;
     let mut complete = true;
     for table in TABLES {
         let present: Vec<&(String, String, String)> =
@@ -241,7 +242,10 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
         )
         .await
         .map_err(|e| store(&e))?;
-    let count: i64 = functions.first().map_or(0, |r| r.get(0));
+    let count: i64 = match functions.first() {
+        Some(row) => row.try_get(0).map_err(|e| store(&e))?,
+        None => 0,
+    };
     Ok(complete && count == FUNCTIONS.len() as i64)
 }
 
