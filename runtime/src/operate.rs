@@ -437,13 +437,15 @@ async fn attend(
 /// asks for the partitions this process is named first for among its group, hears who owns
 /// each, and tells the jobs of the partitions it gained, so that they walk the fires they left
 /// to the owner before. `group` is the group it asked in last: when its jobs changed (one was
-/// added or removed), it gives up the partitions of the old group first.
+/// added or removed), it gives up the partitions of the old group first. Answers when to ask
+/// again before the next read, to take over the partitions of an owner that left the group as
+/// soon as their leases run out (see [`Presence::take_over_at`](crate::executor::presence::Presence::take_over_at)).
 async fn own(
     kind: &'static str,
     feed: &dyn ControlFeed,
     plane: &ControlPlane,
     group: &mut Option<String>,
-) {
+) -> Option<tokio::time::Instant> {
     let presence = &plane.presence;
     let now = partitions::group_of(plane.running_jobs(kind).iter().map(String::as_str));
     if let Some(old) = group.take().filter(|old| *old != now) {
@@ -477,6 +479,10 @@ async fn own(
         .as_ref()
         .and_then(|r| r.server_time)
         .is_none_or(|server| clock_agrees(kind, server, sent_wall, sent.elapsed()));
+    let answered = tokio::time::Instant::now();
+    let take_over = read
+        .as_ref()
+        .and_then(|r| presence.take_over_at(r, may_own, answered));
     let changed = presence.heard_owners(kind, read, sent, may_own);
     if !changed.is_empty() {
         tracing::debug!(
@@ -486,6 +492,7 @@ async fn own(
         );
         plane.tell_owner_changed(kind, Some(&changed));
     }
+    take_over
 }
 
 /// Whether the store's clock (`server`, read during a round trip of `rtt` sent at `sent` by this
@@ -550,10 +557,16 @@ async fn read_feed(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut present: Option<usize> = None;
     loop {
-        tick.tick().await;
+        let ticked = tick.tick().await;
         present = attend(kind, feed, &plane.presence, present).await;
         if plane.presence.owning() {
-            own(kind, feed, plane, group).await;
+            // The next read comes early when a departed owner's lease runs out before it.
+            if let Some(at) = own(kind, feed, plane, group)
+                .await
+                .filter(|at| *at < ticked + FEED_POLL)
+            {
+                tick.reset_at(at);
+            }
         }
         loop {
             // Until the first read works, the feed's end is not known: requests made before it

@@ -13,6 +13,8 @@ pub struct Record {
     pub starts: BTreeMap<(u32, i64), Vec<(u32, i64)>>,
     /// (job, first fire ms, last fire ms, pid) of every warn-level report.
     pub warns: Vec<(u32, i64, i64, u32)>,
+    /// (job, pid, when reported, Unix ms) of every warn-level report, in the order of `warns`.
+    pub warned_at: Vec<(u32, u32, i64)>,
     /// (job, fire ms, pid) of every claim that found the fire taken by another replica.
     pub lost: Vec<(u32, i64, u32)>,
 }
@@ -42,6 +44,9 @@ pub fn read(path: &Path) -> Record {
             (Some("warn"), Some(job), Some(last), Some(pid)) => {
                 let first = num(4).unwrap_or(last);
                 record.warns.push((job as u32, first, last, pid as u32));
+                record
+                    .warned_at
+                    .push((job as u32, pid as u32, num(5).unwrap_or(0)));
             }
             (Some("lost"), Some(job), Some(fire), Some(pid)) => {
                 record.lost.push((job as u32, fire, pid as u32));

@@ -79,6 +79,10 @@ impl Owners {
 /// leave them to it (docs/design/ownership.md).
 pub(crate) const OWNER_CLOCK_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long after a departed owner's lease runs out (by this process's reckoning) it asks for the
+/// partition: the stores compare expiries in whole milliseconds.
+const TAKE_OVER_MARGIN: std::time::Duration = std::time::Duration::from_millis(10);
+
 impl Presence {
     /// The presence of a process of `instance`: its id is the instance, the operating system's
     /// process id and a random part, so that two processes of one instance name (two on one host,
@@ -141,6 +145,31 @@ impl Presence {
         (0..PARTITIONS)
             .filter(|p| owners.members.first_here(&partition_key(*p)))
             .collect()
+    }
+
+    /// When to ask the store again, before the next read, to take over the partitions this
+    /// process is now named first for whose owner left the group (it no longer asks for
+    /// partitions, so its leases are not renewed): just after the first of those leases runs out,
+    /// counted from `answered`, when the store's answer `read` came (it ran out no later). So a
+    /// stopped owner's partitions are owned again one lease after its last renewal, not up to a
+    /// read later (docs/design/ownership.md). `None` when there is none, or `may_own` is false.
+    pub(crate) fn take_over_at(
+        &self,
+        read: &Ownership,
+        may_own: bool,
+        answered: Instant,
+    ) -> Option<Instant> {
+        if !may_own {
+            return None;
+        }
+        let members = Present::new(&self.me, &read.members);
+        read.leases
+            .iter()
+            .filter(|l| !l.left.is_zero() && *l.owner != *self.me)
+            .filter(|l| !read.members.contains(&l.owner))
+            .filter(|l| members.first_here(&partition_key(l.partition)))
+            .map(|l| answered + l.left + TAKE_OVER_MARGIN)
+            .min()
     }
 
     /// What the store of guard `kind` answered to a request for partitions sent at `sent`
@@ -276,5 +305,62 @@ mod tests {
         assert!((30..=70).contains(&firsts), "{firsts} of 100");
         a.heard("redis", None);
         assert_eq!(a.first_here("redis", "job"), None);
+    }
+
+    fn lease(
+        partition: u16,
+        owner: &str,
+        left_ms: u64,
+    ) -> crate::guard::partitions::PartitionLease {
+        crate::guard::partitions::PartitionLease {
+            partition,
+            owner: owner.to_owned(),
+            epoch: 1,
+            left: std::time::Duration::from_millis(left_ms),
+            alive: None,
+        }
+    }
+
+    #[test]
+    fn a_departed_owners_partitions_are_asked_for_as_its_leases_run_out() {
+        let me = Presence::new("a", true);
+        let other = Presence::new("b", true);
+        let members = vec![me.me().to_owned(), other.me().to_owned()];
+        // The partitions this process is named first for among the two members.
+        let mine: Vec<u16> = (0..PARTITIONS)
+            .filter(|p| Present::new(me.me(), &members).first_here(&partition_key(*p)))
+            .collect();
+        let (p, q) = (mine[0], mine[1]);
+        let theirs = (0..PARTITIONS)
+            .find(|p| !mine.contains(p))
+            .expect("one is theirs");
+        let answered = Instant::now();
+        let read = |leases| Ownership {
+            members: members.clone(),
+            leases,
+            server_time: None,
+        };
+        // Held by a process that left the group: asked for just after each lease runs out.
+        let gone = "c 3 0003";
+        let at = me.take_over_at(
+            &read(vec![lease(p, gone, 1_500), lease(q, gone, 900)]),
+            true,
+            answered,
+        );
+        assert_eq!(
+            at,
+            Some(answered + std::time::Duration::from_millis(900) + TAKE_OVER_MARGIN)
+        );
+        // Not when the owner is still a member, the lease ran out (the next read takes it), the
+        // partition is another member's to take, it is this process's own, or it may not own.
+        for (leases, may_own) in [
+            (vec![lease(p, other.me(), 1_500)], true),
+            (vec![lease(p, gone, 0)], true),
+            (vec![lease(theirs, gone, 1_500)], true),
+            (vec![lease(p, me.me(), 1_500)], true),
+            (vec![lease(p, gone, 1_500)], false),
+        ] {
+            assert_eq!(me.take_over_at(&read(leases), may_own, answered), None);
+        }
     }
 }

@@ -180,7 +180,7 @@ pub(crate) trait ControlFeed: Send + Sync + 'static {
     fn processes(&self) -> BoxFuture<Result<Vec<SeenProcess>, GuardError>>;
 
     /// Partition ownership (docs/design/ownership.md), in one step: lists `process` as a member
-    /// of `group` for [`PRESENCE_TTL`]; takes or renews for `lease` each partition of `wanted`
+    /// of `group` for [`MEMBER_TTL`](super::partitions::MEMBER_TTL); takes or renews for `lease` each partition of `wanted`
     /// that is free, expired or its own (a partition taken from another owner, or its own after
     /// it expired, gets a higher epoch); gives up at once every partition of the group it owns
     /// and no longer wants; and answers the group's members and every lease it holds.

@@ -23,6 +23,15 @@ pub(crate) const PARTITIONS: u16 = 256;
 /// ([`Builder::partition_ownership`](crate::Builder::partition_ownership)).
 pub const PARTITION_LEASE: Duration = Duration::from_secs(3);
 
+/// How long a process stays a member of its group after it last asked for partitions (about once
+/// a second): less than [`PARTITION_LEASE`], so that when an owner stops, the others name the new
+/// owners of its partitions before its leases run out, and take them as the leases run out
+/// rather than once it drops out of [`PRESENCE_TTL`](super::feed::PRESENCE_TTL)
+/// (docs/design/ownership.md). A member that is only slow costs asks the store refuses while its
+/// leases live, never an owner changed under it.
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+pub(crate) const MEMBER_TTL: Duration = Duration::from_secs(2);
+
 /// The partition of a job: FNV-1a over its name, the same in every build of every process.
 pub(crate) fn partition_of(job: &str) -> u16 {
     let hash = fnv1a64(&[b"partition\xff", job.as_bytes()]);

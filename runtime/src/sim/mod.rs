@@ -113,8 +113,8 @@ pub(super) struct Scenario {
 
 /// How often a replica renews or asks for the partition (its feed reader's period).
 const OWN_EVERY: Ms = 1_000;
-/// How long a replica stays a member after it last asked (`PRESENCE_TTL`).
-const MEMBER_TTL: Ms = 5_000;
+/// How long a replica stays a member after it last asked (`MEMBER_TTL`).
+const MEMBER_TTL: Ms = 2_000;
 /// How far a replica's clock may be off the store's for it to own (`OWNER_CLOCK_TOLERANCE`).
 const OWNER_CLOCK_TOLERANCE: Ms = 1_000;
 

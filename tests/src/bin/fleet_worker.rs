@@ -1,7 +1,7 @@
 //! A replica with many Redis-guarded jobs, for the rolling-restart test: `JOBS` jobs
 //! (`fleet_0` …), each due every second, each run appending `start <job> <fire ms> <pid>` to the
 //! shared record, and every drop reported at warn level (the first report of a skip or a misfire)
-//! appending `warn <job> <last fire ms> <pid> <first fire ms>`, and every claim that lost to
+//! appending `warn <job> <last fire ms> <pid> <first fire ms> <when reported, ms>`, and every claim that lost to
 //! another replica `lost <job> <fire ms> <pid>`. SIGTERM shuts the replica down gracefully, as a
 //! deploy stops it.
 //!
@@ -78,9 +78,10 @@ async fn main() -> anyhow::Result<()> {
                 _ => return,
             };
             let line = format!(
-                "warn {job} {} {pid} {}",
+                "warn {job} {} {pid} {} {}",
                 e.fire_time.timestamp_millis(),
-                first.timestamp_millis()
+                first.timestamp_millis(),
+                chrono::Utc::now().timestamp_millis()
             );
             let _ = append_line(&events, &line);
         })

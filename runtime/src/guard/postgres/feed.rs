@@ -25,7 +25,7 @@ use super::{first, pg_err, Database};
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, FEED_BATCH, PRESENCE_TTL,
 };
-use crate::guard::partitions::{Ownership, PartitionLease, PARTITIONS};
+use crate::guard::partitions::{Ownership, PartitionLease, MEMBER_TTL, PARTITIONS};
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
 
@@ -321,7 +321,7 @@ impl ControlFeed for PostgresFeed {
         let sql = Arc::clone(&self.own);
         let (group, process) = (group.to_owned(), process.to_owned());
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-        let (ttl, lease) = (ms(PRESENCE_TTL), ms(lease));
+        let (ttl, lease) = (ms(MEMBER_TTL), ms(lease));
         let wanted: Vec<i32> = wanted.iter().map(|p| i32::from(*p)).collect();
         let alive = Utc::now().timestamp_millis();
         Box::pin(async move {

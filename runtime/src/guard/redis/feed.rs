@@ -37,7 +37,7 @@ use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, FeedRead, RosterEntry, SeenProcess, FEED_BATCH,
     PRESENCE_TTL,
 };
-use crate::guard::partitions::{Ownership, PartitionLease, PARTITIONS};
+use crate::guard::partitions::{Ownership, PartitionLease, MEMBER_TTL, PARTITIONS};
 use crate::guard::GuardError;
 use crate::registry::BoxFuture;
 
@@ -305,7 +305,7 @@ impl ControlFeed for RedisFeed {
         call.key(format!("{}:{{own:{group}}}:members", self.prefix))
             .key(&leases_key)
             .arg(process)
-            .arg(ms(PRESENCE_TTL))
+            .arg(ms(MEMBER_TTL))
             .arg(ms(lease))
             .arg(Utc::now().timestamp_millis().max(0));
         for p in wanted {
