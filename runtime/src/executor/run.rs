@@ -92,8 +92,9 @@ pub(super) enum Started {
 /// Starts a run. An async body is polled once right here, within its lease, and gets a task of
 /// its own only if it does not finish at once: most runs of a quick job never need one. A run
 /// that goes on has the watchdog renew an expiring lease and stop the body at the lease's end.
-/// `started` is when the run was claimed; the first poll's length is measured from there.
-pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
+/// The first poll's length is measured from `polled_from`: when the run was claimed, or when the
+/// poll of the run before it on the shard ended, if later.
+pub(super) fn start(run: Start, polled_from: Instant, to: ReportTo<'_>) -> Started {
     let Start {
         body,
         ctx,
@@ -148,7 +149,7 @@ pub(super) fn start(run: Start, started: Instant, to: ReportTo<'_>) -> Started {
         }
     };
     let (running, first_poll) = match first {
-        FirstPoll::GoesOn { running, polled_at } => (running, polled_at.map(|at| at - started)),
+        FirstPoll::GoesOn { running, polled_at } => (running, polled_at.map(|at| at - polled_from)),
         FirstPoll::Ended { end, ended } => {
             if let (Hold::Lease(claimed), Some(job)) = (hold, lease_job) {
                 to.errands.borrow_mut().release(claimed.lease, job);

@@ -52,6 +52,9 @@ struct Shard {
     /// and the clocks read before the first of them started.
     polled: Vec<Polled>,
     polled_base: Option<Now>,
+    /// When the last first poll on this shard ended: the next one is timed from there, not from
+    /// its claim, so that the runs polled before it in a burst do not count as its own.
+    last_poll_end: Instant,
     /// The job models' actions, carried out at once; kept so that a fire allocates none.
     actions: Vec<Action>,
     /// Where in a bucket of jobs due together this process starts (see [`Shard::take_due`]).
@@ -122,6 +125,7 @@ pub(super) async fn run(
         launching: Vec::new(),
         polled: Vec::new(),
         polled_base: None,
+        last_poll_end: Instant::now(),
         actions: Vec::new(),
         rotation: fastrand::Rng::new(),
         handed_at: Instant::now(),
@@ -347,13 +351,18 @@ impl Shard {
                 errands: &self.links.errands,
             };
             let cancel = start.cancel.clone();
-            let (first_poll, outcome) = match run::start(start, claimed, to) {
+            let polled_from = claimed.max(self.last_poll_end);
+            let (first_poll, outcome) = match run::start(start, polled_from, to) {
                 Started::Finished { end, ended } => {
+                    self.last_poll_end = ended;
                     let took = ended.saturating_duration_since(claimed);
-                    (Some(took), AfterFirstPoll::Ended(end, took, ended))
+                    (
+                        Some(ended.saturating_duration_since(polled_from)),
+                        AfterFirstPoll::Ended(end, took, ended),
+                    )
                 }
                 Started::Spawned { first_poll } => (
-                    first_poll,
+                    first_poll.inspect(|took| self.last_poll_end = polled_from + *took),
                     AfterFirstPoll::GoesOn {
                         cancel,
                         started: claimed,
