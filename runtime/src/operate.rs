@@ -449,12 +449,9 @@ async fn own(
     let presence = &plane.presence;
     let now = partitions::group_of(plane.running_jobs(kind).iter().map(String::as_str));
     if let Some(old) = group.take().filter(|old| *old != now) {
-        // The partitions of a group this process left are handed over at once.
-        let _ = tokio::time::timeout(
-            STORE_WAIT,
-            feed.own(&old, presence.me(), &[], PARTITION_LEASE),
-        )
-        .await;
+        // A group this process left is left at once: no member, its partitions given up.
+        let _ = tokio::time::timeout(STORE_WAIT, feed.leave(&old, presence.me(), PARTITION_LEASE))
+            .await;
         presence.forget_owners(kind);
         plane.tell_owner_changed(kind, None);
     }
@@ -512,8 +509,9 @@ fn clock_agrees(
     ok
 }
 
-/// Gives up this process's partitions at the store of guard kind `kind` at once, at shutdown, so
-/// that the processes that go on own them again without waiting for their leases to run out.
+/// Leaves the group at the store of guard kind `kind` at shutdown: this process is no member from
+/// now on and its partitions are given up at once, so that the processes that go on own them at
+/// their next read, without waiting for its leases or its membership to run out.
 async fn hand_over(
     kind: &'static str,
     feed: &dyn ControlFeed,
@@ -527,11 +525,11 @@ async fn hand_over(
     presence.forget_owners(kind);
     let failed = match tokio::time::timeout(
         STORE_WAIT,
-        feed.own(&group, presence.me(), &[], PARTITION_LEASE),
+        feed.leave(&group, presence.me(), PARTITION_LEASE),
     )
     .await
     {
-        Ok(Ok(_)) => return,
+        Ok(Ok(())) => return,
         Ok(Err(e)) => crate::error::Chain(&e).to_string(),
         Err(_) => format!("no answer within {} s", STORE_WAIT.as_secs()),
     };

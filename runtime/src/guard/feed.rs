@@ -195,6 +195,21 @@ pub(crate) trait ControlFeed: Send + Sync + 'static {
         let _ = (group, process, wanted, lease);
         Box::pin(async { Ok(None) })
     }
+
+    /// A planned stop: removes `process` from the members of `group` at once and gives up every
+    /// partition of the group it owns, so that the processes that go on take them at their next
+    /// read rather than once it ages out of the members. The default gives the partitions up
+    /// through [`own`](Self::own), and the membership runs out after
+    /// [`MEMBER_TTL`](super::partitions::MEMBER_TTL).
+    fn leave(
+        &self,
+        group: &str,
+        process: &str,
+        lease: Duration,
+    ) -> BoxFuture<Result<(), GuardError>> {
+        let owned = self.own(group, process, &[], lease);
+        Box::pin(async move { owned.await.map(|_| ()) })
+    }
 }
 
 /// Two processes attend `feed` and both are listed, each once (for each store's own tests, which
@@ -318,6 +333,25 @@ pub(crate) async fn partition_leases(feed: &dyn ControlFeed) {
     let b = own("b 2 0002", &[2, 3, 5], lease).await;
     let b5 = of(&b.leases, 5);
     assert!(live(&b5, "b 2 0002") && b5.epoch > again.epoch, "{b5:?}");
+
+    // A process that leaves is no member at once, and its partitions are free for the others.
+    feed.leave("g1", "b 2 0002", lease).await.expect("leaves");
+    let a = own("a 1 0001", &[1, 2, 3, 5], lease).await;
+    assert_eq!(a.members, ["a 1 0001"], "{a:?}");
+    for p in [1, 2, 3, 5] {
+        assert!(live(&of(&a.leases, p), "a 1 0001"), "{p}: {a:?}");
+    }
+    assert!(of(&a.leases, 3).epoch > of(&b.leases, 3).epoch);
+    // Leaving again, or leaving a group one never joined, changes nothing.
+    feed.leave("g1", "b 2 0002", lease)
+        .await
+        .expect("leaves again");
+    feed.leave("g3", "b 2 0002", lease)
+        .await
+        .expect("leaves a group it is not in");
+    let a = own("a 1 0001", &[1, 2, 3, 5], lease).await;
+    assert_eq!(a.members, ["a 1 0001"]);
+    assert!(live(&of(&a.leases, 3), "a 1 0001"));
 
     // Groups are apart.
     let other = feed

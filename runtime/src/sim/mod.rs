@@ -1414,19 +1414,29 @@ impl Sim {
     }
 
     /// Renews or asks for the partition (`want`: if the members name this replica first), or
-    /// gives it up (at a shutdown), as the feed reader does (docs/design/ownership.md).
+    /// gives it up, as the feed reader does (docs/design/ownership.md).
     fn ask_own(&mut self, r: usize, want: bool) {
-        let Some(lease) = self.sc.ownership else {
+        if self.sc.ownership.is_none() {
             return;
-        };
+        }
         let me = self.process_id(r);
         let want = want
             && !self.replicas[r].clock_off
             && !self.replicas[r].members.is_empty()
             && Present::new(&me, &self.replicas[r].members).first_here("sim");
+        self.send_own(r, want, false);
+    }
+
+    /// Sends the ownership request: `want` the partition, or `leave` the group (a shutdown).
+    fn send_own(&mut self, r: usize, want: bool, leave: bool) {
+        let Some(lease) = self.sc.ownership else {
+            return;
+        };
+        let me = self.process_id(r);
         let req = Req::Own {
             me,
-            want,
+            want: want && !leave,
+            leave,
             lease,
             ttl: MEMBER_TTL,
             alive: self.now + self.replicas[r].skew,
@@ -1435,10 +1445,11 @@ impl Sim {
         self.send(r, req, Pending::Own { sent }, ASK_TIMEOUT);
     }
 
-    /// A stopping scheduler gives its partition up at once (a frozen one cannot).
+    /// A stopping scheduler leaves: no member from now on, its partition given up at once (a
+    /// frozen one cannot).
     fn hand_over(&mut self, r: usize) {
         if self.replicas[r].paused_until <= self.now {
-            self.ask_own(r, false);
+            self.send_own(r, false, true);
         }
     }
 

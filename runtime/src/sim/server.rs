@@ -66,10 +66,12 @@ pub(super) enum Req {
     },
     /// Partition ownership (the `OWN` script, docs/design/ownership.md): lists process `me` as a
     /// member for `ttl`, takes or renews the job's partition for `lease` if `want` and it is
-    /// free, expired or its own, gives it up at once if not `want` and it is its own.
+    /// free, expired or its own, gives it up at once if not `want` and it is its own. With
+    /// `leave` (a planned stop, the `LEAVE` script), `me` is removed from the members instead.
     Own {
         me: String,
         want: bool,
+        leave: bool,
         lease: Ms,
         ttl: Ms,
         /// The sender's clock when it sent the request.
@@ -187,12 +189,17 @@ impl JobState {
             Req::Own {
                 me,
                 want,
+                leave,
                 lease,
                 ttl,
                 alive,
             } => {
-                // Line by line as the `OWN` script of the Redis guard.
-                self.members.insert(me.clone(), now);
+                // Line by line as the `OWN` script of the Redis guard (`LEAVE` with `leave`).
+                if *leave {
+                    self.members.remove(me);
+                } else {
+                    self.members.insert(me.clone(), now);
+                }
                 self.members.retain(|_, seen| *seen >= now - ttl);
                 // A lease never lasts longer than its length from now: after the server's clock
                 // stepped back, one taken before the step would otherwise outlast its owner.

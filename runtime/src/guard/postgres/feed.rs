@@ -39,6 +39,7 @@ pub(crate) struct PostgresFeed {
     roster: Arc<str>,
     attend: Arc<str>,
     own: Arc<str>,
+    leave: Arc<str>,
 }
 
 impl PostgresFeed {
@@ -140,6 +141,14 @@ impl PostgresFeed {
                  UNION ALL SELECT -1, $2, 0, 0, 0 \
                  UNION ALL SELECT -2, '', 0, \
                    (extract(epoch FROM statement_timestamp()) * 1000)::bigint, 0"
+            )),
+            // A planned stop: no member from now on, its live leases ended now (epoch and owner
+            // kept, as `own` gives a partition up).
+            leave: Arc::from(format!(
+                "WITH gone AS (DELETE FROM {s}.partition_members WHERE grp = $1 AND process = $2), \
+                 released AS (UPDATE {s}.partitions SET expires = statement_timestamp() \
+                   WHERE grp = $1 AND owner = $2 AND expires > statement_timestamp() RETURNING part) \
+                 SELECT count(*)::bigint FROM released"
             )),
         }
     }
@@ -307,6 +316,22 @@ impl ControlFeed for PostgresFeed {
                 .query(&sql, &[(&process, Type::TEXT), (&ttl, Type::INT8)])
                 .await?;
             rows.iter().map(|row| get(row, 0)).collect()
+        })
+    }
+
+    fn leave(
+        &self,
+        group: &str,
+        process: &str,
+        _lease: Duration,
+    ) -> BoxFuture<Result<(), GuardError>> {
+        let db = Arc::clone(&self.db);
+        let sql = Arc::clone(&self.leave);
+        let (group, process) = (group.to_owned(), process.to_owned());
+        Box::pin(async move {
+            db.query(&sql, &[(&group, Type::TEXT), (&process, Type::TEXT)])
+                .await?;
+            Ok(())
         })
     }
 

@@ -291,6 +291,23 @@ impl ControlFeed for RedisFeed {
         })
     }
 
+    fn leave(
+        &self,
+        group: &str,
+        process: &str,
+        _lease: Duration,
+    ) -> BoxFuture<Result<(), GuardError>> {
+        let mut conn = self.conn.clone();
+        let mut call = super::scripts::LEAVE.prepare_invoke();
+        call.key(format!("{}:{{own:{group}}}:members", self.prefix))
+            .key(format!("{}:{{own:{group}}}:leases", self.prefix))
+            .arg(process);
+        Box::pin(async move {
+            let _given_up: i64 = call.invoke_async(&mut conn).await.map_err(redis_err)?;
+            Ok(())
+        })
+    }
+
     fn own(
         &self,
         group: &str,

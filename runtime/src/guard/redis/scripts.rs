@@ -97,6 +97,33 @@ return {string.format('%.0f', now), redis.call('ZRANGE', KEYS[1], 0, -1), out}
     )
 });
 
+/// A planned stop (docs/design/ownership.md): `KEYS` as [`OWN`], `ARGV[1]` the process. Removes
+/// it from the members and ends every live lease it holds now (epoch and owner kept, as `OWN`
+/// gives a partition up), so that the others take its partitions at their next `OWN`.
+pub(in super::super) static LEAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local me = ARGV[1]
+redis.call('ZREM', KEYS[1], me)
+local flat = redis.call('HGETALL', KEYS[2])
+local args = {}
+for i = 1, #flat, 2 do
+  local epoch, expiry, seen, owner = string.match(flat[i + 1], '^(%d+) (%d+) (%d+) (.*)$')
+  if epoch and owner == me and tonumber(expiry) > now then
+    args[#args + 1] = flat[i]
+    args[#args + 1] = string.format('%.0f %.0f %.0f ', tonumber(epoch), now, tonumber(seen)) .. owner
+  end
+end
+if #args > 0 then
+  redis.call('HSET', KEYS[2], unpack(args))
+end
+return #args / 2
+"#,
+    )
+});
+
 /// Lists the processes of the sorted set `KEYS[1]` without attending: answers the server's clock
 /// (Unix ms) and each member with its score (when it last attended), for the command-line tool.
 pub(in super::super) static PROCESSES: LazyLock<Script> = LazyLock::new(|| {
