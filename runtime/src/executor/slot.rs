@@ -200,9 +200,13 @@ pub(crate) struct JobSlot {
     status: StatusRecord,
     /// The earliest wake-up of this job in its shard's queue.
     pub(super) armed: Armed,
-    /// Runs start on a task of their own, not with a first poll on the shard (set once a first
-    /// poll took longer than [`INLINE_POLL_LIMIT`]).
+    /// Runs start on a task of their own, not with a first poll on the shard (set once two first
+    /// polls in a row took longer than [`INLINE_POLL_LIMIT`]).
     own_task: bool,
+    /// The last first poll on the shard took longer than [`INLINE_POLL_LIMIT`]: one more moves
+    /// the job's runs to tasks of their own. One alone may be the thread taken off the CPU in
+    /// the middle of a poll, which says nothing of the job's code.
+    slow_first_poll: bool,
     /// The guard records run ends and reported drops in its history.
     history: bool,
     /// Removed while the scheduler runs: it no longer fires or shows, and its name is free.
@@ -264,6 +268,7 @@ impl JobSlot {
             status: StatusRecord::default(),
             armed: Armed::NONE,
             own_task: false,
+            slow_first_poll: false,
             history,
             removed: false,
         }
@@ -669,7 +674,9 @@ impl JobSlot {
             outcome,
             ..
         } = polled;
-        if let Some(took) = first_poll.filter(|t| *t > INLINE_POLL_LIMIT) {
+        let slow = first_poll.filter(|t| *t > INLINE_POLL_LIMIT);
+        let again = std::mem::replace(&mut self.slow_first_poll, slow.is_some());
+        if let Some(took) = slow.filter(|_| again) {
             if !self.own_task {
                 self.own_task = true;
                 // A few milliseconds are a debug build's logging, not blocking code: warn only
@@ -678,14 +685,14 @@ impl JobSlot {
                     tracing::warn!(
                         job = %self.name(),
                         first_poll_ms = took.as_millis() as u64,
-                        "the job's code before its first `.await` ran for {} ms on the scheduler's task, which delays other jobs; its runs now start on a task of their own. Move blocking work into `tokio::task::spawn_blocking` or make the job a plain `fn`",
+                        "the job's code before its first `.await` ran for {} ms on the scheduler's task (over 1 ms twice in a row), which delays other jobs; its runs now start on a task of their own. Move blocking work into `tokio::task::spawn_blocking` or make the job a plain `fn`",
                         took.as_millis()
                     );
                 } else {
                     tracing::debug!(
                         job = %self.name(),
                         first_poll_us = took.as_micros() as u64,
-                        "the job's first poll took over 1 ms; its runs now start on a task of their own"
+                        "two first polls of the job in a row took over 1 ms; its runs now start on a task of their own"
                     );
                 }
             }
