@@ -65,6 +65,23 @@ async fn thousands_of_jobs_in_several_shards_run_every_fire_once_in_order() {
     assert!(jobs.iter().all(|j| j.running == 0 && j.counts.skipped == 0));
 }
 
+/// Waits up to 20 s for `n` runs to succeed, of job `job` or of any job with `None`; whether
+/// they did. Counts from the call on.
+async fn successes(monitor: &cronguard::Monitor, job: Option<&str>, n: usize) -> bool {
+    let mut events = monitor.subscribe();
+    let mut seen = 0;
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while seen < n {
+            let event = events.recv().await.expect("the event stream stays open");
+            if job.is_none_or(|j| *event.job == *j) && event.kind == EventKind::Succeeded {
+                seen += 1;
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
 /// The id of the task a run's first poll happened on.
 type Polls = Arc<Mutex<Vec<(&'static str, tokio::task::Id)>>>;
 
@@ -96,19 +113,9 @@ async fn a_job_that_blocks_before_its_first_await_gets_a_task_of_its_own() {
         .start()
         .await
         .expect("starts");
-    let mut events = handle.monitor().subscribe();
-    let mut blocker_runs = 0;
-    let waited = tokio::time::timeout(Duration::from_secs(20), async {
-        while blocker_runs < 4 {
-            let event = events.recv().await.expect("the event stream stays open");
-            if &*event.job == "blocker" && event.kind == EventKind::Succeeded {
-                blocker_runs += 1;
-            }
-        }
-    })
-    .await;
+    let waited = successes(&handle.monitor(), Some("blocker"), 4).await;
     handle.shutdown().await;
-    assert!(waited.is_ok(), "four runs of `blocker` within 20 s");
+    assert!(waited, "four runs of `blocker` within 20 s");
 
     let polls = polls.lock().expect("lock").clone();
     let first = |name| polls.iter().position(|(n, _)| *n == name).expect("it ran");
@@ -166,19 +173,9 @@ async fn one_slow_first_poll_keeps_the_job_on_the_shard() {
         .start()
         .await
         .expect("starts");
-    let mut events = handle.monitor().subscribe();
-    let mut runs = 0;
-    let waited = tokio::time::timeout(Duration::from_secs(20), async {
-        while runs < 4 {
-            let event = events.recv().await.expect("the event stream stays open");
-            if &*event.job == "slow-once" && event.kind == EventKind::Succeeded {
-                runs += 1;
-            }
-        }
-    })
-    .await;
+    let waited = successes(&handle.monitor(), Some("slow-once"), 4).await;
     handle.shutdown().await;
-    assert!(waited.is_ok(), "four runs of `slow-once` within 20 s");
+    assert!(waited, "four runs of `slow-once` within 20 s");
     let polls = polls.lock().expect("lock").clone();
     let ids: Vec<_> = polls
         .iter()
@@ -223,22 +220,9 @@ async fn runs_polled_after_others_in_a_burst_are_not_taken_for_blocking_code() {
         }));
     }
     let handle = builder.start().await.expect("starts");
-    let mut events = handle.monitor().subscribe();
-    let mut ended = 0;
-    let waited = tokio::time::timeout(Duration::from_secs(20), async {
-        while ended < JOBS * FIRES {
-            let event = events.recv().await.expect("the event stream stays open");
-            if event.kind == EventKind::Succeeded {
-                ended += 1;
-            }
-        }
-    })
-    .await;
+    let waited = successes(&handle.monitor(), None, JOBS * FIRES).await;
     handle.shutdown().await;
-    assert!(
-        waited.is_ok(),
-        "{FIRES} runs of each of {JOBS} jobs within 20 s"
-    );
+    assert!(waited, "{FIRES} runs of each of {JOBS} jobs within 20 s");
 
     let polls = polls.lock().expect("lock");
     let shard = polls[&0][0];
