@@ -141,6 +141,70 @@ async fn a_job_that_blocks_before_its_first_await_gets_a_task_of_its_own() {
     );
 }
 
+/// A job moved to tasks of its own by two slow first polls comes back to the shard once its
+/// first polls there are quick again: slow polls that were the machine's, not the job's code,
+/// do not cost it a task per run for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_first_polls_are_quick_again_comes_back_to_the_shard() {
+    const SLOW_RUNS: usize = 2;
+    const RUNS: usize = 24;
+    let polls: Polls = Arc::default();
+    let slow_then_quick = {
+        let polls = Arc::clone(&polls);
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        Job::new(
+            "slow-then-quick",
+            Schedule::every(Duration::from_millis(100)).expect("valid"),
+        )
+        .run(move |_ctx| {
+            let (polls, runs) = (Arc::clone(&polls), Arc::clone(&runs));
+            async move {
+                polls
+                    .lock()
+                    .expect("lock")
+                    .push(("slow-then-quick", tokio::task::id()));
+                if runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < SLOW_RUNS {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        })
+    };
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .job(slow_then_quick)
+        .start()
+        .await
+        .expect("starts");
+    let waited = successes(&handle.monitor(), Some("slow-then-quick"), RUNS).await;
+    handle.shutdown().await;
+    assert!(waited, "{RUNS} runs of `slow-then-quick` within 20 s");
+    let ids: Vec<_> = polls
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, id)| *id)
+        .collect();
+    let shard = ids[0];
+    assert_eq!(ids[1], shard, "the second slow run on the shard: {ids:?}");
+    let away = ids
+        .iter()
+        .skip(SLOW_RUNS)
+        .take_while(|id| **id != shard)
+        .count();
+    assert!(
+        away >= 8,
+        "runs on tasks of their own until 8 quick first polls there: {away} ({ids:?})"
+    );
+    assert!(
+        away < RUNS - SLOW_RUNS,
+        "back on the shard after its quick first polls: {ids:?}"
+    );
+    assert!(
+        ids[SLOW_RUNS + away..].iter().all(|id| *id == shard),
+        "every later run on the shard: {ids:?}"
+    );
+}
+
 /// A job whose first poll was slow once (a thread taken off the CPU, a cold cache) stays on the
 /// shard.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,8 +42,13 @@ pub(crate) enum Report {
         missed: MissedFires,
         before: Result<Option<DateTime<Utc>>, String>,
     },
-    /// A run's body returned (or was stopped at its lease deadline).
-    Finished { id: RunId, end: RunEnd },
+    /// A run's body returned (or was stopped at its lease deadline); for a run of a job whose
+    /// runs start on tasks of their own, how long the first poll there took.
+    Finished {
+        id: RunId,
+        end: RunEnd,
+        first_poll: Option<Duration>,
+    },
     /// The watchdog judged a run's lease.
     Verdict { id: RunId, verdict: Verdict },
     /// An operator's control, and who waits until the job has taken it.

@@ -70,7 +70,8 @@ pub(super) struct Start {
     pub(super) hold: Hold,
     /// The lease renewals series of the job, for a run that holds a lease.
     pub(super) renewals: Option<metrics::Counter>,
-    /// Whether the first poll may happen on the shard (see [`INLINE_POLL_LIMIT`]).
+    /// Whether the first poll may happen on the shard (see [`INLINE_POLL_LIMIT`]); when not,
+    /// the first poll on the run's own task is timed and reported with its end.
     pub(super) inline: bool,
     /// Each attempt is cancelled after this long (`timeout`).
     pub(super) timeout: Option<Duration>,
@@ -85,8 +86,12 @@ pub(super) struct Start {
 pub(super) enum Started {
     /// It finished during its first poll, on the shard, at `ended`.
     Finished { end: RunEnd, ended: Instant },
-    /// It goes on as a task of its own, and reports its end to the shard.
-    Spawned { first_poll: Option<Duration> },
+    /// It goes on as a task of its own, cancelled through `cancel`, and reports its end to the
+    /// shard.
+    Spawned {
+        first_poll: Option<Duration>,
+        cancel: RunCancel,
+    },
 }
 
 /// Starts a run. An async body is polled once right here, within its lease, and gets a task of
@@ -118,15 +123,18 @@ pub(super) fn start(run: Start, polled_from: Instant, to: ReportTo<'_>) -> Start
     // The job's name, for the log line of a lease that cannot be given back.
     let lease_job = matches!(hold, Hold::Lease(_)).then(|| ctx.job.clone());
     let retries = next_attempt.map(|next| (next, to.owned()));
+    // A job moved to tasks of its own learns how long its first polls take there.
+    let timed = !inline && !blocking;
     let inline = inline && retries.is_none() && !blocking;
     // Never polled past the lease's local deadline: a run claimed long ago (a paused process, a
     // suspended host) goes to its task, whose check ends it without a step.
     let within_lease = deadline.as_ref().is_none_or(|d| !d.passed());
     let first = if inline && within_lease && timeout.is_none() {
-        first_step(body, ctx, cancel, &span)
+        first_step(body, ctx, &cancel, &span)
     } else {
         let lease = deadline.clone();
-        let mut running: Running = Box::pin(attempts(body, ctx, cancel, timeout, retries, lease));
+        let mut running: Running =
+            Box::pin(attempts(body, ctx, cancel.clone(), timeout, retries, lease));
         if inline && within_lease {
             let polled = span.in_scope(|| {
                 running
@@ -159,25 +167,30 @@ pub(super) fn start(run: Start, polled_from: Instant, to: ReportTo<'_>) -> Start
     };
     let Some(deadline) = deadline else {
         let reporter = to.owned();
+        let running = TimedFirstPoll::new(running, timed);
         spawn_run(to.tasks, &span, async move {
-            let end = running.await;
+            let (end, first_poll) = running.await;
             if let (Hold::Lease(claimed), Some(job)) = (hold, lease_job) {
                 release(claimed.lease, job).await;
             }
             reporter.send(Report::Finished {
                 id: reporter.id,
                 end,
+                first_poll,
             });
         });
-        return Started::Spawned { first_poll };
+        return Started::Spawned { first_poll, cancel };
     };
     // An expiring lease: the body is never polled past the lease's local deadline, which the
     // watchdog moves forward with every renewal; the watchdog renews until the body returned.
     let body_deadline = (!blocking).then(|| Arc::clone(&deadline));
-    let running = WithinLease {
-        body: running,
-        deadline: body_deadline,
-    };
+    let running = TimedFirstPoll::new(
+        WithinLease {
+            body: running,
+            deadline: body_deadline,
+        },
+        timed,
+    );
     let reporter = to.owned();
     spawn_run(to.tasks, &span, async move {
         let Hold::Lease(Claimed { lease, .. }) = hold else {
@@ -205,15 +218,17 @@ pub(super) fn start(run: Start, polled_from: Instant, to: ReportTo<'_>) -> Start
                 () = &mut watchdog => running.await,
             }
         };
+        let (end, first_poll) = end;
         if let Some(job) = lease_job {
             release(lease, job).await;
         }
         reporter.send(Report::Finished {
             id: reporter.id,
             end,
+            first_poll,
         });
     });
-    Started::Spawned { first_poll }
+    Started::Spawned { first_poll, cancel }
 }
 
 /// A run's future once its first step is taken.
@@ -233,7 +248,7 @@ enum FirstPoll {
 /// The first poll of a run of an async body with no retries and no timeout: the body's own future
 /// is polled, with nothing of the executor's around it, so that a run that finishes there (most
 /// runs of a quick job) allocates no future of its own.
-fn first_step(body: Body, ctx: JobContext, cancel: RunCancel, span: &tracing::Span) -> FirstPoll {
+fn first_step(body: Body, ctx: JobContext, cancel: &RunCancel, span: &tracing::Span) -> FirstPoll {
     // The body is called inside the catch, as `run_once` calls it: a closure may panic before it
     // returns its future.
     let polled = span.in_scope(|| {
@@ -249,12 +264,12 @@ fn first_step(body: Body, ctx: JobContext, cancel: RunCancel, span: &tracing::Sp
     let end = match polled {
         Ok(Err(job)) => {
             return FirstPoll::GoesOn {
-                running: Box::pin(going_on(job, cancel)),
+                running: Box::pin(going_on(job, cancel.clone())),
                 polled_at: Some(ended),
             }
         }
-        Ok(Ok(result)) => run_end(Ok(result), &cancel),
-        Err(panic) => run_end(Err(panic), &cancel),
+        Ok(Ok(result)) => run_end(Ok(result), cancel),
+        Err(panic) => run_end(Err(panic), cancel),
     };
     FirstPoll::Ended { end, ended }
 }
@@ -326,6 +341,37 @@ impl Future for WithinLease {
     }
 }
 
+/// A run's body on its task, with the length of its first poll there when `on` (a run of a job
+/// whose first polls moved off the shard: see [`JobSlot::polled`](super::JobSlot)).
+struct TimedFirstPoll<F> {
+    body: F,
+    on: bool,
+    first_poll: Option<Duration>,
+}
+
+impl<F> TimedFirstPoll<F> {
+    fn new(body: F, on: bool) -> Self {
+        TimedFirstPoll {
+            body,
+            on,
+            first_poll: None,
+        }
+    }
+}
+
+impl<F: Future<Output = RunEnd> + Unpin> Future for TimedFirstPoll<F> {
+    type Output = (RunEnd, Option<Duration>);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let from = (self.on && self.first_poll.is_none()).then(Instant::now);
+        let polled = Pin::new(&mut self.body).poll(cx);
+        if let Some(from) = from {
+            self.first_poll = Some(from.elapsed());
+        }
+        polled.map(|end| (end, self.first_poll))
+    }
+}
+
 impl Reporter {
     fn send(&self, report: Report) {
         // Fails only when the shard is gone, and then nobody waits for the report.
@@ -359,6 +405,7 @@ async fn attempts(
         reporter.send(Report::Finished {
             id: reporter.id,
             end: end.clone(),
+            first_poll: None,
         });
         match next.recv().await {
             Some(_) if lease.as_deref().is_some_and(LeaseDeadline::passed) => {
@@ -536,7 +583,13 @@ mod tests {
         let sent = Instant::now();
         tokio::time::advance(Duration::from_secs(11)).await;
         let (started, ran, _) = start_leased(sent);
-        assert!(matches!(started, Started::Spawned { first_poll: None }));
+        assert!(matches!(
+            started,
+            Started::Spawned {
+                first_poll: None,
+                ..
+            }
+        ));
         assert!(!ran, "the body takes no step past its lease");
     }
 
@@ -547,7 +600,13 @@ mod tests {
         let (sent, boot_sent) = (Instant::now(), boot.now());
         clock.suspend(Duration::from_secs(11));
         let (started, ran, _) = start_leased_on(&boot, sent, boot_sent);
-        assert!(matches!(started, Started::Spawned { first_poll: None }));
+        assert!(matches!(
+            started,
+            Started::Spawned {
+                first_poll: None,
+                ..
+            }
+        ));
         assert!(!ran, "the body takes no step past its lease");
     }
 
@@ -693,7 +752,7 @@ mod tests {
 
     async fn reported_end(rx: &mut mpsc::UnboundedReceiver<Msg>) -> RunEnd {
         match rx.recv().await.map(|m| m.report) {
-            Some(Report::Finished { id: 7, end }) => end,
+            Some(Report::Finished { id: 7, end, .. }) => end,
             _ => panic!("the run reports its end"),
         }
     }
@@ -738,7 +797,8 @@ mod tests {
         assert!(matches!(
             started,
             Started::Spawned {
-                first_poll: Some(_)
+                first_poll: Some(_),
+                ..
             }
         ));
         assert_eq!(

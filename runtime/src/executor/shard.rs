@@ -350,7 +350,6 @@ impl Shard {
                 tasks: &self.links.shared.tasks,
                 errands: &self.links.errands,
             };
-            let cancel = start.cancel.clone();
             let polled_from = claimed.max(self.last_poll_end);
             let (first_poll, outcome) = match run::start(start, polled_from, to) {
                 Started::Finished { end, ended } => {
@@ -361,7 +360,7 @@ impl Shard {
                         AfterFirstPoll::Ended(end, took, ended),
                     )
                 }
-                Started::Spawned { first_poll } => (
+                Started::Spawned { first_poll, cancel } => (
                     first_poll.inspect(|took| self.last_poll_end = polled_from + *took),
                     AfterFirstPoll::GoesOn {
                         cancel,

@@ -178,6 +178,10 @@ pub(crate) enum GuardView {
 /// on shards).
 const BLOCKING_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// First polls in a row within [`INLINE_POLL_LIMIT`] on tasks of their own after which a job's
+/// runs start on its shard again: the slow polls that moved it were the machine's, not its code's.
+const QUICK_POLLS_TO_RETURN: u8 = 8;
+
 /// A job's shared guard, with the series of its claims.
 struct SharedGuard {
     guard: Arc<dyn Guard>,
@@ -207,6 +211,9 @@ pub(crate) struct JobSlot {
     /// the job's runs to tasks of their own. One alone may be the thread taken off the CPU in
     /// the middle of a poll, which says nothing of the job's code.
     slow_first_poll: bool,
+    /// First polls in a row within [`INLINE_POLL_LIMIT`] of the job's runs on tasks of their own:
+    /// at [`QUICK_POLLS_TO_RETURN`], its runs start on the shard again.
+    quick_on_own_task: u8,
     /// The guard records run ends and reported drops in its history.
     history: bool,
     /// Removed while the scheduler runs: it no longer fires or shows, and its name is free.
@@ -269,6 +276,7 @@ impl JobSlot {
             armed: Armed::NONE,
             own_task: false,
             slow_first_poll: false,
+            quick_on_own_task: 0,
             history,
             removed: false,
         }
@@ -454,7 +462,14 @@ impl JobSlot {
             Report::MissedReported { missed, before } => {
                 self.model.on_missed_reported(missed, before, now, out)
             }
-            Report::Finished { id, end } => {
+            Report::Finished {
+                id,
+                end,
+                first_poll,
+            } => {
+                if let Some(took) = first_poll {
+                    self.polled_on_own_task(took);
+                }
                 // A failed attempt of a job with retries waits for the model's word.
                 let started = if self.model.spec().limits.retries > 0 && end.may_retry() {
                     self.attempt_started(cx, id)
@@ -665,6 +680,29 @@ impl JobSlot {
         Some(run.started)
     }
 
+    /// A run of the job on a task of its own had its first poll there, which took `took`: after
+    /// [`QUICK_POLLS_TO_RETURN`] quick ones in a row, the job's runs start on the shard again.
+    /// Code that blocks stays off the shard, as its polls are as slow on a task of its own.
+    fn polled_on_own_task(&mut self, took: Duration) {
+        if !self.own_task {
+            return;
+        }
+        if took > INLINE_POLL_LIMIT {
+            self.quick_on_own_task = 0;
+            return;
+        }
+        self.quick_on_own_task += 1;
+        if self.quick_on_own_task >= QUICK_POLLS_TO_RETURN {
+            self.own_task = false;
+            self.slow_first_poll = false;
+            self.quick_on_own_task = 0;
+            tracing::debug!(
+                job = %self.name(),
+                "{QUICK_POLLS_TO_RETURN} first polls of the job in a row on tasks of their own took under 1 ms; its runs start on the scheduler's task again"
+            );
+        }
+    }
+
     /// Run `id` had its first poll, which took `first_poll` on the shard (`None`: it was not
     /// polled there): a run that goes on joins the runs going on, one that ended is reported.
     pub(super) fn polled(&mut self, cx: &Cx<'_>, polled: Polled, base: Now, out: &mut Vec<Action>) {
@@ -679,6 +717,7 @@ impl JobSlot {
         if let Some(took) = slow.filter(|_| again) {
             if !self.own_task {
                 self.own_task = true;
+                self.quick_on_own_task = 0;
                 // A few milliseconds are a debug build's logging, not blocking code: warn only
                 // for what would delay other jobs noticeably.
                 if took >= BLOCKING_POLL {

@@ -905,6 +905,10 @@ impl JobModel {
     /// When the model needs a wake-up without a fire or an answer: the misfire deadline of its
     /// oldest waiting fire, or its claim retry.
     pub(crate) fn next_wake(&self) -> Option<DateTime<Utc>> {
+        if self.busy.is_none() {
+            // Nothing due, running, held, retried or asked for by hand: only a claim ahead.
+            return self.take_ahead_at();
+        }
         let manual = self
             .controls()
             .into_iter()
