@@ -414,6 +414,7 @@ impl Cronguard {
             defaults,
             stop: shared.stop.clone(),
             runtime: tokio::runtime::Handle::current(),
+            tasks: shared.tasks.clone(),
             adding: std::sync::Mutex::new(shards.settings),
         });
         crate::operate::spawn_feed_readers(&plane);
@@ -441,7 +442,9 @@ impl Cronguard {
 
     /// Stops firing, lets running jobs finish within the shutdown timeout (30 s unless set with
     /// [`Builder::shutdown_timeout`](crate::Builder::shutdown_timeout)), then cancels the rest and
-    /// releases every guard.
+    /// releases every guard. With partition ownership, it returns once the process has left its
+    /// partition groups (at most 5 s for a store that does not answer), so that the processes
+    /// that go on own its partitions at once (docs/design/ownership.md).
     pub async fn shutdown(self) {
         let timeout = self.shutdown_timeout;
         self.shutdown_within(timeout).await
@@ -476,7 +479,7 @@ impl Cronguard {
         {
             tracing::warn!(
                 waited_ms = release_wait.as_millis() as u64,
-                "some lease releases (or runs that ignored cancellation) did not finish in time; leases free themselves when they expire"
+                "some lease releases or partition hand-overs (or runs that ignored cancellation) did not finish in time; leases free themselves when they expire"
             );
         }
         // Every event, up to the last run's end, reaches the hooks before shutdown returns —

@@ -52,6 +52,9 @@ pub(crate) struct ControlPlane {
     /// The scheduler's runtime: a control may be called from any thread (a blocking job, a thread
     /// of the application's own), and what it hands on runs there.
     pub(crate) runtime: tokio::runtime::Handle,
+    /// The scheduler's tasks that shutdown waits for: the feed readers are among them, so that
+    /// a process that exits once `shutdown` returns has left its partition groups.
+    pub(crate) tasks: tokio_util::task::TaskTracker,
     /// Serialises `add` and `remove`, so that two adds of one name cannot both pass the check;
     /// holds the settings the jobs share, so that jobs added alike share theirs too.
     pub(crate) adding: Mutex<SettingsPool>,
@@ -374,20 +377,29 @@ impl ControlPlane {
 }
 
 /// Starts one task per feed: it takes the feed's end, announces this replica's jobs in the
-/// roster, then reads the feed every [`FEED_POLL`] until the scheduler stops.
+/// roster, then reads the feed every [`FEED_POLL`] until the scheduler stops, and leaves its
+/// partition group. Shutdown waits for it (see [`ControlPlane::tasks`]).
 pub(crate) fn spawn_feed_readers(plane: &Arc<ControlPlane>) {
     for (kind, feed) in &plane.feeds {
         let (kind, feed, this) = (*kind, Arc::clone(feed), Arc::clone(plane));
-        plane.runtime.spawn(async move {
+        let reader = async move {
             let plane = this;
             let stop = plane.stop.clone();
             let mut group = None;
+            // The stop is taken between two steps: a renewal of the partitions still on its way
+            // when the group is left could make this process a member again (on a pool, it may
+            // reach the store after the leave). A step that hangs is cut after `STORE_WAIT`.
+            let step_cut = async {
+                stop.cancelled().await;
+                tokio::time::sleep(STORE_WAIT).await;
+            };
             tokio::select! {
-                () = stop.cancelled() => {}
+                () = step_cut => {}
                 () = read_feed(kind, &*feed, &plane, &mut group) => {}
             }
             hand_over(kind, &*feed, &plane, group).await;
-        });
+        };
+        plane.tasks.spawn_on(reader, &plane.runtime);
     }
 }
 
@@ -555,7 +567,11 @@ async fn read_feed(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut present: Option<usize> = None;
     loop {
-        let ticked = tick.tick().await;
+        let ticked = tokio::select! {
+            biased;
+            () = plane.stop.cancelled() => return,
+            ticked = tick.tick() => ticked,
+        };
         present = attend(kind, feed, &plane.presence, present).await;
         if plane.presence.owning() {
             // The next read comes early when a departed owner's lease runs out before it.
