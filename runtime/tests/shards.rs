@@ -141,6 +141,26 @@ async fn a_job_that_blocks_before_its_first_await_gets_a_task_of_its_own() {
     );
 }
 
+/// A job every 100 ms whose first `slow_runs` runs block for 5 ms before they end: what a
+/// thread taken off the CPU in the middle of a poll looks like to the shard.
+fn slow_at_first(name: &'static str, polls: &Polls, slow_runs: usize) -> Job {
+    let polls = Arc::clone(polls);
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    Job::new(
+        name,
+        Schedule::every(Duration::from_millis(100)).expect("valid"),
+    )
+    .run(move |_ctx| {
+        let (polls, runs) = (Arc::clone(&polls), Arc::clone(&runs));
+        async move {
+            polls.lock().expect("lock").push((name, tokio::task::id()));
+            if runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < slow_runs {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    })
+}
+
 /// A job moved to tasks of its own by two slow first polls comes back to the shard once its
 /// first polls there are quick again: slow polls that were the machine's, not the job's code,
 /// do not cost it a task per run for good.
@@ -149,26 +169,7 @@ async fn a_job_whose_first_polls_are_quick_again_comes_back_to_the_shard() {
     const SLOW_RUNS: usize = 2;
     const RUNS: usize = 24;
     let polls: Polls = Arc::default();
-    let slow_then_quick = {
-        let polls = Arc::clone(&polls);
-        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        Job::new(
-            "slow-then-quick",
-            Schedule::every(Duration::from_millis(100)).expect("valid"),
-        )
-        .run(move |_ctx| {
-            let (polls, runs) = (Arc::clone(&polls), Arc::clone(&runs));
-            async move {
-                polls
-                    .lock()
-                    .expect("lock")
-                    .push(("slow-then-quick", tokio::task::id()));
-                if runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < SLOW_RUNS {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-        })
-    };
+    let slow_then_quick = slow_at_first("slow-then-quick", &polls, SLOW_RUNS);
     let handle = cronguard::builder()
         .registered_jobs(false)
         .job(slow_then_quick)
@@ -210,26 +211,7 @@ async fn a_job_whose_first_polls_are_quick_again_comes_back_to_the_shard() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_slow_first_poll_keeps_the_job_on_the_shard() {
     let polls: Polls = Arc::default();
-    let slow_once = {
-        let polls = Arc::clone(&polls);
-        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        Job::new(
-            "slow-once",
-            Schedule::every(Duration::from_millis(100)).expect("valid"),
-        )
-        .run(move |_ctx| {
-            let (polls, runs) = (Arc::clone(&polls), Arc::clone(&runs));
-            async move {
-                polls
-                    .lock()
-                    .expect("lock")
-                    .push(("slow-once", tokio::task::id()));
-                if runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-        })
-    };
+    let slow_once = slow_at_first("slow-once", &polls, 1);
     let handle = cronguard::builder()
         .registered_jobs(false)
         .job(slow_once)
