@@ -151,13 +151,23 @@ impl Monitor {
         self.plane.remove(job)
     }
 
-    /// Whether the scheduler's own loop is alive: it was not shut down and none of its shard tasks
-    /// ended (a shard task ends only by a bug that panicked). Reads a few flags, asks no guard
-    /// and looks at no job, so it is the check for a **liveness** (or readiness) probe: a Redis
-    /// outage or an overdue job never turns it `false`, and restarting the process would not fix
-    /// those. Use [`health`](Monitor::health) for alerting instead.
+    /// Whether the scheduler's own loop is alive: it was not shut down, none of its shard tasks
+    /// ended (a shard task ends only by a bug that panicked), and none has been held up for more
+    /// than 10 s past the instant it was due to run (code that blocks the shard's thread — a
+    /// blocking call in an `async` job's first poll — holds up every job of the shard; a restart
+    /// frees it). Reads a few flags, asks no guard and looks at no job, so it is the check for a
+    /// **liveness** (or readiness) probe: a Redis outage or an overdue job never turns it
+    /// `false`, and restarting the process would not fix those. Use [`health`](Monitor::health)
+    /// for alerting instead.
     pub fn alive(&self) -> bool {
-        !self.stop.is_cancelled() && self.loops.iter().all(|task| !task.is_finished())
+        let now = tokio::time::Instant::now();
+        !self.stop.is_cancelled()
+            && self.loops.iter().all(|task| !task.is_finished())
+            && self
+                .plane
+                .pulses
+                .stalled(now, now, crate::executor::STALL_NOT_ALIVE)
+                .is_none()
     }
 
     /// A snapshot of every job, sorted by name: next fire, last run, running now, counts.
@@ -406,6 +416,7 @@ impl Cronguard {
         let plane = Arc::new(ControlPlane {
             shards: Arc::clone(&jobs),
             inboxes: shards.inboxes.into(),
+            pulses: shards.pulses,
             clock: shared.clock.clone(),
             instance: Arc::clone(&shared.instance),
             feeds,

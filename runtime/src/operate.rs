@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::control::{ManualRun, Pause};
 use crate::executor::{
-    lock, GuardView, Inbox, JobControl, JobSlot, Presence, ShardJobs, OWNER_CLOCK_TOLERANCE,
+    lock, GuardView, Inbox, JobControl, JobSlot, Presence, Pulses, ShardJobs, Stall,
+    OWNER_CLOCK_TOLERANCE, STALL_LIMIT,
 };
 use crate::guard::feed::{
     ControlAction, ControlFeed, ControlRequest, RosterEntry, FEED_BATCH, FEED_POLL,
@@ -40,6 +41,8 @@ pub(crate) type Feeds = BTreeMap<&'static str, Arc<dyn ControlFeed>>;
 pub(crate) struct ControlPlane {
     pub(crate) shards: Arc<[ShardJobs]>,
     pub(crate) inboxes: Arc<[Inbox]>,
+    /// Whether each shard still runs: a process with a stalled shard owns no partition.
+    pub(crate) pulses: Arc<Pulses>,
     pub(crate) clock: Clock,
     pub(crate) instance: Arc<str>,
     pub(crate) feeds: Feeds,
@@ -504,6 +507,63 @@ async fn own(
     take_over
 }
 
+/// Leaves the partition group at the store of guard kind `kind` while a shard of this process
+/// has stalled (`stall`, see [`Pulses`]): the shard's jobs neither fire nor decide their fires,
+/// and as an owner this process would go on renewing its partitions while the others leave their
+/// fires to it. Out of the group, the others own its partitions at their next read and walk the
+/// fires they left to it (docs/design/ownership.md, "A stalled shard"); it asks again once the
+/// shard runs. Answers whether a shard has stalled; `stalled` is whether one had at the last look.
+async fn stall_leaves(
+    kind: &'static str,
+    feed: &dyn ControlFeed,
+    plane: &ControlPlane,
+    group: &mut Option<String>,
+    stall: Option<Stall>,
+    stalled: &mut bool,
+) -> bool {
+    let Some(stall) = stall else {
+        if std::mem::take(stalled) {
+            tracing::info!(
+                guard = kind,
+                "every shard of this process runs again; it takes part in partition ownership again"
+            );
+        }
+        return false;
+    };
+    if !std::mem::replace(stalled, true) {
+        // The shard does not hold its jobs while it polls a run: their names can be read.
+        let culprit = plane
+            .shards
+            .get(stall.shard)
+            .and_then(|jobs| match jobs.try_lock() {
+                Ok(jobs) => jobs.get(stall.polling as usize).map(|slot| {
+                    format!(
+                        "most likely the run of job `{}` it polled last",
+                        slot.name()
+                    )
+                }),
+                Err(_) => None,
+            })
+            .unwrap_or_else(|| "most likely the run of a job it polled".to_owned());
+        tracing::error!(
+            guard = kind,
+            shard = stall.shard,
+            late_ms = u64::try_from(stall.late.as_millis()).unwrap_or(u64::MAX),
+            "a shard of this process has not run for over a second: code that blocks its thread holds it up, {culprit} (a blocking call in an `async` job: move it into `tokio::task::spawn_blocking`, or make the job a blocking `fn`). The fires of the shard's jobs wait; this process leaves its partition groups, so that the other processes own the partitions and claim or report their fires, until the shard runs again"
+        );
+    }
+    if let Some(old) = group.take() {
+        let _ = tokio::time::timeout(
+            STORE_WAIT,
+            feed.leave(&old, plane.presence.me(), PARTITION_LEASE),
+        )
+        .await;
+        plane.presence.forget_owners(kind);
+        plane.tell_owner_changed(kind, None);
+    }
+    true
+}
+
 /// Whether the store's clock (`server`, read during a round trip of `rtt` sent at `sent` by this
 /// process's clock) agrees with this process's within [`OWNER_CLOCK_TOLERANCE`]; warns when not.
 fn clock_agrees(
@@ -566,6 +626,9 @@ async fn read_feed(
     let mut tick = tokio::time::interval(FEED_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut present: Option<usize> = None;
+    // When this reader last ran: the process ran then (see `Pulses::stalled`).
+    let mut looked = tokio::time::Instant::now();
+    let mut stalled = false;
     loop {
         let ticked = tokio::select! {
             biased;
@@ -573,7 +636,14 @@ async fn read_feed(
             ticked = tick.tick() => ticked,
         };
         present = attend(kind, feed, &plane.presence, present).await;
-        if plane.presence.owning() {
+        let now = tokio::time::Instant::now();
+        let stall = plane.pulses.stalled(looked, now, STALL_LIMIT);
+        looked = now;
+        if plane.presence.owning()
+            && stall_leaves(kind, feed, plane, group, stall, &mut stalled).await
+        {
+            // A stalled shard: no member of any group until it runs again.
+        } else if plane.presence.owning() {
             // The next read comes early when a departed owner's lease runs out before it.
             if let Some(at) = own(kind, feed, plane, group)
                 .await

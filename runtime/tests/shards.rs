@@ -373,3 +373,63 @@ async fn a_burst_starts_at_a_random_place_and_runs_every_job_once() {
         firsts[0]
     );
 }
+
+/// A run whose code blocks its thread for good in its first poll holds up its shard, and every
+/// job in it: the scheduler is no longer alive once the shard is 10 s late, so that a liveness
+/// probe restarts the process (docs/operations/probes.md), and alive again once it runs. The test
+/// waits on its own thread: with one of the runtime's two threads blocked, the other may sleep
+/// without driving the runtime's timers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_held_up_by_blocking_code_is_not_alive_until_it_runs_again() {
+    let (release, blocked) = std::sync::mpsc::channel::<()>();
+    let blocked = Arc::new(Mutex::new(Some(blocked)));
+    let (started_tx, started) = std::sync::mpsc::channel::<std::time::Instant>();
+    let job = Job::new(
+        "blocks",
+        Schedule::every(Duration::from_secs(1)).expect("valid"),
+    )
+    .run(move |_| {
+        let blocked = blocked.lock().expect("lock").take();
+        let started_tx = started_tx.clone();
+        async move {
+            if let Some(blocked) = blocked {
+                let _ = started_tx.send(std::time::Instant::now());
+                // Blocks the shard's thread, before any `.await`, until the test frees it.
+                let _ = blocked.recv();
+            }
+        }
+    });
+    let handle = cronguard::builder()
+        .registered_jobs(false)
+        .job(job)
+        .start()
+        .await
+        .expect("starts");
+    let monitor = handle.monitor();
+    assert!(monitor.alive());
+    let began = started
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the run starts");
+    while monitor.alive() {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "still alive 30 s after its shard was held up"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let held = began.elapsed();
+    assert!(
+        held >= Duration::from_secs(9),
+        "not alive after only {held:?} of the shard held up"
+    );
+    release.send(()).expect("the run waits");
+    let freed = std::time::Instant::now();
+    while !monitor.alive() {
+        assert!(
+            freed.elapsed() < Duration::from_secs(10),
+            "not alive again 10 s after the shard ran again"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    handle.shutdown_within(Duration::from_secs(1)).await;
+}

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-/// What the replicas recorded: runs started, drops reported at warn level, claims lost.
+/// What the replicas recorded: runs started, drops reported at warn level, claims lost, runs
+/// that blocked their thread.
 #[derive(Default)]
 pub struct Record {
     /// (job, fire ms) → the processes that started it, with when (Unix ms).
@@ -17,6 +18,8 @@ pub struct Record {
     pub warned_at: Vec<(u32, u32, i64)>,
     /// (job, fire ms, pid) of every claim that found the fire taken by another replica.
     pub lost: Vec<(u32, i64, u32)>,
+    /// (job, fire ms, pid) of every run that blocked its thread (`BLOCK_AT_MS`).
+    pub blocks: Vec<(u32, i64, u32)>,
 }
 
 impl Record {
@@ -50,6 +53,9 @@ pub fn read(path: &Path) -> Record {
             }
             (Some("lost"), Some(job), Some(fire), Some(pid)) => {
                 record.lost.push((job as u32, fire, pid as u32));
+            }
+            (Some("block"), Some(job), Some(fire), Some(pid)) => {
+                record.blocks.push((job as u32, fire, pid as u32));
             }
             _ => {}
         }

@@ -170,3 +170,123 @@ fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
     assert!(!owned_by_killed.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A job whose `async` code blocks its thread in one replica holds up that replica's shard (all of
+/// its jobs, fewer than 1,024) while the replica's feed reader, on another thread, could go on
+/// renewing its partitions: the others would leave those fires to it for ever. The replica must
+/// leave its group once the shard has stalled for a second, so that every later fire of its
+/// partitions' jobs runs elsewhere once or is reported (docs/design/ownership.md, "A stalled
+/// shard").
+#[test]
+fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("cronguard-ownership-stall-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let url = redis.url();
+    let jobs = 120u32;
+    let jobs_env = jobs.to_string();
+    let env = [
+        ("JOBS", jobs_env.as_str()),
+        ("OWNERSHIP", "1"),
+        ("GRACE_MS", "3000"),
+        ("RUN_FOR_MS", "120000"),
+    ];
+    let begun = now_ms();
+    // The partitions spread within a few reads; the first run of replica 0 after that blocks.
+    let block_at = (begun / 1_000 + 7) * 1_000;
+    let block_env = block_at.to_string();
+    let mut blocking_env = env.to_vec();
+    blocking_env.push(("BLOCK_AT_MS", block_env.as_str()));
+    let mut replicas: Vec<Child> = vec![fleet::spawn(WORKER, &dir, &url, 0, &blocking_env)];
+    replicas.extend((1..3).map(|n| fleet::spawn(WORKER, &dir, &url, n, &env)));
+    for r in &replicas {
+        wait_running(&dir, r.id(), begun);
+    }
+    let pids: Vec<u32> = replicas.iter().map(Child::id).collect();
+    wait_running(&dir, pids[1], block_at + 1_000);
+    let record = read(&dir.join("record"));
+    let &[(_, blocked_fire, blocker)] = record.blocks.as_slice() else {
+        panic!(
+            "one run blocks: {:?}; logs in {}",
+            record.blocks,
+            dir.display()
+        );
+    };
+    assert_eq!(blocker, pids[0]);
+    let owned_by_blocked: BTreeSet<u32> = record
+        .starts
+        .iter()
+        .filter(|((_, f), runs)| {
+            *f >= blocked_fire - 3_000 && *f <= blocked_fire && runs[0].0 == blocker
+        })
+        .map(|((job, _), _)| *job)
+        .collect();
+    let until = blocked_fire + 12_000;
+    wait_running(&dir, pids[1], until);
+    for r in &mut replicas[1..] {
+        fleet::signal(r, "TERM");
+    }
+    // Its shard never runs again: it cannot stop gracefully.
+    fleet::signal(&mut replicas[0], "KILL");
+    let record = read(&dir.join("record"));
+
+    let twice: Vec<_> = record
+        .starts
+        .iter()
+        .filter(|(_, runs)| runs.len() > 1)
+        .take(5)
+        .collect();
+    assert!(twice.is_empty(), "fires started more than once: {twice:?}");
+    // The fires of the blocking instant that the held-up replica had claimed do not start, as
+    // the claims of a process killed then (docs/design/guarantees.md): every later one ran or
+    // was reported.
+    let mut gap = Vec::new();
+    for job in &owned_by_blocked {
+        let mut fire = blocked_fire + 1_000;
+        while fire <= until - 2_000 {
+            if !record.starts.contains_key(&(*job, fire)) && !record.warned(*job, fire) {
+                gap.push((*job, fire));
+            }
+            fire += 1_000;
+        }
+    }
+    let decided_again = owned_by_blocked
+        .iter()
+        .filter_map(|job| {
+            let ran = record
+                .starts
+                .range((*job, blocked_fire + 1_000)..(*job, i64::MAX))
+                .map(|(_, runs)| runs[0].1);
+            let reported = record
+                .warned_at
+                .iter()
+                .filter(|(j, _, at)| j == job && *at > blocked_fire)
+                .map(|(_, _, at)| *at);
+            ran.chain(reported).min().map(|at| at - blocked_fire)
+        })
+        .max()
+        .unwrap_or(-1);
+    eprintln!(
+        "ownership, a shard held up: {} jobs of the held-up replica; another replica decided a fire of every one within {decided_again} ms of the blocking instant; {} fires neither ran nor were reported",
+        owned_by_blocked.len(),
+        gap.len()
+    );
+    assert!(
+        gap.is_empty(),
+        "{} fires of the held-up replica's jobs neither ran nor were reported, e.g. {:?}; logs in {}",
+        gap.len(),
+        &gap[..gap.len().min(5)],
+        dir.display()
+    );
+    assert!(!owned_by_blocked.is_empty());
+    let log = std::fs::read_to_string(dir.join("replica-0.log")).unwrap_or_default();
+    assert!(
+        log.contains("a shard of this process has not run for over a second"),
+        "the held-up replica says why it left its group: {log}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

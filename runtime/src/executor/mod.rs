@@ -12,6 +12,7 @@ mod errands;
 pub(crate) mod msg;
 mod outage;
 mod presence;
+mod pulse;
 mod run;
 mod shard;
 mod slot;
@@ -37,6 +38,7 @@ pub(crate) use downtime::REPORT_TRIES;
 pub(crate) use msg::JobControl;
 use msg::{Msg, Report};
 pub(crate) use presence::{Presence, OWNER_CLOCK_TOLERANCE};
+pub(crate) use pulse::{Pulses, Stall, STALL_LIMIT, STALL_NOT_ALIVE};
 pub(crate) use slot::{GuardView, JobSlot};
 
 /// What every shard shares.
@@ -104,6 +106,8 @@ pub(crate) struct Shards {
     pub(crate) jobs: Vec<ShardJobs>,
     /// Each shard's inbox, for controls.
     pub(crate) inboxes: Vec<Inbox>,
+    /// Whether each shard still runs.
+    pub(crate) pulses: Arc<Pulses>,
     /// The settings the jobs share, for the jobs added later.
     pub(crate) settings: SettingsPool,
 }
@@ -183,14 +187,16 @@ pub(crate) fn start(ready: Ready, shared: &Shared) -> Shards {
         split[i % count].push(slot);
         i += 1;
     }
+    let pulses = Arc::new(Pulses::new(shared.origin, count));
     let mut shards = Shards {
         tasks: Vec::with_capacity(count),
         jobs: Vec::with_capacity(count),
         inboxes: Vec::with_capacity(count),
+        pulses: Arc::clone(&pulses),
         settings: pool,
     };
     // An empty shard too: jobs added later go to it.
-    for slots in split {
+    for (index, slots) in split.into_iter().enumerate() {
         let jobs: ShardJobs = Arc::new(Mutex::new(slots));
         let (tx, rx) = mpsc::unbounded_channel();
         // Each shard hands its runs a copy of the state values of its own, so that the reference
@@ -200,8 +206,8 @@ pub(crate) fn start(ready: Ready, shared: &Shared) -> Shards {
         shards.tasks.push(tokio::spawn(shard::run(
             Arc::clone(&jobs),
             own,
-            tx.clone(),
-            rx,
+            (tx.clone(), rx),
+            (Arc::clone(&pulses), index),
         )));
         shards.jobs.push(jobs);
         shards.inboxes.push(Inbox(tx));

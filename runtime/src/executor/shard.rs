@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -18,7 +19,7 @@ use super::errands::Errands;
 use super::msg::{JobControl, Msg, Report};
 use super::run::{self, Claimed, ReportTo, Started};
 use super::slot::{AfterFirstPoll, Armed, Cx, GoingOn, Launch, Polled};
-use super::{lock, ShardJobs, Shared};
+use super::{lock, Pulses, ShardJobs, Shared};
 use crate::clock::MAX_TIMER_WAIT;
 use crate::events::Event;
 use crate::model::{Action, Now};
@@ -63,6 +64,9 @@ struct Shard {
     handed_at: Instant,
     /// When the events waiting for the hooks are handed over at the latest, if any wait.
     hooks_at: Option<Instant>,
+    /// Where this shard says by when it runs again, and the index it says it under.
+    pulses: Arc<Pulses>,
+    index: usize,
 }
 
 /// What a job's handlers reach of their shard (see [`Cx`]).
@@ -103,8 +107,8 @@ impl Links {
 pub(super) async fn run(
     jobs: ShardJobs,
     shared: Shared,
-    tx: mpsc::UnboundedSender<Msg>,
-    rx: mpsc::UnboundedReceiver<Msg>,
+    (tx, rx): (mpsc::UnboundedSender<Msg>, mpsc::UnboundedReceiver<Msg>),
+    (pulses, index): (Arc<Pulses>, usize),
 ) {
     let mut shard = Shard {
         jobs,
@@ -130,6 +134,8 @@ pub(super) async fn run(
         rotation: fastrand::Rng::new(),
         handed_at: Instant::now(),
         hooks_at: None,
+        pulses,
+        index,
     };
     shard.schedule_all();
     shard.fire_loop().await;
@@ -167,6 +173,7 @@ impl Shard {
         loop {
             if !self.backlog.is_empty() {
                 self.fire_chunk();
+                self.pulses.due(self.index, Instant::now());
                 tokio::task::yield_now().await;
                 if stop.is_cancelled() {
                     return;
@@ -192,6 +199,7 @@ impl Shard {
                 timer.as_mut().reset(at.unwrap_or_else(far).min(far()));
                 armed_for = Some((first_fire, first_wake));
             }
+            self.pulses.due(self.index, timer.deadline());
             tokio::select! {
                 biased;
                 _ = &mut stopped => return,
@@ -205,6 +213,7 @@ impl Shard {
                     self.take_due();
                 }
             }
+            self.pulses.due(self.index, Instant::now());
             self.launch();
             self.send_errands();
             self.hand_to_hooks_when_idle();
@@ -351,6 +360,7 @@ impl Shard {
                 errands: &self.links.errands,
             };
             let polled_from = claimed.max(self.last_poll_end);
+            self.pulses.polling(self.index, idx);
             let (first_poll, outcome) = match run::start(start, polled_from, to) {
                 Started::Finished { end, ended } => {
                     self.last_poll_end = ended;

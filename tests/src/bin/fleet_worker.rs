@@ -8,8 +8,11 @@
 //! Settings (environment): `RECORD`, `CRONGUARD_REDIS_URL`, `JOBS` (300), `WORK_MS` (20),
 //! `GRACE_MS` (2000), `LEASE_MS` (5000), `RUN_FOR_MS` (60000), `STANDBY_MS` (the default
 //! standby when unset; 0: every replica claims every fire at its instant), `OWNERSHIP` (`0`:
-//! partition ownership off; on by default, as in the library).
+//! partition ownership off; on by default, as in the library), `BLOCK_AT_MS` (the first run
+//! of a fire at or after this Unix ms blocks its thread for an hour after its `start` line,
+//! before its first await: an `async` job that calls blocking code, which holds up its shard).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cronguard::{EventKind, Job, Lock, Schedule};
@@ -33,6 +36,21 @@ async fn main() -> anyhow::Result<()> {
         .map(Duration::from_millis);
     let pid = std::process::id();
     let ownership = std::env::var("OWNERSHIP").map_or(true, |v| v != "0");
+    let block_at = std::env::var("BLOCK_AT_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok());
+    static BLOCKED: AtomicBool = AtomicBool::new(false);
+    if block_at.is_some() {
+        // The rest of an application wakes the runtime now and then (a request, a message). A
+        // runtime whose only waking thread is blocked, and whose other threads sleep, drives no
+        // timer until something does: then nothing of the process runs, its leases run out, and
+        // the stalled shard is never seen.
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(runtime.spawn(async {}));
+        });
+    }
     let mut builder = cronguard::builder()
         .registered_jobs(false)
         .partition_ownership(ownership);
@@ -54,6 +72,10 @@ async fn main() -> anyhow::Result<()> {
             async move {
                 let t = ctx.fire_time().timestamp_millis();
                 append_line(&record, &format!("start {i} {t} {pid}"))?;
+                if block_at.is_some_and(|at| t >= at) && !BLOCKED.swap(true, Ordering::SeqCst) {
+                    append_line(&record, &format!("block {i} {t} {pid}"))?;
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
                 tokio::time::sleep(work).await;
                 Ok::<(), std::io::Error>(())
             }

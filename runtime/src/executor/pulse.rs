@@ -1,0 +1,160 @@
+//! Whether each shard still runs.
+//!
+//! A shard's task is held up only by code that blocks its thread: the first poll of a run — the
+//! job's own code — happens on the shard. A shard held up for good neither fires its jobs nor
+//! decides their fires, and its process cannot tell anyone from inside it. With partition
+//! ownership that would be silent: the process renews its partitions' leases from another task,
+//! so the other processes leave those partitions' fires to it for ever (docs/design/ownership.md,
+//! "A stalled shard"). So every shard says by when it will run again, and whoever renews the
+//! leases, or answers a liveness probe, looks first.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A shard that has not run for this long past the instant it was due to has **stalled**: its
+/// process leaves its partition groups until it runs again. Below the 2 s by which a renewal of a
+/// lease vouches for the fires of its partition (docs/design/ownership.md), so that a stalled
+/// owner never vouches for a fire it did not decide.
+pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(1);
+
+/// How long a shard may stall before [`Monitor::alive`](crate::Monitor::alive) answers `false`:
+/// long enough that a slow first poll now and then does not get the process restarted.
+pub(crate) const STALL_NOT_ALIVE: Duration = Duration::from_secs(10);
+
+/// Each shard's pulse, shared by the shards (which write their own) and the control plane.
+pub(crate) struct Pulses {
+    origin: Instant,
+    shards: Box<[Pulse]>,
+}
+
+/// A cache line (two, where the prefetcher pairs them) of its own: each shard writes its own pulse at
+/// every run it polls, and shards run on different threads.
+#[repr(align(128))]
+struct Pulse {
+    /// When the shard runs again at the latest, in ms from `origin`: the instant its timer is
+    /// armed for while it waits, or when it was woken while it runs. It never lies in the past
+    /// for long unless the shard is held up.
+    due: AtomicU64,
+    /// The job whose run the shard polled last (its index in the shard): the one that holds it
+    /// up when it stalls in a first poll.
+    polling: AtomicU32,
+}
+
+/// A shard that stalled, for a log line that names what holds it up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stall {
+    /// The shard's index.
+    pub(crate) shard: usize,
+    /// How long past the instant it was due to run.
+    pub(crate) late: Duration,
+    /// The index, in the shard, of the job whose run it polled last.
+    pub(crate) polling: u32,
+}
+
+impl Pulses {
+    /// Pulses for `shards` shards, due to run first within [`STALL_NOT_ALIVE`] of `origin`: a
+    /// shard with many jobs first schedules them all, and the shards start one after another.
+    pub(crate) fn new(origin: Instant, shards: usize) -> Self {
+        let first = u64::try_from(STALL_NOT_ALIVE.as_millis()).unwrap_or(u64::MAX);
+        Pulses {
+            origin,
+            shards: (0..shards)
+                .map(|_| Pulse {
+                    due: AtomicU64::new(first),
+                    polling: AtomicU32::new(0),
+                })
+                .collect(),
+        }
+    }
+
+    /// Shard `shard` will run again by `at` at the latest.
+    pub(crate) fn due(&self, shard: usize, at: Instant) {
+        if let Some(pulse) = self.shards.get(shard) {
+            pulse.due.store(self.ms(at), Ordering::Relaxed);
+        }
+    }
+
+    /// Shard `shard` polls a run of its job `job`.
+    pub(crate) fn polling(&self, shard: usize, job: u32) {
+        if let Some(pulse) = self.shards.get(shard) {
+            pulse.polling.store(job, Ordering::Relaxed);
+        }
+    }
+
+    /// The shard that has stalled longest, if one was due to run at least `limit` before `now`
+    /// and before `checked`: when the caller last saw this process run. A process that was
+    /// frozen itself (a `SIGSTOP`, a suspended host) finds its shards' timers past when it wakes,
+    /// before they ran; they are held up only if they are still not running at the next look.
+    pub(crate) fn stalled(&self, checked: Instant, now: Instant, limit: Duration) -> Option<Stall> {
+        let (checked, now) = (self.ms(checked), self.ms(now));
+        let limit = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        self.shards
+            .iter()
+            .enumerate()
+            .filter_map(|(shard, pulse)| {
+                let due = pulse.due.load(Ordering::Relaxed);
+                (due <= checked && due.saturating_add(limit) <= now).then(|| Stall {
+                    shard,
+                    late: Duration::from_millis(now - due),
+                    polling: pulse.polling.load(Ordering::Relaxed),
+                })
+            })
+            .max_by_key(|stall| stall.late)
+    }
+
+    fn ms(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.origin);
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shard_is_stalled_once_it_is_late_by_the_limit_at_two_looks() {
+        let origin = Instant::now();
+        let at = |ms: u64| origin + Duration::from_millis(ms);
+        let pulses = Pulses::new(origin, 2);
+        // Not started yet: it has time.
+        assert_eq!(
+            pulses.stalled(at(9_000), at(9_500), Duration::from_secs(1)),
+            None
+        );
+        pulses.due(0, at(5_000));
+        pulses.due(1, at(1_000));
+        pulses.polling(1, 7);
+        let limit = Duration::from_secs(1);
+        // Due in the future, or late by less than the limit: running.
+        assert_eq!(pulses.stalled(at(1_500), at(1_900), limit), None);
+        // Late by the limit, but due after the last look: the process itself may have been
+        // frozen in between.
+        assert_eq!(pulses.stalled(at(900), at(2_100), limit), None);
+        assert_eq!(
+            pulses.stalled(at(1_100), at(2_100), limit),
+            Some(Stall {
+                shard: 1,
+                late: Duration::from_millis(1_100),
+                polling: 7
+            })
+        );
+        // It ran again and waits for its timer.
+        pulses.due(1, at(3_000));
+        assert_eq!(pulses.stalled(at(2_100), at(2_500), limit), None);
+    }
+
+    #[test]
+    fn the_longest_stall_is_named() {
+        let origin = Instant::now();
+        let at = |ms: u64| origin + Duration::from_millis(ms);
+        let pulses = Pulses::new(origin, 3);
+        pulses.due(0, at(2_000));
+        pulses.due(1, at(1_000));
+        pulses.due(2, at(9_000));
+        let stall = pulses.stalled(at(4_000), at(4_000), Duration::from_secs(1));
+        assert_eq!(stall.map(|s| s.shard), Some(1));
+    }
+}
