@@ -532,24 +532,20 @@ async fn stall_leaves(
     };
     if !std::mem::replace(stalled, true) {
         // The shard does not hold its jobs while it polls a run: their names can be read.
-        let culprit = plane
-            .shards
-            .get(stall.shard)
-            .and_then(|jobs| match jobs.try_lock() {
-                Ok(jobs) => jobs.get(stall.polling as usize).map(|slot| {
-                    format!(
-                        "most likely the run of job `{}` it polled last",
-                        slot.name()
-                    )
-                }),
-                Err(_) => None,
-            })
-            .unwrap_or_else(|| "most likely the run of a job it polled".to_owned());
+        let polled = |job: u32| {
+            let jobs = plane.shards.get(stall.shard)?.try_lock().ok()?;
+            Some(jobs.get(job as usize)?.name().to_string())
+        };
+        let cause = match stall.polling.map(polled) {
+            Some(Some(name)) => format!("the run of job `{name}` blocks its thread"),
+            Some(None) => "the run of one of its jobs blocks its thread".to_owned(),
+            None => "the runtime has not run it since it was due: code that blocks the runtime's threads holds them up, in a job or elsewhere in the application".to_owned(),
+        };
         tracing::error!(
             guard = kind,
             shard = stall.shard,
             late_ms = u64::try_from(stall.late.as_millis()).unwrap_or(u64::MAX),
-            "a shard of this process has not run for over a second: code that blocks its thread holds it up, {culprit} (a blocking call in an `async` job: move it into `tokio::task::spawn_blocking`, or make the job a blocking `fn`). The fires of the shard's jobs wait; this process leaves its partition groups, so that the other processes own the partitions and claim or report their fires, until the shard runs again"
+            "a shard of this process has not run for over a second: {cause} (a blocking call in an `async` task: move it into `tokio::task::spawn_blocking`, or make the job a blocking `fn`). The fires of the shard's jobs wait; this process leaves its partition groups, so that the other processes own the partitions and claim or report their fires, until the shard runs again"
         );
     }
     if let Some(old) = group.take() {

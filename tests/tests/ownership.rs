@@ -209,7 +209,7 @@ fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
     let pids: Vec<u32> = replicas.iter().map(Child::id).collect();
     wait_running(&dir, pids[1], block_at + 1_000);
     let record = read(&dir.join("record"));
-    let &[(_, blocked_fire, blocker)] = record.blocks.as_slice() else {
+    let &[(blocked_job, blocked_fire, blocker)] = record.blocks.as_slice() else {
         panic!(
             "one run blocks: {:?}; logs in {}",
             record.blocks,
@@ -285,8 +285,11 @@ fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
     assert!(!owned_by_blocked.is_empty());
     let log = std::fs::read_to_string(dir.join("replica-0.log")).unwrap_or_default();
     assert!(
-        log.contains("a shard of this process has not run for over a second"),
-        "the held-up replica says why it left its group: {log}"
+        log.contains("a shard of this process has not run for over a second")
+            && log.contains(&format!(
+                "the run of job `fleet_{blocked_job}` blocks its thread"
+            )),
+        "the held-up replica says why it left its group, and which job holds it up: {log}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

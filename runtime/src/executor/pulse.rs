@@ -37,10 +37,13 @@ struct Pulse {
     /// armed for while it waits, or when it was woken while it runs. It never lies in the past
     /// for long unless the shard is held up.
     due: AtomicU64,
-    /// The job whose run the shard polled last (its index in the shard): the one that holds it
-    /// up when it stalls in a first poll.
+    /// The job whose run the shard polls (its index in the shard) since the shard last waited,
+    /// or [`NOT_POLLING`]: the one that holds it up when it stalls in a first poll.
     polling: AtomicU32,
 }
+
+/// [`Pulse::polling`] of a shard that has polled no run since it last waited.
+const NOT_POLLING: u32 = u32::MAX;
 
 /// A shard that stalled, for a log line that names what holds it up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +52,9 @@ pub(crate) struct Stall {
     pub(crate) shard: usize,
     /// How long past the instant it was due to run.
     pub(crate) late: Duration,
-    /// The index, in the shard, of the job whose run it polled last.
-    pub(crate) polling: u32,
+    /// The index, in the shard, of the job whose run it polls; `None`: it was not run at all
+    /// (code elsewhere holds up the runtime's threads).
+    pub(crate) polling: Option<u32>,
 }
 
 impl Pulses {
@@ -63,14 +67,22 @@ impl Pulses {
             shards: (0..shards)
                 .map(|_| Pulse {
                     due: AtomicU64::new(first),
-                    polling: AtomicU32::new(0),
+                    polling: AtomicU32::new(NOT_POLLING),
                 })
                 .collect(),
         }
     }
 
-    /// Shard `shard` will run again by `at` at the latest.
-    pub(crate) fn due(&self, shard: usize, at: Instant) {
+    /// Shard `shard` waits, and will run again by `until` at the latest.
+    pub(crate) fn waits(&self, shard: usize, until: Instant) {
+        if let Some(pulse) = self.shards.get(shard) {
+            pulse.due.store(self.ms(until), Ordering::Relaxed);
+            pulse.polling.store(NOT_POLLING, Ordering::Relaxed);
+        }
+    }
+
+    /// Shard `shard` was woken at `at` and runs.
+    pub(crate) fn woken(&self, shard: usize, at: Instant) {
         if let Some(pulse) = self.shards.get(shard) {
             pulse.due.store(self.ms(at), Ordering::Relaxed);
         }
@@ -98,7 +110,8 @@ impl Pulses {
                 (due <= checked && due.saturating_add(limit) <= now).then(|| Stall {
                     shard,
                     late: Duration::from_millis(now - due),
-                    polling: pulse.polling.load(Ordering::Relaxed),
+                    polling: Some(pulse.polling.load(Ordering::Relaxed))
+                        .filter(|job| *job != NOT_POLLING),
                 })
             })
             .max_by_key(|stall| stall.late)
@@ -124,8 +137,8 @@ mod tests {
             pulses.stalled(at(9_000), at(9_500), Duration::from_secs(1)),
             None
         );
-        pulses.due(0, at(5_000));
-        pulses.due(1, at(1_000));
+        pulses.waits(0, at(5_000));
+        pulses.woken(1, at(1_000));
         pulses.polling(1, 7);
         let limit = Duration::from_secs(1);
         // Due in the future, or late by less than the limit: running.
@@ -138,12 +151,15 @@ mod tests {
             Some(Stall {
                 shard: 1,
                 late: Duration::from_millis(1_100),
-                polling: 7
+                polling: Some(7)
             })
         );
         // It ran again and waits for its timer.
-        pulses.due(1, at(3_000));
+        pulses.waits(1, at(3_000));
         assert_eq!(pulses.stalled(at(2_100), at(2_500), limit), None);
+        // Its timer went off and the runtime did not run it: no run holds it up.
+        let stall = pulses.stalled(at(4_500), at(4_500), limit);
+        assert_eq!(stall.map(|s| (s.shard, s.polling)), Some((1, None)));
     }
 
     #[test]
@@ -151,9 +167,9 @@ mod tests {
         let origin = Instant::now();
         let at = |ms: u64| origin + Duration::from_millis(ms);
         let pulses = Pulses::new(origin, 3);
-        pulses.due(0, at(2_000));
-        pulses.due(1, at(1_000));
-        pulses.due(2, at(9_000));
+        pulses.waits(0, at(2_000));
+        pulses.waits(1, at(1_000));
+        pulses.waits(2, at(9_000));
         let stall = pulses.stalled(at(4_000), at(4_000), Duration::from_secs(1));
         assert_eq!(stall.map(|s| s.shard), Some(1));
     }

@@ -173,7 +173,7 @@ impl Shard {
         loop {
             if !self.backlog.is_empty() {
                 self.fire_chunk();
-                self.pulses.due(self.index, Instant::now());
+                self.pulses.waits(self.index, Instant::now());
                 tokio::task::yield_now().await;
                 if stop.is_cancelled() {
                     return;
@@ -199,7 +199,7 @@ impl Shard {
                 timer.as_mut().reset(at.unwrap_or_else(far).min(far()));
                 armed_for = Some((first_fire, first_wake));
             }
-            self.pulses.due(self.index, timer.deadline());
+            self.pulses.waits(self.index, timer.deadline());
             tokio::select! {
                 biased;
                 _ = &mut stopped => return,
@@ -213,7 +213,7 @@ impl Shard {
                     self.take_due();
                 }
             }
-            self.pulses.due(self.index, Instant::now());
+            self.pulses.woken(self.index, Instant::now());
             self.launch();
             self.send_errands();
             self.hand_to_hooks_when_idle();
