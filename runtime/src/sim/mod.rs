@@ -10,6 +10,8 @@
 //! back, and every replica down at once (crashed, or stopped as at a deploy) for less or more
 //! than the misfire grace, some of them back late or two at the same instant: each replica that
 //! starts reads the job's fate point and reports the fires missed since (docs/guide/downtime.md).
+//! With partition ownership on, a replica's shard may stall for good while its feed reader goes
+//! on (docs/design/ownership.md, "A stalled shard").
 //! It also draws the operators' controls — runs asked for, some in bursts, and pauses with their
 //! resumes — which reach each replica through a simulated control feed, some of them late.
 //! After every seed [`check`] verifies the invariants.
@@ -160,6 +162,14 @@ pub(super) enum Fault {
         replica: usize,
         down: Ms,
     },
+    /// The replica's shard stalls for good (code that blocks its thread; docs/design/ownership.md,
+    /// "A stalled shard"): its jobs' side is gone as in a crash, while its feed reader goes on at
+    /// `phase` into each second — a member of the group that renews its partition, until it sees
+    /// the stall and leaves.
+    Stall {
+        replica: usize,
+        phase: Ms,
+    },
     /// Every replica goes down at once (docs/guide/downtime.md): crashed, or stopped as at the end
     /// of the run (`graceful`: the scheduler stops, runs go on until the shutdown deadline, and
     /// the process exits once nothing is going on). Replica `r` starts again `down` plus
@@ -277,6 +287,14 @@ impl Scenario {
         let controls = Scenario::draw_controls(&mut rng, period, grace);
         // Drawn last, so that the seeds drawn before keep their other settings.
         let ownership = (rng.u32(0..2) == 0).then(|| [2_000, 3_000, 5_000][rng.usize(0..3)]);
+        // Drawn last, so that the seeds drawn before keep their other settings: a shard stalled
+        // for good while its process goes on renewing its partitions.
+        if ownership.is_some() && rng.u32(0..4) == 0 {
+            let replica = rng.usize(0..replicas);
+            let phase = rng.i64(0..OWN_EVERY);
+            faults.push((at(&mut rng), Fault::Stall { replica, phase }));
+            faults.sort_by_key(|(t, _)| *t);
+        }
         Scenario {
             period,
             grace,
@@ -618,6 +636,14 @@ enum Ev {
     Health,
     Stop,
     CancelAll,
+    /// The feed reader of incarnation `inc` of replica `r`, whose shard stalled at `stalled`:
+    /// `looked` is when it last ran (see [`Fault::Stall`]).
+    StalledReader {
+        r: usize,
+        inc: u32,
+        stalled: Ms,
+        looked: Ms,
+    },
 }
 
 impl Ev {
@@ -1022,6 +1048,12 @@ impl Sim {
             Ev::ServerUp => {}
             Ev::PauseEnd { r } => self.note_if_someone_runs(r),
             Ev::Health => self.health(),
+            Ev::StalledReader {
+                r,
+                inc,
+                stalled,
+                looked,
+            } => self.stalled_reader(r, inc, stalled, looked),
             Ev::Stop => {
                 // A span nobody attended until the end stays open: close it for the checker.
                 if let Some(from) = self.unattended_since.take() {
@@ -1445,6 +1477,74 @@ impl Sim {
         self.send(r, req, Pending::Own { sent }, ASK_TIMEOUT);
     }
 
+    /// A step of the feed reader of a replica whose shard stalled for good: as the feed reader
+    /// does (`Pulses::stalled`), it renews or asks for the partition while the stall is not yet
+    /// seen — a second late, at two looks — and then leaves the group for good (also at the
+    /// run's end, as a stopping reader hands over). Its view of the members and the owner stays
+    /// as the shard left it, and no answer reaches the job.
+    fn stalled_reader(&mut self, r: usize, inc: u32, stalled: Ms, looked: Ms) {
+        let rep = &self.replicas[r];
+        if rep.inc != inc || rep.alive {
+            return; // the process was restarted
+        }
+        if rep.paused_until > self.now {
+            let until = rep.paused_until;
+            self.push(
+                until,
+                Ev::StalledReader {
+                    r,
+                    inc,
+                    stalled,
+                    looked,
+                },
+            );
+            return;
+        }
+        let limit = Ms::try_from(crate::executor::STALL_LIMIT.as_millis()).unwrap_or(Ms::MAX);
+        let seen = stalled <= looked && stalled + limit <= self.now;
+        let me = self.process_id(r);
+        let want = !rep.clock_off
+            && !rep.members.is_empty()
+            && Present::new(&me, &rep.members).first_here("sim");
+        let leave = seen || self.now >= RUN_FOR;
+        let Some(lease) = self.sc.ownership else {
+            return;
+        };
+        let req = Req::Own {
+            me,
+            want: want && !leave,
+            leave,
+            lease,
+            ttl: MEMBER_TTL,
+            alive: self.now + rep.skew,
+        };
+        self.trace(|| format!("r{r} (shard stalled) sends {req:?}"));
+        self.next_id += 1;
+        let (id, epoch) = (self.next_id, self.server_epoch);
+        let at = self.now + self.delay();
+        self.push(
+            at,
+            Ev::ToServer {
+                r,
+                inc,
+                id,
+                req,
+                epoch,
+            },
+        );
+        if !leave {
+            self.push(
+                self.now + OWN_EVERY,
+                Ev::StalledReader {
+                    r,
+                    inc,
+                    stalled,
+                    looked: self.now,
+                },
+            );
+        }
+    }
+
     /// A stopping scheduler leaves: no member from now on, its partition given up at once (a
     /// frozen one cannot).
     fn hand_over(&mut self, r: usize) {
@@ -1773,6 +1873,24 @@ impl Sim {
                 self.record.pauses.push((replica, self.now, until));
                 self.note_if_nobody_runs();
                 self.push(until, Ev::PauseEnd { r: replica });
+            }
+            Fault::Stall { replica, phase } => {
+                let rep = &self.replicas[replica];
+                if !rep.alive || rep.draining || rep.stopping || rep.paused_until > self.now {
+                    return;
+                }
+                let (inc, stalled) = (rep.inc, self.now);
+                self.go_down(replica);
+                let first = self.now + phase;
+                self.push(
+                    first,
+                    Ev::StalledReader {
+                        r: replica,
+                        inc,
+                        stalled,
+                        looked: first - OWN_EVERY,
+                    },
+                );
             }
             Fault::Crash { replica, down } => {
                 if !self.replicas[replica].alive {
