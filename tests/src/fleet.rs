@@ -2,16 +2,19 @@
 //! run: spawning, stopping and killing them, and reading what they recorded.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+
+/// The processes that started a fire, each with when (Unix ms).
+pub type Starts = Vec<(u32, i64)>;
 
 /// What the replicas recorded: runs started, drops reported at warn level, claims lost, runs
 /// that blocked their thread.
 #[derive(Default)]
 pub struct Record {
     /// (job, fire ms) → the processes that started it, with when (Unix ms).
-    pub starts: BTreeMap<(u32, i64), Vec<(u32, i64)>>,
+    pub starts: BTreeMap<(u32, i64), Starts>,
     /// (job, first fire ms, last fire ms, pid) of every warn-level report.
     pub warns: Vec<(u32, i64, i64, u32)>,
     /// (job, pid, when reported, Unix ms) of every warn-level report, in the order of `warns`.
@@ -23,6 +26,31 @@ pub struct Record {
 }
 
 impl Record {
+    /// Up to five fires that started more than once, with their starts.
+    pub fn started_twice(&self) -> Vec<(&(u32, i64), &Starts)> {
+        self.starts
+            .iter()
+            .filter(|(_, runs)| runs.len() > 1)
+            .take(5)
+            .collect()
+    }
+
+    /// The fires of `jobs` (each due every second) from `from` to `until` that neither started
+    /// nor were reported at warn level.
+    pub fn undecided<'a>(
+        &self,
+        jobs: impl IntoIterator<Item = &'a u32>,
+        from: i64,
+        until: i64,
+    ) -> Vec<(u32, i64)> {
+        jobs.into_iter()
+            .flat_map(|job| (from..=until).step_by(1_000).map(move |fire| (*job, fire)))
+            .filter(|(job, fire)| {
+                !self.starts.contains_key(&(*job, *fire)) && !self.warned(*job, *fire)
+            })
+            .collect()
+    }
+
     /// Whether fire `fire` of `job` was reported at warn level by any replica.
     pub fn warned(&self, job: u32, fire: i64) -> bool {
         self.warns
@@ -61,6 +89,14 @@ pub fn read(path: &Path) -> Record {
         }
     }
     record
+}
+
+/// A new empty folder for one test's record and logs, named after `name` and this process.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cronguard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
 }
 
 /// Starts a `fleet_worker` (`worker`, its path) recording into `dir/record`, logging into

@@ -5,7 +5,6 @@
 //! partitions are owned again and every fire of the gap ran once or was reported at warn level.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::Child;
 
 use cronguard_testkit::RedisServer;
@@ -19,10 +18,7 @@ fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("cronguard-ownership-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let dir = fleet::scratch_dir("ownership");
     let url = redis.url();
     let jobs = JOBS.to_string();
     let env = [
@@ -91,33 +87,20 @@ fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
     }
     let record = read(&dir.join("record"));
 
-    let twice: Vec<_> = record
-        .starts
-        .iter()
-        .filter(|(_, runs)| runs.len() > 1)
-        .take(5)
-        .collect();
+    let twice = record.started_twice();
     assert!(twice.is_empty(), "fires started more than once: {twice:?}");
     // The fire of the kill's instant may have been claimed by the killed replica and not started
     // (docs/design/guarantees.md): every later one ran or was reported.
-    let mut gap = Vec::new();
-    let mut caught_late = 0;
-    for job in &owned_by_killed {
-        let mut fire = kill_instant + 1_000;
-        while fire <= until - 2_000 {
-            match record.starts.get(&(*job, fire)) {
-                Some(runs) => {
-                    let late = runs[0].1 - fire;
-                    if late > 500 {
-                        caught_late += 1;
-                    }
-                }
-                None if record.warned(*job, fire) => {}
-                None => gap.push((*job, fire)),
-            }
-            fire += 1_000;
-        }
-    }
+    let gap = record.undecided(&owned_by_killed, kill_instant + 1_000, until - 2_000);
+    let caught_late = record
+        .starts
+        .iter()
+        .filter(|((job, fire), runs)| {
+            owned_by_killed.contains(job)
+                && (kill_instant + 1_000..=until - 2_000).contains(fire)
+                && runs[0].1 - fire > 500
+        })
+        .count();
     // How long until every job of the killed replica ran a fire again.
     let handed_over = owned_by_killed
         .iter()
@@ -182,10 +165,7 @@ fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("cronguard-ownership-stall-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let dir = fleet::scratch_dir("ownership-stall");
     let url = redis.url();
     let jobs = 120u32;
     let jobs_env = jobs.to_string();
@@ -234,26 +214,12 @@ fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
     fleet::signal(&mut replicas[0], "KILL");
     let record = read(&dir.join("record"));
 
-    let twice: Vec<_> = record
-        .starts
-        .iter()
-        .filter(|(_, runs)| runs.len() > 1)
-        .take(5)
-        .collect();
+    let twice = record.started_twice();
     assert!(twice.is_empty(), "fires started more than once: {twice:?}");
     // The fires of the blocking instant that the held-up replica had claimed do not start, as
     // the claims of a process killed then (docs/design/guarantees.md): every later one ran or
     // was reported.
-    let mut gap = Vec::new();
-    for job in &owned_by_blocked {
-        let mut fire = blocked_fire + 1_000;
-        while fire <= until - 2_000 {
-            if !record.starts.contains_key(&(*job, fire)) && !record.warned(*job, fire) {
-                gap.push((*job, fire));
-            }
-            fire += 1_000;
-        }
-    }
+    let gap = record.undecided(&owned_by_blocked, blocked_fire + 1_000, until - 2_000);
     let decided_again = owned_by_blocked
         .iter()
         .filter_map(|job| {

@@ -5,7 +5,7 @@
 //! the fires it never claimed to the replicas that go on.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 
 use cronguard_testkit::RedisServer;
@@ -34,10 +34,7 @@ fn a_rolling_restart_under_load_reports_no_fire_that_ran() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("cronguard-rolling-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let dir = fleet::scratch_dir("rolling");
     let url = redis.url();
     let mut replicas: Vec<Child> = (0..3).map(|n| spawn(&dir, &url, n)).collect();
     let begun = now_ms();
@@ -61,12 +58,7 @@ fn a_rolling_restart_under_load_reports_no_fire_that_ran() {
     }
     let record = read(&dir.join("record"));
 
-    let twice: Vec<_> = record
-        .starts
-        .iter()
-        .filter(|(_, runs)| runs.len() > 1)
-        .take(5)
-        .collect();
+    let twice = record.started_twice();
     assert!(twice.is_empty(), "fires started more than once: {twice:?}");
     let started: BTreeSet<(u32, i64)> = record.starts.keys().copied().collect();
     let false_alarms: Vec<_> = record

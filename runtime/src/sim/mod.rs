@@ -1120,13 +1120,21 @@ impl Sim {
     }
 
     fn send(&mut self, r: usize, req: Req, pending: Pending, timeout: Ms) -> u64 {
+        let inc = self.replicas[r].inc;
+        let id = self.post(r, inc, req);
+        self.replicas[r].pending.insert(id, pending);
+        self.push(self.now + timeout, Ev::Timeout { r, inc, id });
+        id
+    }
+
+    /// Puts request `req` of incarnation `inc` of replica `r` on its way to the server, after the
+    /// replica's earlier requests; answers its id.
+    fn post(&mut self, r: usize, inc: u32, req: Req) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
         let at = (self.now + self.delay()).max(self.replicas[r].to_server_fifo);
         self.replicas[r].to_server_fifo = at;
-        let inc = self.replicas[r].inc;
         self.trace(|| format!("r{r} sends {id} {req:?}"));
-        self.replicas[r].pending.insert(id, pending);
         let epoch = self.server_epoch;
         self.push(
             at,
@@ -1138,7 +1146,6 @@ impl Sim {
                 epoch,
             },
         );
-        self.push(self.now + timeout, Ev::Timeout { r, inc, id });
         id
     }
 
@@ -1518,20 +1525,7 @@ impl Sim {
             ttl: MEMBER_TTL,
             alive: self.now + rep.skew,
         };
-        self.trace(|| format!("r{r} (shard stalled) sends {req:?}"));
-        self.next_id += 1;
-        let (id, epoch) = (self.next_id, self.server_epoch);
-        let at = self.now + self.delay();
-        self.push(
-            at,
-            Ev::ToServer {
-                r,
-                inc,
-                id,
-                req,
-                epoch,
-            },
-        );
+        self.post(r, inc, req);
         if !leave {
             self.push(
                 self.now + OWN_EVERY,
