@@ -1458,30 +1458,37 @@ impl Sim {
         if self.sc.ownership.is_none() {
             return;
         }
-        let me = self.process_id(r);
-        let want = want
-            && !self.replicas[r].clock_off
-            && !self.replicas[r].members.is_empty()
-            && Present::new(&me, &self.replicas[r].members).first_here("sim");
+        let want = want && self.named_first(r);
         self.send_own(r, want, false);
+    }
+
+    /// Whether replica `r` may own the partition and its members, as it last heard them, name it
+    /// first.
+    fn named_first(&self, r: usize) -> bool {
+        let rep = &self.replicas[r];
+        !rep.clock_off
+            && !rep.members.is_empty()
+            && Present::new(&self.process_id(r), &rep.members).first_here("sim")
     }
 
     /// Sends the ownership request: `want` the partition, or `leave` the group (a shutdown).
     fn send_own(&mut self, r: usize, want: bool, leave: bool) {
-        let Some(lease) = self.sc.ownership else {
-            return;
-        };
-        let me = self.process_id(r);
-        let req = Req::Own {
-            me,
+        if let Some(req) = self.own_request(r, want, leave) {
+            let sent = self.now;
+            self.send(r, req, Pending::Own { sent }, ASK_TIMEOUT);
+        }
+    }
+
+    /// The ownership request of replica `r` now; `None` with ownership off.
+    fn own_request(&self, r: usize, want: bool, leave: bool) -> Option<Req> {
+        Some(Req::Own {
+            me: self.process_id(r),
             want: want && !leave,
             leave,
-            lease,
+            lease: self.sc.ownership?,
             ttl: MEMBER_TTL,
             alive: self.now + self.replicas[r].skew,
-        };
-        let sent = self.now;
-        self.send(r, req, Pending::Own { sent }, ASK_TIMEOUT);
+        })
     }
 
     /// A step of the feed reader of a replica whose shard stalled for good: as the feed reader
@@ -1509,21 +1516,9 @@ impl Sim {
         }
         let limit = Ms::try_from(crate::executor::STALL_LIMIT.as_millis()).unwrap_or(Ms::MAX);
         let seen = stalled <= looked && stalled + limit <= self.now;
-        let me = self.process_id(r);
-        let want = !rep.clock_off
-            && !rep.members.is_empty()
-            && Present::new(&me, &rep.members).first_here("sim");
         let leave = seen || self.now >= RUN_FOR;
-        let Some(lease) = self.sc.ownership else {
+        let Some(req) = self.own_request(r, self.named_first(r), leave) else {
             return;
-        };
-        let req = Req::Own {
-            me,
-            want: want && !leave,
-            leave,
-            lease,
-            ttl: MEMBER_TTL,
-            alive: self.now + rep.skew,
         };
         self.post(r, inc, req);
         if !leave {
