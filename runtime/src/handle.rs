@@ -429,6 +429,13 @@ impl Cronguard {
             adding: std::sync::Mutex::new(shards.settings),
         });
         crate::operate::spawn_feed_readers(&plane);
+        crate::executor::watch_shards(
+            Arc::clone(&plane.pulses),
+            Arc::clone(&jobs),
+            shards.tasks.iter().map(|t| t.abort_handle()).collect(),
+            plane.stop.clone(),
+            plane.runtime.clone(),
+        );
         Cronguard {
             tasks: shards.tasks,
             monitor: Monitor {

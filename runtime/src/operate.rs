@@ -508,47 +508,26 @@ async fn own(
 }
 
 /// Leaves the partition group at the store of guard kind `kind` while a shard of this process
-/// has stalled (`stall`, see [`Pulses`]): the shard's jobs neither fire nor decide their fires,
-/// and as an owner this process would go on renewing its partitions while the others leave their
-/// fires to it. Out of the group, the others own its partitions at their next read and walk the
-/// fires they left to it (docs/design/ownership.md, "A stalled shard"); it asks again once the
-/// shard runs. Answers whether a shard has stalled; `stalled` is whether one had at the last look.
+/// has stalled (`stall`, see [`Pulses`]; the shards' watcher says so in the log): the shard's
+/// jobs neither fire nor decide their fires, and as an owner this process would go on renewing
+/// its partitions while the others leave their fires to it. Out of the group, the others own its
+/// partitions at their next read and walk the fires they left to it (docs/design/ownership.md,
+/// "A stalled shard"); it asks again once the shard runs. Answers whether a shard has stalled.
 async fn stall_leaves(
     kind: &'static str,
     feed: &dyn ControlFeed,
     plane: &ControlPlane,
     group: &mut Option<String>,
     stall: Option<Stall>,
-    stalled: &mut bool,
 ) -> bool {
-    let Some(stall) = stall else {
-        if std::mem::take(stalled) {
-            tracing::info!(
-                guard = kind,
-                "every shard of this process runs again; it takes part in partition ownership again"
-            );
-        }
+    if stall.is_none() {
         return false;
-    };
-    if !std::mem::replace(stalled, true) {
-        // The shard does not hold its jobs while it polls a run: their names can be read.
-        let polled = |job: u32| {
-            let jobs = plane.shards.get(stall.shard)?.try_lock().ok()?;
-            Some(jobs.get(job as usize)?.name().to_string())
-        };
-        let cause = match stall.polling.map(polled) {
-            Some(Some(name)) => format!("the run of job `{name}` blocks its thread"),
-            Some(None) => "the run of one of its jobs blocks its thread".to_owned(),
-            None => "the runtime has not run it since it was due: code that blocks the runtime's threads holds them up, in a job or elsewhere in the application".to_owned(),
-        };
-        tracing::error!(
-            guard = kind,
-            shard = stall.shard,
-            late_ms = u64::try_from(stall.late.as_millis()).unwrap_or(u64::MAX),
-            "a shard of this process has not run for over a second: {cause} (a blocking call in an `async` task: move it into `tokio::task::spawn_blocking`, or make the job a blocking `fn`). The fires of the shard's jobs wait; this process leaves its partition groups, so that the other processes own the partitions and claim or report their fires, until the shard runs again"
-        );
     }
     if let Some(old) = group.take() {
+        tracing::debug!(
+            guard = kind,
+            "a shard of this process has stalled: it leaves its partition group until the shard runs again"
+        );
         let _ = tokio::time::timeout(
             STORE_WAIT,
             feed.leave(&old, plane.presence.me(), PARTITION_LEASE),
@@ -624,7 +603,6 @@ async fn read_feed(
     let mut present: Option<usize> = None;
     // When this reader last ran: the process ran then (see `Pulses::stalled`).
     let mut looked = tokio::time::Instant::now();
-    let mut stalled = false;
     loop {
         let ticked = tokio::select! {
             biased;
@@ -635,9 +613,7 @@ async fn read_feed(
         let now = tokio::time::Instant::now();
         let stall = plane.pulses.stalled(looked, now, STALL_LIMIT);
         looked = now;
-        if plane.presence.owning()
-            && stall_leaves(kind, feed, plane, group, stall, &mut stalled).await
-        {
+        if plane.presence.owning() && stall_leaves(kind, feed, plane, group, stall).await {
             // A stalled shard: no member of any group until it runs again.
         } else if plane.presence.owning() {
             // The next read comes early when a departed owner's lease runs out before it.

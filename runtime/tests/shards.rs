@@ -374,13 +374,44 @@ async fn a_burst_starts_at_a_random_place_and_runs_every_job_once() {
     );
 }
 
+/// Logs of every thread, for the one test that reads them.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("logs").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
+    }
+}
+
 /// A run whose code blocks its thread for good in its first poll holds up its shard, and every
-/// job in it: the scheduler is no longer alive once the shard is 10 s late, so that a liveness
-/// probe restarts the process (docs/operations/probes.md), and alive again once it runs. The test
-/// waits on its own thread: with one of the runtime's two threads blocked, the other may sleep
-/// without driving the runtime's timers.
+/// job in it: an error names the job a second or two later, the scheduler is no longer alive
+/// once the shard is 10 s late, so that a liveness probe restarts the process
+/// (docs/operations/probes.md), and alive again once it runs. The test waits on its own thread:
+/// with one of the runtime's two threads blocked, the other may sleep without driving the
+/// runtime's timers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_held_up_by_blocking_code_is_not_alive_until_it_runs_again() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    // The shards' watcher logs on the runtime's threads: only a global subscriber sees it.
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt()
+            .with_env_filter("cronguard=info")
+            .with_writer(move || writer.clone())
+            .finish(),
+    )
+    .expect("the only global subscriber of this test binary");
     let (release, blocked) = std::sync::mpsc::channel::<()>();
     let blocked = Arc::new(Mutex::new(Some(blocked)));
     let (started_tx, started) = std::sync::mpsc::channel::<std::time::Instant>();
@@ -422,12 +453,22 @@ async fn a_shard_held_up_by_blocking_code_is_not_alive_until_it_runs_again() {
         held >= Duration::from_secs(9),
         "not alive after only {held:?} of the shard held up"
     );
+    let told = logs.text();
+    assert!(
+        told.contains("a shard of this process has not run for over a second: the run of job `blocks` blocks its thread"),
+        "the error names the job that holds the shard up: {told}"
+    );
     release.send(()).expect("the run waits");
     let freed = std::time::Instant::now();
-    while !monitor.alive() {
+    while !monitor.alive()
+        || !logs
+            .text()
+            .contains("every shard of this process runs again")
+    {
         assert!(
             freed.elapsed() < Duration::from_secs(10),
-            "not alive again 10 s after the shard ran again"
+            "not alive again, or not said so, 10 s after the shard ran again: {}",
+            logs.text()
         );
         std::thread::sleep(Duration::from_millis(50));
     }

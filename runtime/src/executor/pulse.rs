@@ -9,9 +9,13 @@
 //! leases, or answers a liveness probe, looks first.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::ShardJobs;
 
 /// A shard that has not run for this long past the instant it was due to has **stalled**: its
 /// process leaves its partition groups until it runs again. Below the 2 s by which a renewal of a
@@ -121,6 +125,67 @@ impl Pulses {
         let since = at.saturating_duration_since(self.origin);
         u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
     }
+}
+
+/// Says in the log when a shard stalls — what holds it up — and when every shard runs again,
+/// looking once a second until `stop`, or until a shard task (`loops`) ended (the runtime was
+/// dropped): a stalled shard fires none of its jobs, whatever their guard, and nothing else would
+/// say why. It looks from a thread of its own: a thread of the runtime that blocks may be the one
+/// that drives its timers, and then no task of it runs.
+pub(crate) fn watch(
+    pulses: Arc<Pulses>,
+    shards: Arc<[ShardJobs]>,
+    loops: Vec<tokio::task::AbortHandle>,
+    stop: CancellationToken,
+    runtime: tokio::runtime::Handle,
+) {
+    let looking = move || {
+        // The runtime's clock, also when it is paused (tests).
+        let _runtime = runtime.enter();
+        let mut looked = Instant::now();
+        let mut stalled = false;
+        while !stop.is_cancelled() && !loops.iter().any(tokio::task::AbortHandle::is_finished) {
+            std::thread::sleep(STALL_LIMIT);
+            let now = Instant::now();
+            let stall = pulses.stalled(looked, now, STALL_LIMIT);
+            looked = now;
+            match stall {
+                Some(stall) if !stalled => {
+                    stalled = true;
+                    tell_stalled(stall, &shards);
+                }
+                None if stalled => {
+                    stalled = false;
+                    tracing::info!("every shard of this process runs again");
+                }
+                _ => {}
+            }
+        }
+    };
+    let started = std::thread::Builder::new()
+        .name("cronguard-shard-watch".to_owned())
+        .spawn(looking);
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "cannot start the thread that watches the shards: a shard held up by blocking code will not be named in the log");
+    }
+}
+
+fn tell_stalled(stall: Stall, shards: &[ShardJobs]) {
+    // The shard does not hold its jobs while it polls a run: their names can be read.
+    let polled = |job: u32| {
+        let jobs = shards.get(stall.shard)?.try_lock().ok()?;
+        Some(jobs.get(job as usize)?.name().to_string())
+    };
+    let cause = match stall.polling.map(polled) {
+        Some(Some(name)) => format!("the run of job `{name}` blocks its thread"),
+        Some(None) => "the run of one of its jobs blocks its thread".to_owned(),
+        None => "the runtime has not run it since it was due: code that blocks the runtime's threads holds them up, in a job or elsewhere in the application".to_owned(),
+    };
+    tracing::error!(
+        shard = stall.shard,
+        late_ms = u64::try_from(stall.late.as_millis()).unwrap_or(u64::MAX),
+        "a shard of this process has not run for over a second: {cause} (a blocking call in an `async` task: move it into `tokio::task::spawn_blocking`, or make the job a blocking `fn`). The fires of the shard's jobs wait until it runs again; with partition ownership this process leaves its groups meanwhile, so that the other processes own the partitions and claim or report their fires (docs/design/ownership.md)"
+    );
 }
 
 #[cfg(test)]
