@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronguard::{Clock, EventKind, Job, Schedule};
+use cronguard_testkit::Logs;
 
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
@@ -372,26 +373,6 @@ async fn a_burst_starts_at_a_random_place_and_runs_every_job_once() {
         "every burst started at job{}: the start does not move",
         firsts[0]
     );
-}
-
-/// Logs of every thread, for the one test that reads them.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("logs").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
 }
 
 /// A run whose code blocks its thread for good in its first poll holds up its shard, and every

@@ -7,35 +7,11 @@
 #![cfg(any(feature = "redis", feature = "postgres"))]
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cronguard::{Builder, EventKind, HealthState, Job, Lock, Schedule};
+use cronguard_testkit::Logs;
 use tokio::time::Instant;
-
-/// Every line the test's subscriber wrote.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("logs").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn count(&self, text: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().expect("logs"))
-            .lines()
-            .filter(|line| line.contains(text))
-            .count()
-    }
-}
 
 const JOBS: usize = 20;
 

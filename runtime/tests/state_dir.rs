@@ -3,13 +3,13 @@
 //! grace and reported once beyond it, and no fire runs twice; a job that never ran has nothing to
 //! catch up; without a state dir the start says what a `local` job cannot know.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronguard::{Clock, Event, EventKind, Job, Schedule};
+use cronguard_testkit::Logs;
 
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
@@ -115,20 +115,6 @@ async fn a_restarted_process_catches_up_and_reports_what_it_missed() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Every line the test's subscriber wrote.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("logs").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn without_a_state_dir_the_start_says_what_a_local_job_cannot_know() {
     let logs = Logs::default();
@@ -150,7 +136,7 @@ async fn without_a_state_dir_the_start_says_what_a_local_job_cannot_know() {
         .await
         .expect("starts");
     handle.shutdown().await;
-    let text = String::from_utf8_lossy(&logs.0.lock().expect("logs")).into_owned();
+    let text = logs.text();
     let said = text
         .lines()
         .filter(|l| l.contains("CRONGUARD_STATE_DIR") && l.contains("INFO"))

@@ -15,12 +15,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod certs;
+mod logs;
 #[cfg(unix)]
 mod postgres;
 mod redis_cluster;
 mod redis_sentinel;
 mod redis_tls;
 mod stall_proxy;
+pub use logs::Logs;
 #[cfg(unix)]
 pub use postgres::{PgBouncer, PostgresServer, PostgresTls};
 pub use redis_cluster::RedisCluster;
