@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::control::{ManualRun, Pause};
 use crate::executor::{
-    lock, GuardView, Inbox, JobControl, JobSlot, Presence, Pulses, ShardJobs, Stall,
+    lock, GuardView, Inbox, JobControl, JobSlot, Presence, Pulses, ShardJobs,
     OWNER_CLOCK_TOLERANCE, STALL_LIMIT,
 };
 use crate::guard::feed::{
@@ -508,7 +508,7 @@ async fn own(
 }
 
 /// Leaves the partition group at the store of guard kind `kind` while a shard of this process
-/// has stalled (`stall`, see [`Pulses`]; the shards' watcher says so in the log): the shard's
+/// has stalled (`stalled`, see [`Pulses`]; the shards' watcher says so in the log): the shard's
 /// jobs neither fire nor decide their fires, and as an owner this process would go on renewing
 /// its partitions while the others leave their fires to it. Out of the group, the others own its
 /// partitions at their next read and walk the fires they left to it (docs/design/ownership.md,
@@ -518,9 +518,9 @@ async fn stall_leaves(
     feed: &dyn ControlFeed,
     plane: &ControlPlane,
     group: &mut Option<String>,
-    stall: Option<Stall>,
+    stalled: bool,
 ) -> bool {
-    if stall.is_none() {
+    if !stalled {
         return false;
     }
     if let Some(old) = group.take() {
@@ -611,9 +611,9 @@ async fn read_feed(
         };
         present = attend(kind, feed, &plane.presence, present).await;
         let now = tokio::time::Instant::now();
-        let stall = plane.pulses.stalled(looked, now, STALL_LIMIT);
+        let stalled = plane.pulses.stalled(looked, now, STALL_LIMIT).is_some();
         looked = now;
-        if plane.presence.owning() && stall_leaves(kind, feed, plane, group, stall).await {
+        if plane.presence.owning() && stall_leaves(kind, feed, plane, group, stalled).await {
             // A stalled shard: no member of any group until it runs again.
         } else if plane.presence.owning() {
             // The next read comes early when a departed owner's lease runs out before it.

@@ -38,7 +38,7 @@ pub(crate) use downtime::REPORT_TRIES;
 pub(crate) use msg::JobControl;
 use msg::{Msg, Report};
 pub(crate) use presence::{Presence, OWNER_CLOCK_TOLERANCE};
-pub(crate) use pulse::{watch as watch_shards, Pulses, Stall, STALL_LIMIT, STALL_NOT_ALIVE};
+pub(crate) use pulse::{watch as watch_shards, Pulses, STALL_LIMIT, STALL_NOT_ALIVE};
 pub(crate) use slot::{GuardView, JobSlot};
 
 /// What every shard shares.
