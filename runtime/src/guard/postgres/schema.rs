@@ -3,6 +3,7 @@
 //! teams that run migrations themselves (`docs/operations/postgres.md`).
 
 use tokio_postgres::types::Type;
+use tokio_postgres::GenericClient;
 
 use crate::guard::GuardError;
 
@@ -142,22 +143,26 @@ const TABLES: &[&str] = &[
     "partition_members",
     "partitions",
 ];
-const FUNCTIONS: &[&str] = &[
-    "claim_v1",
-    "claim_v2",
-    "claim_v3",
-    "claim_v4",
-    "claim_v5",
-    "first_report_v1",
-    "first_report_v2",
-    "report_missed_v1",
-    "report_missed_v2",
-    "fate_point_v1",
-    "claim_manual_v1",
-    "claim_manual_v2",
-    "abandon_v1",
-    "renew_v1",
-    "release_v1",
+/// Every function with the revision of its body (the line `-- revision N` that begins it in
+/// [`CREATE`]). A body changed in place gets the next revision, and must keep every answer that
+/// the callers of earlier revisions understand; a change they would not understand is a function
+/// of a new name (`claim_v6`).
+const FUNCTIONS: &[(&str, u32)] = &[
+    ("claim_v1", 1),
+    ("claim_v2", 1),
+    ("claim_v3", 1),
+    ("claim_v4", 1),
+    ("claim_v5", 1),
+    ("first_report_v1", 1),
+    ("first_report_v2", 1),
+    ("report_missed_v1", 1),
+    ("report_missed_v2", 1),
+    ("fate_point_v1", 1),
+    ("claim_manual_v1", 1),
+    ("claim_manual_v2", 1),
+    ("abandon_v1", 1),
+    ("renew_v1", 1),
+    ("release_v1", 1),
 ];
 
 /// The SQL that creates the schema `schema` (what [`ensure`] runs when something is missing).
@@ -184,9 +189,36 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// What is wrong with the schema as found: `Ok(true)` when complete and recognised, `Ok(false)`
-/// when parts are missing, `Err` when a table exists but is not cronguard's.
-async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, SchemaError> {
+/// What the database holds in the schema, as [`inspect`] found it.
+struct Found {
+    /// Every table is there with every column this version uses.
+    tables_complete: bool,
+    /// Functions this version calls that are not there.
+    missing: Vec<&'static str>,
+    /// Functions of an older revision than this version's (an earlier version wrote them).
+    older: Vec<&'static str>,
+    /// Functions of a newer revision than this version's (a later version wrote them).
+    newer: Vec<&'static str>,
+}
+
+impl Found {
+    /// Whether this version can run on the schema as it is, and writes nothing.
+    fn ready(&self) -> bool {
+        self.tables_complete && self.missing.is_empty() && self.older.is_empty()
+    }
+}
+
+/// The revision a function's body says it is (its line `-- revision N`); `0` for a body written
+/// before functions carried one.
+fn revision_of(body: &str) -> u32 {
+    body.lines()
+        .find_map(|line| line.trim().strip_prefix("-- revision "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// What the schema holds; `Err` when a table exists but is not cronguard's.
+async fn inspect<C: GenericClient + Sync>(client: &C, schema: &str) -> Result<Found, SchemaError> {
     let rows = client
         .query_typed(
             "SELECT table_name::text, column_name::text, data_type::text \
@@ -200,19 +232,19 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
         .collect::<Result<Vec<(String, String, String)>, tokio_postgres::Error>>()
         .map_err(|e| store(&e))?;
-    let mut complete = true;
+    let mut tables_complete = true;
     for table in TABLES {
         let present: Vec<&(String, String, String)> =
             found.iter().filter(|(t, ..)| t == table).collect();
         if present.is_empty() {
-            complete = false;
+            tables_complete = false;
             continue;
         }
         let expected: Vec<&(&str, &str, &str)> =
             COLUMNS.iter().filter(|(t, ..)| t == table).collect();
         for (_, column, ty) in &expected {
             match present.iter().find(|(_, c, _)| c == column) {
-                None if ADDED_COLUMNS.contains(&(*table, *column)) => complete = false,
+                None if ADDED_COLUMNS.contains(&(*table, *column)) => tables_complete = false,
                 None => {
                     return Err(unrecognised(
                         schema,
@@ -233,20 +265,46 @@ async fn inspect(client: &tokio_postgres::Client, schema: &str) -> Result<bool, 
         // Columns beyond these are left alone: a later version of cronguard added them, and
         // this one (during a rolling deploy or a rollback) must still run beside it.
     }
-    let functions = client
+    let names: Vec<&str> = FUNCTIONS.iter().map(|(name, _)| *name).collect();
+    let rows = client
         .query_typed(
-            "SELECT count(DISTINCT p.proname)::bigint FROM pg_proc p \
+            "SELECT p.proname::text, p.prosrc FROM pg_proc p \
              JOIN pg_namespace n ON n.oid = p.pronamespace \
              WHERE n.nspname = $1 AND p.proname = ANY ($2)",
-            &[(&schema, Type::TEXT), (&FUNCTIONS, Type::TEXT_ARRAY)],
+            &[(&schema, Type::TEXT), (&names, Type::TEXT_ARRAY)],
         )
         .await
         .map_err(|e| store(&e))?;
-    let count: i64 = match functions.first() {
-        Some(row) => row.try_get(0).map_err(|e| store(&e))?,
-        None => 0,
+    let bodies = rows
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<Result<Vec<(String, String)>, tokio_postgres::Error>>()
+        .map_err(|e| store(&e))?;
+    let mut found = Found {
+        tables_complete,
+        missing: Vec::new(),
+        older: Vec::new(),
+        newer: Vec::new(),
     };
-    Ok(complete && count == FUNCTIONS.len() as i64)
+    for (name, revision) in FUNCTIONS {
+        let revisions = bodies
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, body)| revision_of(body));
+        match revisions.min() {
+            None => found.missing.push(name),
+            Some(r) if r < *revision => found.older.push(name),
+            Some(r) if r > *revision => found.newer.push(name),
+            Some(_) => {}
+        }
+    }
+    Ok(found)
+}
+
+/// How many functions this version keeps in the schema.
+#[cfg(test)]
+pub(crate) fn function_count() -> i64 {
+    FUNCTIONS.len() as i64
 }
 
 /// Why the schema could not be made ready.
@@ -279,12 +337,13 @@ fn unrecognised(schema: &str, table: &str, why: &str) -> SchemaError {
 
 /// Makes sure schema `schema` holds cronguard's tables and functions: nothing is written when
 /// everything is there (a role without `CREATE` can run against tables made by a migration);
-/// what is missing is created in one transaction; a table that is not cronguard's is an error.
+/// what is missing, and functions of an older revision, are created in one transaction; a table
+/// that is not cronguard's is an error. Functions of a newer revision are left alone.
 pub(crate) async fn ensure(
     client: &mut tokio_postgres::Client,
     schema: &str,
 ) -> Result<(), SchemaError> {
-    if inspect(client, schema).await? {
+    if inspect(&*client, schema).await?.ready() {
         return Ok(());
     }
     let tx = client.transaction().await.map_err(|e| store(&e))?;
@@ -294,11 +353,44 @@ pub(crate) async fn ensure(
     tx.batch_execute("SELECT pg_advisory_xact_lock(hashtext('cronguard schema'))")
         .await
         .map_err(|e| store(&e))?;
+    // Read again under the lock: a replica that held it may have done the work meanwhile.
+    let found = inspect(&tx, schema).await?;
+    if found.ready() {
+        return tx.commit().await.map_err(|e| store(&e));
+    }
+    if !found.newer.is_empty() {
+        // A later version wrote some functions: this one's bodies would take its changes away.
+        if !found.tables_complete || !found.missing.is_empty() {
+            return Err(SchemaError::Foreign(format!(
+                "schema `{schema}` holds functions of a later version of cronguard ({}) but lacks {} that this version uses; start the later version once (it creates them) or apply its `schema.sql` (docs/operations/postgres.md#schema)",
+                found.newer.join(", "),
+                if found.missing.is_empty() {
+                    "tables".to_owned()
+                } else {
+                    found.missing.join(", ")
+                }
+            )));
+        }
+        tracing::warn!(
+            schema,
+            older = %found.older.join(", "),
+            newer = %found.newer.join(", "),
+            "some of cronguard's functions are of an older revision and some of a newer one than this version's: a later version of cronguard runs beside this one; it brings them up to date when it starts next, and this version leaves them alone"
+        );
+        return tx.commit().await.map_err(|e| store(&e));
+    }
     tx.batch_execute(&create_sql(schema))
         .await
-        .map_err(|e| SchemaError::Store(GuardError::new(super::kind_of(&e), format!("cannot create cronguard's tables in schema `{schema}`: {}; give the role `CREATE` on the database, or create them with the SQL of `schema.sql` (docs/operations/postgres.md)", super::describe(&e)))))?;
+        .map_err(|e| SchemaError::Store(GuardError::new(super::kind_of(&e), format!("cannot create or update cronguard's tables and functions in schema `{schema}`: {}; give the role `CREATE` on the database (and ownership of the functions), or apply the SQL of `schema.sql` of this version (docs/operations/postgres.md#schema)", super::describe(&e)))))?;
     tx.commit().await.map_err(|e| store(&e))?;
-    if inspect(client, schema).await? {
+    if !found.older.is_empty() {
+        tracing::info!(
+            schema,
+            functions = %found.older.join(", "),
+            "brought cronguard's functions of an earlier version up to this version's revision"
+        );
+    }
+    if inspect(&*client, schema).await?.ready() {
         Ok(())
     } else {
         Err(SchemaError::Foreign(format!(
@@ -338,14 +430,38 @@ mod tests {
         }
     }
 
+    /// The body of function `name` in `sql`: the text between its dollar quotes.
+    fn body<'a>(sql: &'a str, name: &str) -> &'a str {
+        let header = format!("FUNCTION cronguard.{name}(");
+        let at = sql
+            .find(&header)
+            .unwrap_or_else(|| panic!("{name} is in the SQL"));
+        let after = &sql[at..];
+        let open = after.find(" AS $").expect("a dollar-quoted body") + 4;
+        let tag_len = after[open + 1..].find('$').expect("a closed tag") + 2;
+        let tag = &after[open..open + tag_len];
+        let body = &after[open + tag_len..];
+        &body[..body.find(tag).expect("the body ends")]
+    }
+
     #[test]
-    fn every_function_is_in_the_sql() {
+    fn every_function_is_in_the_sql_with_its_revision() {
         let sql = create_sql("cronguard");
-        for function in FUNCTIONS {
-            assert!(
-                sql.contains(&format!("FUNCTION cronguard.{function}(")),
-                "{function}"
+        for (function, revision) in FUNCTIONS {
+            let body = body(&sql, function);
+            assert_eq!(
+                body.trim_start().lines().next(),
+                Some(format!("-- revision {revision}").as_str()),
+                "{function} begins with its revision"
             );
+            assert_eq!(revision_of(body), *revision, "{function}");
         }
+    }
+
+    #[test]
+    fn a_body_without_a_revision_is_revision_zero() {
+        assert_eq!(revision_of("\nDECLARE x int;\nBEGIN END\n"), 0);
+        assert_eq!(revision_of("\n-- revision 12\n  SELECT 1\n"), 12);
+        assert_eq!(revision_of("\n-- revision x\n"), 0);
     }
 }

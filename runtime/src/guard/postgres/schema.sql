@@ -120,12 +120,17 @@ CREATE TABLE IF NOT EXISTS {schema}.partitions (
   PRIMARY KEY (grp, part)
 );
 
+-- Each function's body begins with its revision. A start of cronguard replaces the functions when
+-- one is missing or older than its own revision, and leaves them alone when one is newer (a later
+-- version runs beside this one): a body changed in place keeps every answer that the callers of
+-- earlier revisions understand; a change they would not understand is a function of a new name.
 CREATE OR REPLACE FUNCTION {schema}.claim_v5(
   p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
   p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
   OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
   OUT paused_by text)
 LANGUAGE plpgsql AS $claim$
+-- revision 1
 DECLARE
   v_now timestamptz := clock_timestamp();
   v_tolerance interval := p_tolerance_ms * interval '1 millisecond';
@@ -319,6 +324,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim_v4(
   OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
   OUT paused_by text)
 LANGUAGE sql AS $claim_v4$
+-- revision 1
   SELECT * FROM {schema}.claim_v5(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
                                   p_tolerance_ms, p_instance, p_history)
 $claim_v4$;
@@ -331,6 +337,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim_v3(
   OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
   OUT paused_by text)
 LANGUAGE sql AS $claim_v3$
+-- revision 1
   SELECT * FROM {schema}.claim_v4(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
                                   p_tolerance_ms, p_instance, p_history)
 $claim_v3$;
@@ -343,6 +350,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim_v2(
   OUT answer integer, OUT val bigint, OUT ignored boolean, OUT paused_at timestamptz,
   OUT paused_by text)
 LANGUAGE sql AS $claim_v2$
+-- revision 1
   SELECT CASE c.answer WHEN 8 THEN 1 ELSE c.answer END, c.val, c.ignored, c.paused_at, c.paused_by
   FROM {schema}.claim_v3(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
                          p_tolerance_ms, p_instance, p_history) AS c
@@ -355,6 +363,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim_v1(
   p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text, p_history boolean,
   OUT answer integer, OUT val bigint, OUT ignored boolean)
 LANGUAGE sql AS $claim_v1$
+-- revision 1
   SELECT CASE c.answer WHEN 6 THEN 1 WHEN 7 THEN 0 ELSE c.answer END, c.val, c.ignored
   FROM {schema}.claim_v2(p_job, p_fire, p_token, p_lease_ms, p_replace, p_skip, p_nonce,
                          p_tolerance_ms, p_instance, p_history) AS c
@@ -366,6 +375,7 @@ $claim_v1$;
 -- dropped or missed, never both.
 CREATE OR REPLACE FUNCTION {schema}.first_report_v1(p_job text, p_fire timestamptz, p_nonce text)
 RETURNS boolean LANGUAGE plpgsql AS $first_report$
+-- revision 1
 DECLARE
   r {schema}.jobs%ROWTYPE;
 BEGIN
@@ -411,6 +421,7 @@ $first_report$;
 -- fire took effect (it ran there, or that claimant reports it): nothing is recorded.
 CREATE OR REPLACE FUNCTION {schema}.first_report_v2(p_job text, p_fire timestamptz, p_nonce text)
 RETURNS integer LANGUAGE plpgsql AS $first_report$
+-- revision 1
 DECLARE
   r {schema}.jobs%ROWTYPE;
   v_claimed_by text;
@@ -451,6 +462,7 @@ $first_report$;
 -- (p_tolerance_ms is kept for the binaries that call it).
 CREATE OR REPLACE FUNCTION {schema}.fate_point_v1(p_job text, p_tolerance_ms bigint)
 RETURNS timestamptz LANGUAGE sql STABLE AS $fate_point$
+-- revision 1
   SELECT max(v) FROM (
     SELECT last_fire FROM {schema}.jobs WHERE job = p_job
     UNION ALL SELECT reported_through FROM {schema}.jobs WHERE job = p_job
@@ -466,6 +478,7 @@ $fate_point$;
 CREATE OR REPLACE FUNCTION {schema}.report_missed_v1(p_job text, p_last timestamptz,
   p_tolerance_ms bigint)
 RETURNS timestamptz LANGUAGE plpgsql AS $report_missed$
+-- revision 1
 DECLARE
   r {schema}.jobs%ROWTYPE;
   v_point timestamptz;
@@ -504,6 +517,7 @@ $report_missed$;
 CREATE OR REPLACE FUNCTION {schema}.report_missed_v2(p_job text, p_first timestamptz,
   p_last timestamptz, p_tolerance_ms bigint, p_nonce text)
 RETURNS timestamptz LANGUAGE plpgsql AS $report_missed$
+-- revision 1
 DECLARE
   r {schema}.jobs%ROWTYPE;
   v_kept {schema}.missed_answers%ROWTYPE;
@@ -548,6 +562,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim_manual_v1(
   p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
   p_instance text, p_history boolean, OUT answer integer, OUT val bigint)
 LANGUAGE plpgsql AS $manual$
+-- revision 1
 DECLARE
   v_now timestamptz := clock_timestamp();
   r {schema}.jobs%ROWTYPE;
@@ -609,6 +624,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim_manual_v2(
   p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
   p_grace_ms bigint, p_instance text, p_history boolean, OUT answer integer, OUT val bigint)
 LANGUAGE plpgsql AS $manual2$
+-- revision 1
 DECLARE
   v_now timestamptz := clock_timestamp();
   v_cut timestamptz := v_now - p_grace_ms * interval '1 millisecond';
@@ -679,6 +695,7 @@ $manual2$;
 
 CREATE OR REPLACE FUNCTION {schema}.abandon_v1(p_job text, p_fire timestamptz, p_token text)
 RETURNS boolean LANGUAGE plpgsql AS $abandon$
+-- revision 1
 DECLARE
   r {schema}.jobs%ROWTYPE;
 BEGIN
@@ -706,6 +723,7 @@ $abandon$;
 
 CREATE OR REPLACE FUNCTION {schema}.renew_v1(p_job text, p_token text, p_lease_ms bigint)
 RETURNS integer LANGUAGE plpgsql AS $renew$
+-- revision 1
 DECLARE
   v_cancel boolean;
 BEGIN
@@ -721,6 +739,7 @@ $renew$;
 
 CREATE OR REPLACE FUNCTION {schema}.release_v1(p_job text, p_token text)
 RETURNS boolean LANGUAGE plpgsql AS $release$
+-- revision 1
 BEGIN
   UPDATE {schema}.jobs SET lease_holder = NULL, lease_until = NULL, cancel_holder = NULL
     WHERE job = p_job AND lease_holder = p_token;

@@ -1368,3 +1368,134 @@ async fn a_row_locked_elsewhere_stalls_only_its_own_job_through_pgbouncer() {
     };
     check_a_row_locked_elsewhere(&server, &bouncer.url()).await;
 }
+
+/// How many of cronguard's functions in schema `cronguard` begin with `-- revision <revision>`.
+async fn functions_at_revision(raw: &tokio_postgres::Client, revision: u32) -> i64 {
+    raw.query_one(
+        "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+         WHERE n.nspname = 'cronguard' AND p.prosrc LIKE $1",
+        &[&format!("%-- revision {revision}\n%")],
+    )
+    .await
+    .expect("reads pg_proc")
+    .get(0)
+}
+
+/// A function whose body an earlier build wrote (here one that answers no fate point at all, as
+/// a body with a bug would) is replaced at the next start, with every other function of that
+/// build; the job's record is kept.
+#[tokio::test]
+async fn functions_an_earlier_build_wrote_are_replaced_at_start() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let base = now() - TimeDelta::minutes(10);
+    let at = |s: i64| base + TimeDelta::seconds(s);
+    acquired(&guard(&db, "upgraded", 30_000, false), at(0)).await;
+    drop(db);
+    let raw = client(&server).await;
+    raw.batch_execute(&super::schema::create_sql("cronguard").replace("-- revision 1\n", ""))
+        .await
+        .expect("writes the functions as a build before revisions did");
+    raw.batch_execute(
+        "CREATE OR REPLACE FUNCTION cronguard.fate_point_v1(p_job text, p_tolerance_ms bigint)
+         RETURNS timestamptz LANGUAGE sql STABLE AS $$ SELECT NULL::timestamptz $$",
+    )
+    .await
+    .expect("writes a fate point that answers nothing");
+    assert_eq!(functions_at_revision(&raw, 1).await, 0);
+    let stale = database(&server).await;
+    assert_eq!(
+        guard(&stale, "upgraded", 30_000, false)
+            .fate_point()
+            .await
+            .expect("answers"),
+        Some(at(0)),
+        "the fate point of this version's body"
+    );
+    assert_eq!(
+        functions_at_revision(&raw, 1).await,
+        super::schema::function_count()
+    );
+    acquired(&guard(&stale, "upgraded", 30_000, false), at(1)).await;
+}
+
+/// Functions of a later revision than this version's (a later version runs beside it, or this
+/// one is a rollback) are left alone, and this version runs with them — also when an earlier
+/// build wrote another function again (it found one missing): the later version brings that one
+/// up to date, not this one.
+#[tokio::test]
+async fn functions_of_a_later_revision_are_left_alone() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    drop(database(&server).await);
+    let raw = client(&server).await;
+    raw.batch_execute(
+        "CREATE OR REPLACE FUNCTION cronguard.release_v1(p_job text, p_token text)
+         RETURNS boolean LANGUAGE plpgsql AS $release$
+         -- revision 2
+         BEGIN
+           UPDATE cronguard.jobs SET lease_holder = NULL, lease_until = NULL
+             WHERE job = p_job AND lease_holder = p_token;
+           RETURN FOUND;
+         END
+         $release$;
+         CREATE OR REPLACE FUNCTION cronguard.claim_v3(
+           p_job text, p_fire timestamptz, p_token text, p_lease_ms bigint, p_replace boolean,
+           p_skip boolean, p_nonce text, p_tolerance_ms bigint, p_instance text,
+           p_history boolean, OUT answer integer, OUT val bigint, OUT ignored boolean,
+           OUT paused_at timestamptz, OUT paused_by text)
+         LANGUAGE sql AS $$ SELECT * FROM cronguard.claim_v4(p_job, p_fire, p_token, p_lease_ms,
+           p_replace, p_skip, p_nonce, p_tolerance_ms, p_instance, p_history) $$",
+    )
+    .await
+    .expect("writes a later revision of release_v1, and claim_v3 as an earlier build did");
+    let db = database(&server).await;
+    let later: String = raw
+        .query_one(
+            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+             WHERE n.nspname = 'cronguard' AND p.proname = 'release_v1'",
+            &[],
+        )
+        .await
+        .expect("reads release_v1")
+        .get(0);
+    assert!(later.contains("-- revision 2"), "{later}");
+    assert_eq!(
+        functions_at_revision(&raw, 1).await,
+        super::schema::function_count() - 2,
+        "claim_v3 left as the earlier build wrote it"
+    );
+    acquired(&guard(&db, "rollback", 30_000, false), now()).await;
+}
+
+/// A schema that holds functions of a later revision but lacks one this version calls is a start
+/// error that says what to do, and this version writes none of its older bodies over them.
+#[tokio::test]
+async fn a_later_schema_missing_a_function_is_a_start_error_that_writes_nothing() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    drop(database(&server).await);
+    let raw = client(&server).await;
+    raw.batch_execute(
+        "CREATE OR REPLACE FUNCTION cronguard.renew_v1(p_job text, p_token text, p_lease_ms bigint)
+         RETURNS integer LANGUAGE sql AS $$
+         -- revision 2
+         SELECT 0 $$;
+         DROP FUNCTION cronguard.abandon_v1",
+    )
+    .await
+    .expect("a later renew_v1, abandon_v1 gone");
+    let error = Database::connect(&server.url(), "cronguard")
+        .await
+        .err()
+        .expect("a start error");
+    assert!(
+        error.contains("later version of cronguard (renew_v1)") && error.contains("abandon_v1"),
+        "{error}"
+    );
+    assert_eq!(functions_at_revision(&raw, 2).await, 1, "renew_v1 kept");
+}
