@@ -25,6 +25,10 @@ use crate::status::JobStatus;
 const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 /// `now + d`, or an instant about thirty years ahead when that overflows (`Duration::MAX`).
+/// How long past the shutdown timeout a shard may take to end: its runs are cancelled at the
+/// timeout, so one that takes longer is held up by code that blocks its thread.
+const SHARD_END_WAIT: Duration = Duration::from_secs(1);
+
 fn far_instant(d: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(d)
@@ -462,7 +466,9 @@ impl Cronguard {
     /// [`Builder::shutdown_timeout`](crate::Builder::shutdown_timeout)), then cancels the rest and
     /// releases every guard. With partition ownership, it returns once the process has left its
     /// partition groups (at most 5 s for a store that does not answer), so that the processes
-    /// that go on own its partitions at once (docs/design/ownership.md).
+    /// that go on own its partitions at once (docs/design/ownership.md). A shard held up by code
+    /// that blocks its thread is not waited for past the timeout and a second: an error names the
+    /// job whose run holds it up (the process then cannot exit while that thread is blocked).
     pub async fn shutdown(self) {
         let timeout = self.shutdown_timeout;
         self.shutdown_within(timeout).await
@@ -481,9 +487,23 @@ impl Cronguard {
         let deadline = far_instant(timeout);
         let _ = self.shared.deadline.set(deadline);
         self.shared.stop.cancel();
-        for task in self.tasks {
-            if let Err(e) = task.await {
-                tracing::error!(error = %e, "a scheduler task ended abnormally during shutdown");
+        // A shard ends once its runs have ended or been cancelled at the deadline, unless code
+        // that blocks its thread holds it up: that one never ends, and shutdown goes on without it.
+        let given_up = deadline.checked_add(SHARD_END_WAIT).unwrap_or(deadline);
+        for (shard, task) in self.tasks.into_iter().enumerate() {
+            match tokio::time::timeout_at(given_up, task).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "a scheduler task ended abnormally during shutdown");
+                }
+                Err(_) => {
+                    let plane = &self.monitor.plane;
+                    tracing::error!(
+                        shard,
+                        "stopping without a shard of this process that is still held up: {}. Its jobs' fires from then on stay undecided in this process (with a shared guard, the others run or report them). The process cannot exit on its own while that thread is blocked: tokio waits for its threads when the runtime is dropped, so end it from outside (the orchestrator's kill after its grace period) or with `std::process::exit` after shutdown returns (docs/design/ownership.md)",
+                        plane.pulses.held_up(&plane.shards, shard)
+                    );
+                }
             }
         }
         // Leases given back on tasks of their own (and claims still in flight) are waited for,

@@ -378,9 +378,10 @@ async fn a_burst_starts_at_a_random_place_and_runs_every_job_once() {
 /// A run whose code blocks its thread for good in its first poll holds up its shard, and every
 /// job in it: an error names the job a second or two later, the scheduler is no longer alive
 /// once the shard is 10 s late, so that a liveness probe restarts the process
-/// (docs/operations/probes.md), and alive again once it runs. The test waits on its own thread:
-/// with one of the runtime's two threads blocked, the other may sleep without driving the
-/// runtime's timers.
+/// (docs/operations/probes.md), and alive again once it runs. Held up again, the shard does not
+/// hold up a shutdown: it returns a second after its timeout, with an error that names the job.
+/// The test waits on its own thread: with one of the runtime's two threads blocked, the other
+/// may sleep without driving the runtime's timers until the scheduler wakes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_held_up_by_blocking_code_is_not_alive_until_it_runs_again() {
     let logs = Logs::default();
@@ -453,5 +454,51 @@ async fn a_shard_held_up_by_blocking_code_is_not_alive_until_it_runs_again() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // A job of its own, added now, blocks in its very first run: a job whose first polls were
+    // slow may have been moved to tasks of its own, off the shard.
+    let (release_again, blocked_again) = std::sync::mpsc::channel::<()>();
+    let blocked_again = Mutex::new(Some(blocked_again));
+    let (started_tx, started) = std::sync::mpsc::channel::<std::time::Instant>();
+    monitor
+        .add(
+            Job::new(
+                "blocks-at-stop",
+                Schedule::every(Duration::from_secs(1)).expect("valid"),
+            )
+            .run(move |_| {
+                let blocked = blocked_again.lock().expect("lock").take();
+                let _ = started_tx.send(std::time::Instant::now());
+                async move {
+                    if let Some(blocked) = blocked {
+                        let _ = blocked.recv();
+                    }
+                }
+            }),
+        )
+        .expect("adds the job");
+    let began = started
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the run starts");
+    while logs.text().matches("blocks its thread").count() < 2 {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "no error 10 s after the shard was held up again: {}",
+            logs.text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stopping = std::time::Instant::now();
     handle.shutdown_within(Duration::from_secs(1)).await;
+    let stopped = stopping.elapsed();
+    assert!(
+        stopped < Duration::from_secs(5),
+        "shutdown took {stopped:?} with a shard held up"
+    );
+    let told = logs.text();
+    assert!(
+        told.contains("stopping without a shard of this process that is still held up: the run of job `blocks-at-stop` blocks its thread"),
+        "shutdown names the job that holds the shard up: {told}"
+    );
+    // The runtime cannot be dropped while its thread is blocked.
+    release_again.send(()).expect("the run waits");
 }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::process::Child;
+use std::time::Duration;
 
 use cronguard_testkit::RedisServer;
 use cronguard_tests::fleet::{self, now_ms, read, wait_running};
@@ -159,7 +160,8 @@ fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
 /// renewing its partitions: the others would leave those fires to it for ever. The replica must
 /// leave its group once the shard has stalled for a second, so that every later fire of its
 /// partitions' jobs runs elsewhere once or is reported (docs/design/ownership.md, "A stalled
-/// shard").
+/// shard"); nothing else wakes its runtime. Asked to stop, its shutdown goes on without the
+/// shard and says so.
 #[test]
 fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
     let Some(redis) = RedisServer::start() else {
@@ -210,7 +212,27 @@ fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
     for r in &mut replicas[1..] {
         fleet::signal(r, "TERM");
     }
-    // Its shard never runs again: it cannot stop gracefully.
+    // Its shard never runs again: its shutdown goes on without it and says so, and the process
+    // cannot exit (tokio's runtime waits for the blocked thread when it is dropped).
+    let terminated = std::process::Command::new("kill")
+        .args(["-TERM", &pids[0].to_string()])
+        .status()
+        .expect("kill");
+    assert!(terminated.success());
+    let log_path = dir.join("replica-0.log");
+    let asked = std::time::Instant::now();
+    let stopping_without = "stopping without a shard of this process that is still held up";
+    while !std::fs::read_to_string(&log_path)
+        .unwrap_or_default()
+        .contains(stopping_without)
+    {
+        assert!(
+            asked.elapsed() < Duration::from_secs(20),
+            "the held-up replica did not shut down within 20 s of SIGTERM; logs in {}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     fleet::signal(&mut replicas[0], "KILL");
     let record = read(&dir.join("record"));
 

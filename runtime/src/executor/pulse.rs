@@ -27,6 +27,10 @@ pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(1);
 /// long enough that a slow first poll now and then does not get the process restarted.
 pub(crate) const STALL_NOT_ALIVE: Duration = Duration::from_secs(10);
 
+/// How often the shards' watcher looks at them ([`watch`]); a shard late by this much at two
+/// looks gets the runtime woken ([`nudge`]).
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+
 /// Each shard's pulse, shared by the shards (which write their own) and the control plane.
 pub(crate) struct Pulses {
     origin: Instant,
@@ -121,6 +125,16 @@ impl Pulses {
             .max_by_key(|stall| stall.late)
     }
 
+    /// What holds shard `shard` up now, for a log line that names it.
+    pub(crate) fn held_up(&self, shards: &[ShardJobs], shard: usize) -> String {
+        let polling = self
+            .shards
+            .get(shard)
+            .map(|pulse| pulse.polling.load(Ordering::Relaxed))
+            .filter(|job| *job != NOT_POLLING);
+        cause(shards, shard, polling)
+    }
+
     fn ms(&self, at: Instant) -> u64 {
         let since = at.saturating_duration_since(self.origin);
         u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
@@ -128,10 +142,12 @@ impl Pulses {
 }
 
 /// Says in the log when a shard stalls — what holds it up — and when every shard runs again,
-/// looking once a second until `stop`, or until a shard task (`loops`) ended (the runtime was
-/// dropped): a stalled shard fires none of its jobs, whatever their guard, and nothing else would
-/// say why. It looks from a thread of its own: a thread of the runtime that blocks may be the one
-/// that drives its timers, and then no task of it runs.
+/// looking every [`LOOK_EVERY`]: a stalled shard fires none of its jobs, whatever their guard, and
+/// nothing else would say why. It looks from a thread of its own: a thread of the runtime that
+/// blocks may be the one that drives its timers, and then no task of it runs — so while a shard
+/// is late, and after `stop` while the shards end, it also wakes the runtime at each look
+/// ([`nudge`]), and the feed reader goes on to see the stall and leave the partition groups. It ends once every shard task (`loops`) has ended, or once one has ended before
+/// `stop` (the runtime was dropped).
 pub(crate) fn watch(
     pulses: Arc<Pulses>,
     shards: Arc<[ShardJobs]>,
@@ -144,12 +160,28 @@ pub(crate) fn watch(
         let _runtime = runtime.enter();
         let mut looked = Instant::now();
         let mut stalled = false;
-        while !stop.is_cancelled() && !loops.iter().any(tokio::task::AbortHandle::is_finished) {
-            std::thread::sleep(STALL_LIMIT);
+        loop {
+            std::thread::sleep(LOOK_EVERY);
+            if loops.iter().all(tokio::task::AbortHandle::is_finished) {
+                break;
+            }
+            if stop.is_cancelled() {
+                // Stopping: the shards end one by one, and one held up by blocking code does not,
+                // while the shutdown waits on the runtime's timers.
+                nudge(&runtime);
+                continue;
+            }
+            if loops.iter().any(tokio::task::AbortHandle::is_finished) {
+                // The runtime was dropped.
+                break;
+            }
             let now = Instant::now();
-            let stall = pulses.stalled(looked, now, STALL_LIMIT);
+            let late = pulses.stalled(looked, now, LOOK_EVERY);
             looked = now;
-            match stall {
+            if late.is_some() {
+                nudge(&runtime);
+            }
+            match late.filter(|stall| stall.late >= STALL_LIMIT) {
                 Some(stall) if !stalled => {
                     stalled = true;
                     tell_stalled(stall, &shards);
@@ -170,17 +202,32 @@ pub(crate) fn watch(
     }
 }
 
-fn tell_stalled(stall: Stall, shards: &[ShardJobs]) {
+/// Wakes a worker thread of the runtime that sleeps. A worker that runs a shard held up is the
+/// one that last drove the runtime's timers and I/O, and the others may sleep until something
+/// wakes them: then no timer fires and no task runs — no renewal, no leave of the partition
+/// groups, no shutdown timeout, no signal handled. A task spawned from outside wakes one; idle
+/// again, it drives the timers and I/O.
+fn nudge(runtime: &tokio::runtime::Handle) {
+    drop(runtime.spawn(async {}));
+}
+
+/// What holds shard `shard` up: the run of the job it polls (`polling`, its index in the shard),
+/// or nothing of it (the runtime did not run the shard).
+fn cause(shards: &[ShardJobs], shard: usize, polling: Option<u32>) -> String {
     // The shard does not hold its jobs while it polls a run: their names can be read.
     let polled = |job: u32| {
-        let jobs = shards.get(stall.shard)?.try_lock().ok()?;
+        let jobs = shards.get(shard)?.try_lock().ok()?;
         Some(jobs.get(job as usize)?.name().to_string())
     };
-    let cause = match stall.polling.map(polled) {
+    match polling.map(polled) {
         Some(Some(name)) => format!("the run of job `{name}` blocks its thread"),
         Some(None) => "the run of one of its jobs blocks its thread".to_owned(),
         None => "the runtime has not run it since it was due: code that blocks the runtime's threads holds them up, in a job or elsewhere in the application".to_owned(),
-    };
+    }
+}
+
+fn tell_stalled(stall: Stall, shards: &[ShardJobs]) {
+    let cause = cause(shards, stall.shard, stall.polling);
     tracing::error!(
         shard = stall.shard,
         late_ms = u64::try_from(stall.late.as_millis()).unwrap_or(u64::MAX),

@@ -40,17 +40,6 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse::<i64>().ok());
     static BLOCKED: AtomicBool = AtomicBool::new(false);
-    if block_at.is_some() {
-        // The rest of an application wakes the runtime now and then (a request, a message). A
-        // runtime whose only waking thread is blocked, and whose other threads sleep, drives no
-        // timer until something does: then nothing of the process runs, its leases run out, and
-        // the stalled shard is never seen.
-        let runtime = tokio::runtime::Handle::current();
-        std::thread::spawn(move || loop {
-            std::thread::sleep(Duration::from_millis(100));
-            drop(runtime.spawn(async {}));
-        });
-    }
     let mut builder = cronguard::builder()
         .registered_jobs(false)
         .partition_ownership(ownership);
