@@ -24,11 +24,11 @@ use crate::status::JobStatus;
 /// The longest shutdown waits for leases to be given back after the runs ended.
 const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
-/// `now + d`, or an instant about thirty years ahead when that overflows (`Duration::MAX`).
 /// How long past the shutdown timeout a shard may take to end: its runs are cancelled at the
 /// timeout, so one that takes longer is held up by code that blocks its thread.
 const SHARD_END_WAIT: Duration = Duration::from_secs(1);
 
+/// `now + d`, or an instant about thirty years ahead when that overflows (`Duration::MAX`).
 fn far_instant(d: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(d)

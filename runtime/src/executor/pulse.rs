@@ -146,8 +146,9 @@ impl Pulses {
 /// nothing else would say why. It looks from a thread of its own: a thread of the runtime that
 /// blocks may be the one that drives its timers, and then no task of it runs — so while a shard
 /// is late, and after `stop` while the shards end, it also wakes the runtime at each look
-/// ([`nudge`]), and the feed reader goes on to see the stall and leave the partition groups. It ends once every shard task (`loops`) has ended, or once one has ended before
-/// `stop` (the runtime was dropped).
+/// ([`nudge`]), and the feed reader goes on to see the stall and leave the partition groups. It
+/// ends once every shard task (`loops`) has ended, or once one has ended before `stop` (the
+/// runtime was dropped).
 pub(crate) fn watch(
     pulses: Arc<Pulses>,
     shards: Arc<[ShardJobs]>,
