@@ -142,14 +142,19 @@ pub fn just_after_an_instant() -> i64 {
     now_ms() / 1_000 * 1_000
 }
 
-/// Sends `signal` (`TERM`, `KILL`) to `child` and waits for it; a SIGTERM must end it cleanly.
-pub fn signal(child: &mut Child, signal: &str) {
+/// Sends `signal` (`STOP`, `CONT`, `TERM`) to process `pid`, without waiting for anything.
+pub fn send(pid: u32, signal: &str) {
     let ok = Command::new("kill")
-        .args([format!("-{signal}"), child.id().to_string()])
+        .args([format!("-{signal}"), pid.to_string()])
         .status()
         .expect("kill")
         .success();
-    assert!(ok, "kill -{signal} {}", child.id());
+    assert!(ok, "kill -{signal} {pid}");
+}
+
+/// Sends `signal` (`TERM`, `KILL`) to `child` and waits for it; a SIGTERM must end it cleanly.
+pub fn signal(child: &mut Child, signal: &str) {
+    send(child.id(), signal);
     let status = child.wait().expect("wait");
     if signal == "TERM" {
         assert!(

@@ -29,6 +29,8 @@ struct Owners {
     may_own: bool,
     /// Per partition without a live lease `None`, else the lease as heard.
     leases: Box<[Option<Heard>]>,
+    /// When the store last answered a request for the partitions, or the request failed.
+    asked: Instant,
 }
 
 /// One partition's live lease as this process heard it.
@@ -49,12 +51,18 @@ struct Heard {
 }
 
 impl Owners {
+    /// The lease of `partition` if it holds at `now`: until it runs out by this process's clock
+    /// — or, another process's lease, until the store was asked again after that. A process
+    /// frozen or suspended past the leases it heard finds them run out when it wakes, before it
+    /// could ask; its fires are left to the owner it knew until the store says whether that owner
+    /// renewed, so that it neither claims the owner's fires nor walks the fires it left (the guard
+    /// may have forgotten their claims by then) unless the owner changed.
     fn live(&self, partition: u16, now: Instant) -> Option<Heard> {
         self.leases
             .get(usize::from(partition))
             .copied()
             .flatten()
-            .filter(|h| now < h.until)
+            .filter(|h| now < h.until || (!h.mine && self.asked < h.until))
     }
 
     /// Who owns `partition` at `now` for the fires from `next` on: a fire that came due before
@@ -173,7 +181,8 @@ impl Presence {
     }
 
     /// What the store of guard `kind` answered to a request for partitions sent at `sent`
-    /// (`None`: it could not be read; what was heard before holds until its leases run out);
+    /// (`None`: it could not be read; what was heard before holds until its leases run out, now
+    /// also those of other processes that ran out before);
     /// `may_own`: this process's clock agreed with the store's. Answers the partitions whose
     /// owner changed (another process, this one, or none owns it now), by the view it had.
     pub(crate) fn heard_owners(
@@ -184,6 +193,10 @@ impl Presence {
         may_own: bool,
     ) -> Vec<u16> {
         let Some(read) = read else {
+            let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, unread)) = owners.iter_mut().find(|(k, _)| *k == kind) {
+                unread.asked = Instant::now();
+            }
             return Vec::new();
         };
         let mut leases = vec![None; usize::from(PARTITIONS)].into_boxed_slice();
@@ -210,12 +223,13 @@ impl Presence {
                 });
             }
         }
+        let now = Instant::now();
         let heard = Owners {
             members: Present::new(&self.me, &read.members),
             may_own,
             leases,
+            asked: now,
         };
-        let now = Instant::now();
         let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
         let before = owners
             .iter()
@@ -319,6 +333,36 @@ mod tests {
             left: std::time::Duration::from_millis(left_ms),
             alive: None,
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn another_owners_lease_holds_past_its_end_until_the_store_is_asked_again() {
+        let me = Presence::new("a", true);
+        let other = Presence::new("b", true);
+        let members = vec![me.me().to_owned(), other.me().to_owned()];
+        let p = partition_of("job");
+        let read = |owner: &str| {
+            Some(Ownership {
+                members: members.clone(),
+                leases: vec![lease(p, owner, 3_000)],
+                server_time: None,
+            })
+        };
+        let next = Some(Utc::now());
+        let owner = || me.owner_of("redis", "job", Instant::now(), next).0;
+        me.heard_owners("redis", read(other.me()), Instant::now(), true);
+        assert_eq!(owner(), Owner::Elsewhere);
+        // Frozen past the lease: the store was not asked since, so the owner may have renewed.
+        tokio::time::advance(std::time::Duration::from_secs(10)).await;
+        assert_eq!(owner(), Owner::Elsewhere);
+        // Asked, and no answer: the lease has run out.
+        me.heard_owners("redis", None, Instant::now(), true);
+        assert_eq!(owner(), Owner::Unknown);
+        // This process's own lease is never taken to hold past its end.
+        me.heard_owners("redis", read(me.me()), Instant::now(), true);
+        assert_eq!(owner(), Owner::Here);
+        tokio::time::advance(std::time::Duration::from_secs(10)).await;
+        assert_eq!(owner(), Owner::Unknown);
     }
 
     #[test]

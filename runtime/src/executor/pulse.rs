@@ -161,6 +161,7 @@ pub(crate) fn watch(
         let _runtime = runtime.enter();
         let mut looked = Instant::now();
         let mut stalled = false;
+        let mut nudged = None;
         loop {
             std::thread::sleep(LOOK_EVERY);
             if loops.iter().all(tokio::task::AbortHandle::is_finished) {
@@ -169,7 +170,7 @@ pub(crate) fn watch(
             if stop.is_cancelled() {
                 // Stopping: the shards end one by one, and one held up by blocking code does not,
                 // while the shutdown waits on the runtime's timers.
-                nudge(&runtime);
+                nudge(&runtime, &mut nudged);
                 continue;
             }
             if loops.iter().any(tokio::task::AbortHandle::is_finished) {
@@ -180,7 +181,7 @@ pub(crate) fn watch(
             let late = pulses.stalled(looked, now, LOOK_EVERY);
             looked = now;
             if late.is_some() {
-                nudge(&runtime);
+                nudge(&runtime, &mut nudged);
             }
             match late.filter(|stall| stall.late >= STALL_LIMIT) {
                 Some(stall) if !stalled => {
@@ -207,9 +208,14 @@ pub(crate) fn watch(
 /// one that last drove the runtime's timers and I/O, and the others may sleep until something
 /// wakes them: then no timer fires and no task runs — no renewal, no leave of the partition
 /// groups, no shutdown timeout, no signal handled. A task spawned from outside wakes one; idle
-/// again, it drives the timers and I/O.
-fn nudge(runtime: &tokio::runtime::Handle) {
-    drop(runtime.spawn(async {}));
+/// again, it drives the timers and I/O. While the last one (`nudged`) has not run, no thread is
+/// free to run another (every one is held up, or the runtime has one thread): nothing is
+/// spawned, so that a runtime held up for days does not pile up tasks.
+fn nudge(runtime: &tokio::runtime::Handle, nudged: &mut Option<tokio::task::JoinHandle<()>>) {
+    if nudged.as_ref().is_some_and(|last| !last.is_finished()) {
+        return;
+    }
+    *nudged = Some(runtime.spawn(async {}));
 }
 
 /// What holds shard `shard` up: the run of the job it polls (`polling`, its index in the shard),
@@ -239,6 +245,29 @@ fn tell_stalled(stall: Stall, shards: &[ShardJobs]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nudge_the_runtime_has_not_run_is_not_repeated() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let alive = || runtime.metrics().num_alive_tasks();
+        let mut nudged = None;
+        nudge(runtime.handle(), &mut nudged);
+        nudge(runtime.handle(), &mut nudged);
+        assert_eq!(alive(), 1, "its thread is held up: one nudge waits");
+        runtime.block_on(async {
+            while tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks()
+                > 0
+            {
+                tokio::task::yield_now().await;
+            }
+        });
+        nudge(runtime.handle(), &mut nudged);
+        assert_eq!(alive(), 1, "the first ran: another wakes it");
+    }
 
     #[test]
     fn a_shard_is_stalled_once_it_is_late_by_the_limit_at_two_looks() {

@@ -43,12 +43,14 @@ impl JobModel {
         let since = self.extra_if_mut().and_then(|e| e.catching_up.take());
         let (Some(since), Some(point)) = (since, point) else {
             // The fires taken meanwhile were held back for the walk.
+            self.record_held_missed(out);
             self.ask_deferred_reports(None, now, out);
             self.try_start(now, out);
             self.tidy();
             return;
         };
         if self.stopping || !self.spec.enabled {
+            self.record_held_missed(out);
             self.ask_deferred_reports(None, now, out);
             self.try_start(now, out);
             self.tidy();
@@ -78,10 +80,27 @@ impl JobModel {
         if let Some(m) = walk.missed {
             self.record_missed(m, out);
         }
+        self.record_held_missed(out);
         self.come_due(walk.caught, now, out);
         self.ask_deferred_reports(None, now, out);
         self.try_start(now, out);
         self.tidy();
+    }
+
+    /// Records the missed fires held back while the fate point was awaited, after those of the
+    /// walk from it (none while stopping: the fate point stays where it was, and the next
+    /// start's walk finds them).
+    fn record_held_missed(&mut self, out: &mut Vec<Action>) {
+        let held = self
+            .extra_if_mut()
+            .map(|e| std::mem::take(&mut e.held_missed))
+            .unwrap_or_default();
+        if self.stopping {
+            return;
+        }
+        for m in held {
+            self.record_missed(m, out);
+        }
     }
 
     /// The newest fire up to `point` that should have started by `now` (its grace, and its
@@ -100,6 +119,12 @@ impl JobModel {
     /// Asks the guard to record missed fires; no fire is claimed until they are (see
     /// [`walking`](Self::walking)).
     pub(super) fn record_missed(&mut self, m: Missed, out: &mut Vec<Action>) {
+        // While the fate point is awaited, these fires (after the start: left to an owner) would
+        // move it past the fires the walk from it has yet to decide: they wait for it.
+        if let Some(e) = self.extra_if_mut().filter(|e| e.catching_up.is_some()) {
+            e.held_missed.push(m);
+            return;
+        }
         let extra = self.extra_mut();
         extra.pending_reports += 1;
         extra.reporting_missed += 1;

@@ -330,6 +330,7 @@ struct Controls {
 }
 
 /// Fires that were missed after a pause, reported as one.
+#[derive(Debug)]
 struct Missed {
     first: DateTime<Utc>,
     last: DateTime<Utc>,
@@ -409,6 +410,9 @@ struct Extra {
     /// The last read of the fate point failed: while the walk waits for the store, drops are
     /// reported on this process's word.
     point_failing: bool,
+    /// Missed fires held back while the fate point is awaited (`catching_up`): recorded after
+    /// the walk from it, so that they do not move it past the fires that walk decides.
+    held_missed: Vec<Missed>,
     trouble: Trouble,
     controls: Controls,
 }
@@ -439,6 +443,7 @@ impl Extra {
             && self.pending_reports == 0
             && self.catching_up.is_none()
             && self.left_first.is_none()
+            && self.held_missed.is_empty()
             && self.reporting_missed == 0
             && self.trouble == Trouble::default()
             && self.controls.is_empty()
@@ -508,6 +513,12 @@ impl JobModel {
     /// Takes the oldest due fire; the flight stays (see [`land`](Self::land)).
     fn pop_due(&mut self) -> Option<Fire> {
         self.flight_mut()?.due.pop_front()
+    }
+
+    /// The fires due and not started (for the simulation: a shard that stalls holds them).
+    #[cfg(test)]
+    pub(crate) fn due_fires(&self) -> Vec<DateTime<Utc>> {
+        self.due().iter().map(|f| f.t).collect()
     }
 
     /// Takes every due fire; the flight stays (see [`land`](Self::land)).

@@ -199,3 +199,31 @@ fn an_owner_seen_alive_past_every_fire_left_leaves_nothing_to_walk() {
     m.on_owner_changed(Owner::Here, now(41), &mut out);
     assert!(said(&mut out).is_empty());
 }
+
+#[test]
+fn fires_left_while_the_fate_point_is_awaited_are_recorded_missed_after_the_walk_from_it() {
+    let (mut m, mut out) = job(15);
+    m.schedule_from(t(100));
+    assert!(m.await_fate_point(t(100)));
+    // The read of the fate point fails and is asked again; meanwhile the fires are left to an
+    // owner, which goes away.
+    m.set_owner(Owner::Elsewhere);
+    for s in (110..=220).step_by(10) {
+        m.on_timer(now(s), &mut out);
+    }
+    m.on_owner_changed(Owner::Unknown, now(221), &mut out);
+    let told = said(&mut out);
+    assert!(
+        !told.iter().any(|s| s.starts_with("report missed")),
+        "recorded now, the range would move the fate point past 60 to 100: {told:?}"
+    );
+    m.on_fate_point(Some(t(50)), now(222), &mut out);
+    let told = said(&mut out);
+    assert_eq!(
+        told.iter()
+            .filter(|s| s.starts_with("report missed"))
+            .collect::<Vec<_>>(),
+        ["report missed 60..100 (5)", "report missed 110..140 (4)"],
+        "{told:?}"
+    );
+}

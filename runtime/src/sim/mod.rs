@@ -495,6 +495,16 @@ pub(super) struct Record {
     /// time, fire).
     pub(super) paused_grants: Vec<(Ms, Ms)>,
     pub(super) stop_at: Ms,
+    /// The fires each replica up at the stop had left to a partition's owner and not walked: a
+    /// stopping process does not walk them, and leaves them to the next start's walk.
+    pub(super) left_at_stop: Vec<(usize, Vec<Ms>)>,
+    /// The replicas whose process was gone at the stop.
+    pub(super) down_at_stop: Vec<usize>,
+    /// The fires waiting, due and not started, in a shard when it stalled for good: (replica,
+    /// fire).
+    pub(super) stalled_open: Vec<(usize, Ms)>,
+    /// The job's fate point in the store at the stop: the next start walks the fires after it.
+    pub(super) fate_point_at_stop: Option<Ms>,
     pub(super) trace: Vec<String>,
 }
 
@@ -785,6 +795,8 @@ struct Replica {
     owner_seen: Option<(String, u64)>,
     /// The owner's clock when it sent its last renewal, at the last answer.
     owner_renewed: Option<Ms>,
+    /// When its last request for the partition was answered or failed (true time).
+    owner_asked: Ms,
 }
 
 pub(super) struct Sim {
@@ -876,6 +888,7 @@ impl Sim {
                 clock_off: false,
                 owner_seen: None,
                 owner_renewed: None,
+                owner_asked: 0,
             });
         }
         for (at, fault) in sim.sc.faults.clone() {
@@ -1055,14 +1068,20 @@ impl Sim {
                 looked,
             } => self.stalled_reader(r, inc, stalled, looked),
             Ev::Stop => {
+                self.record.fate_point_at_stop = self.server.fate_point(self.now);
                 // A span nobody attended until the end stays open: close it for the checker.
                 if let Some(from) = self.unattended_since.take() {
                     self.record.unattended.push((from, Ms::MAX / 2));
                 }
                 for r in 0..self.replicas.len() {
                     if !self.replicas[r].alive {
+                        self.record.down_at_stop.push(r);
                         continue;
                     }
+                    let left = self.replicas[r].model.left_fires();
+                    self.record
+                        .left_at_stop
+                        .push((r, left.into_iter().map(ms_of).collect()));
                     self.replicas[r].stopping = true;
                     let now = self.local_now(r);
                     let mut out = std::mem::take(&mut self.actions);
@@ -1383,6 +1402,7 @@ impl Sim {
                 }
             }
             Pending::Own { sent } => {
+                self.replicas[r].owner_asked = self.now;
                 if let Some(Resp::Owned {
                     owner,
                     members,
@@ -1430,8 +1450,10 @@ impl Sim {
             _ if self.sc.ownership.is_none() => Owner::Unknown,
             Some((true, until, _)) if self.now < until => Owner::Here,
             // As the executor: a fire that came due before the owner took the partition is not
-            // left to it.
-            Some((false, until, since)) if self.now < until && next.is_some_and(|t| since <= t) => {
+            // left to it; another's lease holds until the store was asked after it ran out.
+            Some((false, until, since))
+                if self.other_lease_holds(r, until) && next.is_some_and(|t| since <= t) =>
+            {
                 Owner::Elsewhere
             }
             _ => Owner::Unknown,
@@ -1446,10 +1468,16 @@ impl Sim {
         if let (Some((false, until, _)), Some(renewed)) =
             (self.replicas[r].owner_view, self.replicas[r].owner_renewed)
         {
-            if self.now < until {
+            if self.other_lease_holds(r, until) {
                 self.replicas[r].model.owner_alive_at(wall(renewed));
             }
         }
+    }
+
+    /// Whether another process's lease, heard by replica `r` to run until `until`, still holds
+    /// for it: as the executor, until the store was asked after it ran out.
+    fn other_lease_holds(&self, r: usize, until: Ms) -> bool {
+        self.now < until || self.replicas[r].owner_asked < until
     }
 
     /// Renews or asks for the partition (`want`: if the members name this replica first), or
@@ -1869,6 +1897,14 @@ impl Sim {
                     return;
                 }
                 let (inc, stalled) = (rep.inc, self.now);
+                // The fires waiting in the stalled shard stay there: the other processes decide
+                // them, unless none can (docs/design/guarantees.md).
+                let held = rep
+                    .model
+                    .due_fires()
+                    .into_iter()
+                    .map(|t| (replica, ms_of(t)));
+                self.record.stalled_open.extend(held);
                 self.go_down(replica);
                 let first = self.now + phase;
                 self.push(
@@ -2103,6 +2139,7 @@ impl Sim {
         rep.clock_off = false;
         rep.owner_seen = None;
         rep.owner_renewed = None;
+        rep.owner_asked = 0;
         let inc = rep.inc;
         if self.sc.ownership.is_some() {
             self.push(self.now, Ev::Own { r, inc });
