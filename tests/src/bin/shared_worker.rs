@@ -10,8 +10,9 @@
 //! `mev:<event> <id> <pid> <1 if reported first, else 0>`, with `<id>` the request's id without its
 //! last hex digit ([`cronguard_tests::manual_id`]), so that a test can tell the requests apart.
 //!
-//! A misfire also records `missed:<count>:<1 if reported first, else 0> <last fire ms> <pid>
-//! <first fire ms>`, and a skip `skipped:<1 if reported first, else 0> <fire ms> <pid> 0`, so
+//! A misfire also records `missed:<count>:<1 if reported first, else 0>:<1 if on the process's
+//! own word, else 0> <last fire ms> <pid> <first fire ms>` (own word: its text says the guard did
+//! not decide it, docs/design/guarantees.md), and a skip `skipped:<1 if reported first, else 0> <fire ms> <pid> 0`, so
 //! that a test can tell which fires they report and whether at warn level.
 //! SIGTERM shuts the replica down gracefully, as a deploy stops it.
 //!
@@ -86,10 +87,15 @@ async fn main() -> anyhow::Result<()> {
             // A misfire carries no token: its slot holds the first fire it reports (a pause
             // reports every fire it missed in one event).
             match &e.kind {
-                cronguard::EventKind::Misfired { first, count, .. } => {
+                cronguard::EventKind::Misfired {
+                    first,
+                    count,
+                    reason,
+                } => {
                     let line = format!(
-                        "missed:{count}:{} {t} {pid} {}",
+                        "missed:{count}:{}:{} {t} {pid} {}",
                         u8::from(e.first_report),
+                        u8::from(on_own_word(reason)),
                         first.timestamp_millis()
                     );
                     let _ = append_line(&record, &line);
@@ -122,4 +128,14 @@ async fn main() -> anyhow::Result<()> {
     }
     handle.shutdown_within(Duration::from_secs(3)).await;
     Ok(())
+}
+
+/// Whether a misfire is reported on the process's own word, as its text says: the guard could
+/// not be asked or could not record it, or the process's timer woke past several fires at once
+/// (its own story). Such a report may repeat another's (docs/design/guarantees.md, 11 and 12).
+fn on_own_word(reason: &str) -> bool {
+    reason.contains("told on this process's own word")
+        || reason.contains("the guard could not record them")
+        || (reason.contains("fires from") && reason.contains("the timer woke"))
+        || reason.contains("clock is ahead")
 }
