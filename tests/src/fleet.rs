@@ -26,6 +26,34 @@ pub struct Record {
 }
 
 impl Record {
+    /// How long after `since` (Unix ms) a process other than `gone` had decided — run, or
+    /// reported at warn level — a fire from `from` on of every one of `jobs`: the longest of
+    /// them, or -1 when none was.
+    pub fn decided_elsewhere<'a>(
+        &self,
+        jobs: impl IntoIterator<Item = &'a u32>,
+        from: i64,
+        gone: u32,
+        since: i64,
+    ) -> i64 {
+        jobs.into_iter()
+            .filter_map(|job| {
+                let ran = self
+                    .starts
+                    .range((*job, from)..(*job, i64::MAX))
+                    .filter(|(_, runs)| runs[0].0 != gone)
+                    .map(|(_, runs)| runs[0].1);
+                let reported = self
+                    .warned_at
+                    .iter()
+                    .filter(|(j, pid, at)| j == job && *pid != gone && *at > since)
+                    .map(|(_, _, at)| *at);
+                ran.chain(reported).min().map(|at| at - since)
+            })
+            .max()
+            .unwrap_or(-1)
+    }
+
     /// Up to five fires that started more than once, with their starts.
     pub fn started_twice(&self) -> Vec<(&(u32, i64), &Starts)> {
         self.starts

@@ -120,23 +120,8 @@ fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
     // it, or reported it): its partitions were owned again. A run of the fire the killed replica
     // claimed holds the job's lock until its lease (`LEASE_MS`) runs out: the fires until then
     // are reported busy, and the runs resume after it.
-    let decided_again = owned_by_killed
-        .iter()
-        .filter_map(|job| {
-            let ran = record
-                .starts
-                .range((*job, kill_instant + 1_000)..(*job, i64::MAX))
-                .filter(|(_, runs)| runs[0].0 != killed)
-                .map(|(_, runs)| runs[0].1);
-            let reported = record
-                .warned_at
-                .iter()
-                .filter(|(j, pid, at)| j == job && *pid != killed && *at > killed_at)
-                .map(|(_, _, at)| *at);
-            ran.chain(reported).min().map(|at| at - killed_at)
-        })
-        .max()
-        .unwrap_or(-1);
+    let decided_again =
+        record.decided_elsewhere(&owned_by_killed, kill_instant + 1_000, killed, killed_at);
     let warned = record
         .warns
         .iter()
@@ -213,23 +198,8 @@ fn a_frozen_owner_wakes_and_no_fire_of_its_partitions_runs_twice_or_vanishes() {
     let twice = record.started_twice();
     assert!(twice.is_empty(), "fires started more than once: {twice:?}");
     let gap = record.undecided(&owned_by_frozen, freeze_instant + 1_000, until - 2_000);
-    let decided_again = owned_by_frozen
-        .iter()
-        .filter_map(|job| {
-            let ran = record
-                .starts
-                .range((*job, freeze_instant + 1_000)..(*job, i64::MAX))
-                .filter(|(_, runs)| runs[0].0 != frozen)
-                .map(|(_, runs)| runs[0].1);
-            let reported = record
-                .warned_at
-                .iter()
-                .filter(|(j, pid, at)| j == job && *pid != frozen && *at > frozen_at)
-                .map(|(_, _, at)| *at);
-            ran.chain(reported).min().map(|at| at - frozen_at)
-        })
-        .max()
-        .unwrap_or(-1);
+    let decided_again =
+        record.decided_elsewhere(&owned_by_frozen, freeze_instant + 1_000, frozen, frozen_at);
     let own_word = record
         .warned_at
         .iter()
@@ -355,22 +325,12 @@ fn a_replica_whose_shard_is_held_up_by_blocking_code_gives_its_partitions_up() {
     // the claims of a process killed then (docs/design/guarantees.md): every later one ran or
     // was reported.
     let gap = record.undecided(&owned_by_blocked, blocked_fire + 1_000, until - 2_000);
-    let decided_again = owned_by_blocked
-        .iter()
-        .filter_map(|job| {
-            let ran = record
-                .starts
-                .range((*job, blocked_fire + 1_000)..(*job, i64::MAX))
-                .map(|(_, runs)| runs[0].1);
-            let reported = record
-                .warned_at
-                .iter()
-                .filter(|(j, _, at)| j == job && *at > blocked_fire)
-                .map(|(_, _, at)| *at);
-            ran.chain(reported).min().map(|at| at - blocked_fire)
-        })
-        .max()
-        .unwrap_or(-1);
+    let decided_again = record.decided_elsewhere(
+        &owned_by_blocked,
+        blocked_fire + 1_000,
+        blocker,
+        blocked_fire,
+    );
     eprintln!(
         "ownership, a shard held up: {} jobs of the held-up replica; another replica decided a fire of every one within {decided_again} ms of the blocking instant; {} fires neither ran nor were reported",
         owned_by_blocked.len(),
