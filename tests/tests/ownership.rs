@@ -16,27 +16,34 @@ use cronguard_tests::fleet::{self, now_ms, read, wait_running};
 const WORKER: &str = env!("CARGO_BIN_EXE_fleet_worker");
 const JOBS: u32 = 300;
 
-#[test]
-fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let dir = fleet::scratch_dir("ownership");
+/// Three replicas of `jobs` Redis jobs with partition ownership and a grace of 3 s, recording into
+/// `dir`, each once it has run a fire.
+fn three_running(redis: &RedisServer, dir: &std::path::Path, jobs: u32) -> Vec<Child> {
     let url = redis.url();
-    let jobs = JOBS.to_string();
+    let jobs = jobs.to_string();
     let env = [
         ("JOBS", jobs.as_str()),
         ("OWNERSHIP", "1"),
         ("GRACE_MS", "3000"),
         ("RUN_FOR_MS", "120000"),
     ];
-    let mut replicas: Vec<Child> = (0..3)
-        .map(|n| fleet::spawn(WORKER, &dir, &url, n, &env))
+    let replicas: Vec<Child> = (0..3)
+        .map(|n| fleet::spawn(WORKER, dir, &url, n, &env))
         .collect();
     let begun = now_ms();
     for r in &replicas {
-        wait_running(&dir, r.id(), begun);
+        wait_running(dir, r.id(), begun);
     }
+    replicas
+}
+
+#[test]
+fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let dir = fleet::scratch_dir("ownership");
+    let mut replicas = three_running(&redis, &dir, JOBS);
     // The partitions spread over the three within a few reads of the feed (one a second).
     let settled = now_ms() + 4_000;
     let window_end = settled + 5_000;
@@ -153,21 +160,7 @@ fn a_frozen_owner_wakes_and_no_fire_of_its_partitions_runs_twice_or_vanishes() {
         return;
     };
     let dir = fleet::scratch_dir("ownership-freeze");
-    let url = redis.url();
-    let jobs = 120u32.to_string();
-    let env = [
-        ("JOBS", jobs.as_str()),
-        ("OWNERSHIP", "1"),
-        ("GRACE_MS", "3000"),
-        ("RUN_FOR_MS", "120000"),
-    ];
-    let mut replicas: Vec<Child> = (0..3)
-        .map(|n| fleet::spawn(WORKER, &dir, &url, n, &env))
-        .collect();
-    let begun = now_ms();
-    for r in &replicas {
-        wait_running(&dir, r.id(), begun);
-    }
+    let mut replicas = three_running(&redis, &dir, 120u32);
     let pids: Vec<u32> = replicas.iter().map(Child::id).collect();
     let settled = now_ms() + 4_000;
     wait_running(&dir, pids[0], settled + 2_000);
