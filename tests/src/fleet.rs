@@ -79,6 +79,22 @@ impl Record {
             .collect()
     }
 
+    /// Up to five warn-level reports (job, first, last, pid) whose fires (each due every second)
+    /// include one that started somewhere: one fate per fire is broken.
+    pub fn warned_yet_started(&self) -> Vec<(u32, i64, i64, u32)> {
+        self.warns
+            .iter()
+            .filter(|(job, first, last, _)| {
+                self.starts
+                    .range((*job, *first)..=(*job, *last))
+                    .next()
+                    .is_some()
+            })
+            .take(5)
+            .copied()
+            .collect()
+    }
+
     /// Whether fire `fire` of `job` was reported at warn level by any replica.
     pub fn warned(&self, job: u32, fire: i64) -> bool {
         self.warns

@@ -36,7 +36,7 @@ struct Fates {
     /// Replicas that reported it missed at debug level (another reported it first).
     missed_again: Vec<u32>,
     /// Replicas that reported it missed at warn level on their own word (the guard could not be
-    /// asked, or their timer woke past several fires): such a report may repeat another's
+    /// asked, or could not record the fires): such a report may repeat another's
     /// (docs/design/guarantees.md).
     missed_own_word: Vec<u32>,
     /// Replicas that reported it skipped at warn level (it came due while a run went on).

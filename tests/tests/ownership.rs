@@ -146,6 +146,12 @@ fn owners_alone_claim_and_a_killed_owners_fires_run_once_or_are_reported() {
         dir.display()
     );
     assert!(!owned_by_killed.is_empty());
+    let ran_yet_warned = record.warned_yet_started();
+    assert!(
+        ran_yet_warned.is_empty(),
+        "fires that started were reported at warn level (job, first, last, pid): {ran_yet_warned:?}; logs in {}",
+        dir.display()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -193,7 +199,7 @@ fn a_frozen_owner_wakes_and_no_fire_of_its_partitions_runs_twice_or_vanishes() {
     let gap = record.undecided(&owned_by_frozen, freeze_instant + 1_000, until - 2_000);
     let decided_again =
         record.decided_elsewhere(&owned_by_frozen, freeze_instant + 1_000, frozen, frozen_at);
-    let own_word = record
+    let warned_after = record
         .warned_at
         .iter()
         .filter(|(_, pid, at)| *pid == frozen && *at >= woke_at)
@@ -204,7 +210,7 @@ fn a_frozen_owner_wakes_and_no_fire_of_its_partitions_runs_twice_or_vanishes() {
         .filter(|(_, f, pid)| *pid == frozen && *f > freeze_instant)
         .count();
     eprintln!(
-        "ownership, a frozen owner: {} jobs of the frozen replica; another replica decided a fire of every one within {decided_again} ms of the freeze; after it woke, {lost} of its claims found the fire taken and it reported {own_word} ranges at warn level; {} fires neither ran nor were reported",
+        "ownership, a frozen owner: {} jobs of the frozen replica; another replica decided a fire of every one within {decided_again} ms of the freeze; after it woke, {lost} of its claims found the fire taken and it reported {warned_after} ranges at warn level; {} fires neither ran nor were reported",
         owned_by_frozen.len(),
         gap.len()
     );
@@ -216,9 +222,17 @@ fn a_frozen_owner_wakes_and_no_fire_of_its_partitions_runs_twice_or_vanishes() {
         dir.display()
     );
     assert!(!owned_by_frozen.is_empty());
-    // Its own story (the fires of its partitions that it slept through) is told at warn level;
-    // the fires it had left to the other owners, which ran there, are not reported by it: it
-    // heard that those owners had renewed before deciding anything (docs/design/ownership.md).
+    // No fire that ran anywhere is reported at warn level: the fires of its own partitions that
+    // it slept through ran on the processes that took them over, and it records the range
+    // through the guard, which answers that they had a fate; the fires it had left to the other
+    // owners, which ran there, it does not even walk: it heard that those owners had renewed
+    // before deciding anything (docs/design/ownership.md).
+    let ran_yet_warned = record.warned_yet_started();
+    assert!(
+        ran_yet_warned.is_empty(),
+        "fires that started were reported at warn level (job, first, last, pid): {ran_yet_warned:?}; logs in {}",
+        dir.display()
+    );
     let not_its_own: Vec<u32> = record
         .warned_at
         .iter()

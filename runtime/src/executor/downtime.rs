@@ -5,14 +5,15 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::guard::Guard;
+use crate::guard::{Guard, GuardErrorKind};
 use crate::model::MissedFires;
 
 /// How long one request for the fate point or a report of missed fires may take.
 const ASK_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest pause between two reads of the fate point while the store cannot be reached.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
-/// How often a report of missed fires is sent before the process reports them on its own word.
+/// How often a report of missed fires whose reply was lost is sent before the process reports
+/// them on its own word.
 pub(crate) const REPORT_TRIES: u32 = 5;
 
 /// Reads the job's fate point, asking again until the store answers: a process that starts while
@@ -58,6 +59,17 @@ pub(super) async fn record_missed(
                 return Err(format!(
                     "an earlier request got no answer ({last_error}) and may have recorded them"
                 ))
+            }
+            // The store answered: it refused the report (a host whose clock is ahead, a store
+            // that takes no writes), and sent again later it could be taken with an answer that
+            // counts fires decided since as decided before. Only a lost reply is asked again.
+            Ok(Err(e))
+                if !matches!(
+                    e.kind(),
+                    GuardErrorKind::Unreachable | GuardErrorKind::Timeout
+                ) =>
+            {
+                return Err(crate::error::Chain(&e).to_string())
             }
             Ok(Err(e)) => last_error = crate::error::Chain(&e).to_string(),
             Err(_) => last_error = format!("no answer within {} ms", ASK_TIMEOUT.as_millis()),

@@ -282,7 +282,8 @@ pub trait Guard: Send + Sync + 'static {
     }
 
     /// Records the fires from `first` to `last` (both included) as **missed**: no process ran
-    /// the job when they came due, and their grace has passed. In one step the guard reads the
+    /// the job when they came due (a downtime), or this process slept through them (a pause),
+    /// and their grace has passed. In one step the guard reads the
     /// [`fate_point`](Guard::fate_point) and, if it lies before `last`, moves it to `last`; it
     /// answers the point as it was before. The fires recorded are those after that point from
     /// `first` on: a fire before `first` that no process decided yet stays open, for the
@@ -291,9 +292,14 @@ pub trait Guard: Send + Sync + 'static {
     ///
     /// Once recorded, a claim of a fire from the range that nobody claimed answers
     /// [`Claim::DroppedByAnother`], and [`report_drop`](Guard::report_drop) of such a fire
-    /// answers `false`: a fire reported missed never starts, and is reported once. The default
-    /// records nothing and answers `None`, so that every process that finds the fires missed
-    /// reports them (twice, rather than never).
+    /// answers `false`: a fire reported missed never starts, and is reported once. A guard with a
+    /// clock of its own should refuse (answer an error) while `last` is not past the job's
+    /// misfire grace by that clock, less a second: such a report comes from a host whose clock is
+    /// ahead, and would move the fate point past fires other processes still hold. The scheduler
+    /// sends a report again only after an error of kind [`GuardErrorKind::Unreachable`] or
+    /// [`GuardErrorKind::Timeout`] (or no answer in time); after any other error it reports the
+    /// fires on its own word. The default records nothing and answers `None`, so that every
+    /// process that finds the fires missed reports them (twice, rather than never).
     fn report_missed(
         &self,
         first: DateTime<Utc>,

@@ -298,6 +298,36 @@ mod redis {
         )
     }
 
+    /// Missed fires whose misfire grace has not passed by the Redis server's clock come from a
+    /// host whose clock is ahead: refused, and nothing moves; past the grace they are recorded.
+    #[tokio::test]
+    async fn missed_fires_inside_their_grace_by_the_servers_clock_are_refused() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let grace = Duration::from_secs(60);
+        let g = guard(&server, "ahead", 30_000)
+            .await
+            .with_misfire_grace(grace);
+        let now = Utc::now();
+        let ten_ago = now - TimeDelta::seconds(10);
+        let refused = g.report_missed(ten_ago, ten_ago).await;
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("clock is ahead")),
+            "{refused:?}"
+        );
+        assert_eq!(g.fate_point().await.expect("answers"), None);
+        let old = now - TimeDelta::minutes(5);
+        assert_eq!(g.report_missed(old, old).await.expect("recorded"), None);
+        let point = g.fate_point().await.expect("answers");
+        assert_eq!(
+            point.map(|p| p.timestamp_millis()),
+            Some(old.timestamp_millis())
+        );
+    }
+
     /// Waits (bounded) until the lease of `guard` has expired on the server.
     async fn until_free(guard: &dyn Guard, fire: i64) -> Box<dyn Lease> {
         for _ in 0..200 {

@@ -9,6 +9,10 @@ use super::{Action, JobModel, Missed, Now, MISSED_WALK_LIMIT};
 use crate::events::EventKind;
 use crate::fire::{fmt_time, human, Fire};
 
+/// How many of the fires a process slept through, that the store's fate point passed, are
+/// asked one by one: as many as the guard remembers claims of (eight).
+const ONE_BY_ONE: usize = 8;
+
 /// What the walk from the fate point found: missed fires, and the fires still inside their grace.
 pub(super) struct Walk {
     pub(super) missed: Option<Missed>,
@@ -78,7 +82,7 @@ impl JobModel {
             .collect();
         self.observe_walked(&walked, now);
         if let Some(m) = walk.missed {
-            self.record_missed(m, out);
+            self.record_missed(m, MissedCause::NoProcess, out);
         }
         self.record_held_missed(out);
         self.come_due(walk.caught, now, out);
@@ -87,20 +91,25 @@ impl JobModel {
         self.tidy();
     }
 
-    /// Records the missed fires held back while the fate point was awaited, after those of the
-    /// walk from it (none while stopping: the fate point stays where it was, and the next
-    /// start's walk finds them).
-    fn record_held_missed(&mut self, out: &mut Vec<Action>) {
-        let held = self
-            .extra_if_mut()
-            .map(|e| std::mem::take(&mut e.held_missed))
-            .unwrap_or_default();
+    /// Sends the oldest report of missed fires held back (while the fate point was awaited, or
+    /// while another report was not answered yet) once none is in flight; none while stopping:
+    /// the fate point stays where it was, and the next start's walk finds them.
+    pub(super) fn record_held_missed(&mut self, out: &mut Vec<Action>) {
         if self.stopping {
+            if let Some(e) = self.extra_if_mut() {
+                e.held_missed.clear();
+            }
             return;
         }
-        for m in held {
-            self.record_missed(m, out);
+        let Some(e) = self.extra_if_mut() else {
+            return;
+        };
+        if e.catching_up.is_some() || e.reporting_missed > 0 || e.held_missed.is_empty() {
+            return;
         }
+        let missed = e.held_missed.remove(0);
+        e.count_missed_report(&missed);
+        out.push(Action::ReportMissed(missed));
     }
 
     /// The newest fire up to `point` that should have started by `now` (its grace, and its
@@ -118,22 +127,24 @@ impl JobModel {
 
     /// Asks the guard to record missed fires; no fire is claimed until they are (see
     /// [`walking`](Self::walking)).
-    pub(super) fn record_missed(&mut self, m: Missed, out: &mut Vec<Action>) {
-        // While the fate point is awaited, these fires (after the start: left to an owner) would
-        // move it past the fires the walk from it has yet to decide: they wait for it.
-        if let Some(e) = self.extra_if_mut().filter(|e| e.catching_up.is_some()) {
-            e.held_missed.push(m);
-            return;
-        }
-        let extra = self.extra_mut();
-        extra.pending_reports += 1;
-        extra.reporting_missed += 1;
-        out.push(Action::ReportMissed(MissedFires {
+    pub(super) fn record_missed(&mut self, m: Missed, cause: MissedCause, out: &mut Vec<Action>) {
+        let missed = MissedFires {
             first: m.first,
             last: m.last,
             count: m.count,
             walked_all: m.walked_all,
-        }));
+            cause,
+        };
+        // While the fate point is awaited, these fires (after the start: left to an owner, or
+        // slept through) would move it past the fires the walk from it has yet to decide: they
+        // wait for it. While another report is not answered, they wait for it too: one report
+        // at a time, in fire order, with the drops between them asked in between, so that no
+        // report moves the point past fires an earlier one, or a drop held back, has yet to
+        // decide.
+        let held = &mut self.extra_mut().held_missed;
+        held.push(missed);
+        held.sort_by_key(|m| m.first);
+        self.record_held_missed(out);
     }
 
     /// Fires caught up after downtime come due, in fire order with the ones already due.
@@ -224,26 +235,91 @@ impl JobModel {
         if let Some(e) = self.extra_if_mut() {
             e.pending_reports = e.pending_reports.saturating_sub(1);
             e.reporting_missed = e.reporting_missed.saturating_sub(1);
+            if e.reporting_missed == 0 {
+                e.missed_from = None;
+            }
         }
         let MissedFires {
             first,
             last,
             count,
             walked_all,
+            cause,
         } = missed;
+        // The store recorded the fires after its point from `first` on: a fire before `first`
+        // is not decided by this record.
+        let from_first = first.checked_sub_signed(chrono::TimeDelta::nanoseconds(1));
         let covered = match &before {
-            Ok(p) if p.is_none_or(|p| p < last) => Some((*p, last)),
+            Ok(p) if p.is_none_or(|p| p < last) => Some(((*p).max(from_first), last)),
             _ => None,
         };
-        let (first, count, first_report, failure) = match before {
-            Ok(Some(p)) if p >= last => (first, count, false, None),
+        // Fires this process slept through that the store's point passed: the newest of them are
+        // asked one by one, as the fires left to an owner are (the guard knows who claimed
+        // them, or that nobody did and a later fire was claimed: passed over, this process
+        // reports them); the point is trusted for the older ones only.
+        let one_by_one = match &before {
+            Ok(Some(p)) if cause == MissedCause::TimerWoke && *p >= first => {
+                self.newest_fires(first, (*p).min(last))
+            }
+            _ => Vec::new(),
+        };
+        let before_one_by_one = one_by_one
+            .first()
+            .and_then(|f| self.spec.schedule.previous_before(*f))
+            .filter(|f| *f >= first);
+        // The range told here: the fires after the point, or, when the point passed them all,
+        // those older than the ones asked one by one (at debug level: they had a fate).
+        let range = match before {
+            Ok(Some(p)) if p >= last => match (one_by_one.is_empty(), before_one_by_one) {
+                (true, _) => Some((first, last, count, false, None)),
+                (false, Some(older)) => {
+                    let (first, count) = self.fires_after(from_first.unwrap_or(first), older);
+                    Some((first, older, count, false, None))
+                }
+                (false, None) => None,
+            },
             Ok(Some(p)) if p >= first => {
                 let (first, count) = self.fires_after(p, last);
-                (first, count, true, None)
+                Some((first, last, count, true, None))
             }
-            Ok(_) => (first, count, true, None),
-            Err(e) => (first, count, true, Some(e)),
+            Ok(_) => Some((first, last, count, true, None)),
+            Err(e) => Some((first, last, count, true, Some(e))),
         };
+        if let Some((first, last, count, first_report, failure)) = range {
+            let told = MissedFires {
+                first,
+                last,
+                count,
+                walked_all,
+                cause,
+            };
+            self.tell_missed(told, first_report, failure, now, out);
+        }
+        self.decide_one_by_one(one_by_one, now, out);
+        self.ask_deferred_reports(covered, now, out);
+        self.record_held_missed(out);
+        // The fires held back for the report may be claimed now.
+        self.try_start(now, out);
+        self.tidy();
+    }
+
+    /// Tells the missed fires, at warn level when `first_report`; `failure`: why the guard could
+    /// not record them.
+    fn tell_missed(
+        &mut self,
+        missed: MissedFires,
+        first_report: bool,
+        failure: Option<String>,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        let MissedFires {
+            first,
+            last,
+            count,
+            walked_all,
+            cause,
+        } = missed;
         let what = if count == 1 {
             format!("the fire of {} was missed", fmt_time(last))
         } else {
@@ -254,14 +330,24 @@ impl JobModel {
                 fmt_time(last)
             )
         };
-        let late = (now.wall - last).to_std().unwrap_or_default();
-        let came = if count == 1 { "it" } else { "they" };
-        let mut reason = format!(
-            "{what}: no process ran the job when {came} came due (every process was stopped, or none could reach the guard's store); this process found {} {} after the fire time, past the misfire grace of {}",
-            if count == 1 { "it" } else { "them" },
-            human(late),
-            human(self.spec.misfire_grace)
-        );
+        let late = human((now.wall - last).to_std().unwrap_or_default());
+        let grace = human(self.spec.misfire_grace);
+        let (came, them, were) = if count == 1 {
+            ("it", "it", "was")
+        } else {
+            ("they", "them", "were")
+        };
+        let mut reason = match cause {
+            MissedCause::NoProcess => format!(
+                "{what}: no process ran the job when {came} came due (every process was stopped, or none could reach the guard's store); this process found {them} {late} after the fire time, past the misfire grace of {grace}"
+            ),
+            MissedCause::LeftToOwner => format!(
+                "{what}: {came} {were} left to the owner of the job's partition, which did not decide {them} (it was killed, froze or lost the guard's store); this process found {them} {late} after the fire time, past the misfire grace of {grace}"
+            ),
+            MissedCause::TimerWoke => format!(
+                "{what}: the timer woke {late} after the fire time (the process was paused, suspended or overloaded, or the clock jumped), past the misfire grace of {grace}, and no other process had run or reported {them}"
+            ),
+        };
         if let Some(e) = failure {
             reason.push_str(&format!(
                 " (the guard could not record them, so another process may report them too: {e})"
@@ -273,10 +359,6 @@ impl JobModel {
             first,
         };
         self.emit_drop(last, kind, first_report, now, out);
-        self.ask_deferred_reports(covered, now, out);
-        // The fires held back for the report may be claimed now.
-        self.try_start(now, out);
-        self.tidy();
     }
 
     /// Whether the walk from the fate point is not done: the point is awaited, or the fires it
@@ -284,8 +366,32 @@ impl JobModel {
     /// store, so a later fire claimed meanwhile would move it past the missed ones, and every
     /// process would take them as reported by another.
     pub(super) fn walking(&self) -> bool {
-        self.extra()
-            .is_some_and(|e| e.catching_up.is_some() || e.reporting_missed > 0)
+        self.extra().is_some_and(|e| {
+            e.catching_up.is_some() || e.reporting_missed > 0 || !e.held_missed.is_empty()
+        })
+    }
+
+    /// The newest fires from `first` to `last`, at most [`ONE_BY_ONE`], oldest first.
+    fn newest_fires(&self, first: DateTime<Utc>, last: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        let mut fires = Vec::new();
+        // The newest fire at `last` or before it (`previous_before` is strictly before).
+        let mut t = last
+            .checked_add_signed(chrono::TimeDelta::nanoseconds(1))
+            .and_then(|l| self.spec.schedule.previous_before(l));
+        while let Some(f) = t.filter(|f| *f >= first && fires.len() < ONE_BY_ONE) {
+            fires.push(f);
+            t = self.spec.schedule.previous_before(f);
+        }
+        fires.reverse();
+        fires
+    }
+
+    /// Reports fires this process slept through one by one, through the guard.
+    fn decide_one_by_one(&mut self, fires: Vec<DateTime<Utc>>, now: Now, out: &mut Vec<Action>) {
+        for t in fires {
+            let kind = self.slept_through(t, t, 1, true, now);
+            self.report_drop(t, kind, now, out);
+        }
     }
 
     /// The first fire after `point` and how many there are up to `last`.
@@ -315,4 +421,18 @@ pub(crate) struct MissedFires {
     pub(crate) last: DateTime<Utc>,
     pub(crate) count: u32,
     pub(crate) walked_all: bool,
+    pub(crate) cause: MissedCause,
+}
+
+/// Why fires were missed, for the report's text: the guard records them the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MissedCause {
+    /// Due while no process ran the job (the walk from the fate point after a start).
+    NoProcess,
+    /// Left to the owner of the job's partition, which did not decide them (the older fires of
+    /// a walk of fires left: docs/design/ownership.md).
+    LeftToOwner,
+    /// Slept through: the process's timer woke past their grace (a pause, a suspend, an
+    /// overload, a clock that jumped).
+    TimerWoke,
 }

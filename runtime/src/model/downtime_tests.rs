@@ -24,6 +24,7 @@ fn missed(first: i64, last: i64, count: u32) -> MissedFires {
         last: t(last),
         count,
         walked_all: true,
+        cause: MissedCause::NoProcess,
     }
 }
 
@@ -200,6 +201,7 @@ fn a_drop_the_walk_recorded_is_reported_by_this_process() {
         last: t(110),
         count: 6,
         walked_all: true,
+        cause: MissedCause::NoProcess,
     };
     m.on_missed_reported(missed, Ok(Some(t(50))), now(118), &mut out);
     let told = said(&mut out);

@@ -38,7 +38,7 @@ use crate::events::{CancelReason, EventKind, FailureReason, Occurrence};
 use crate::fire::{fmt_time, human, Fire};
 use crate::options::{Lock, Overlap};
 use cronguard_schedule::Schedule;
-pub(crate) use downtime::MissedFires;
+pub(crate) use downtime::{MissedCause, MissedFires};
 use due::Due;
 use limits::Limits;
 use spread::Turn;
@@ -412,7 +412,15 @@ struct Extra {
     point_failing: bool,
     /// Missed fires held back while the fate point is awaited (`catching_up`): recorded after
     /// the walk from it, so that they do not move it past the fires that walk decides.
-    held_missed: Vec<Missed>,
+    held_missed: Vec<MissedFires>,
+    /// The newest last fire of the missed fires this process asked the guard to record: the
+    /// job's fate point lies at it or past it, so a stop reports the fires still open before it
+    /// through the guard rather than leaving them to the next start's walk, which begins after
+    /// the point. Kept while a fire before it waits here.
+    missed_through: Option<DateTime<Utc>>,
+    /// The first fire of the oldest report of missed fires not answered yet: a drop of an
+    /// earlier fire is asked at once, as it cannot move the fate point past them.
+    missed_from: Option<DateTime<Utc>>,
     trouble: Trouble,
     controls: Controls,
 }
@@ -424,6 +432,17 @@ impl Extra {
         let n = u32::try_from(deferred.len()).unwrap_or(u32::MAX);
         self.pending_reports = self.pending_reports.saturating_sub(n);
         deferred
+    }
+
+    /// A report of missed fires goes out: counted until the guard answers it.
+    fn count_missed_report(&mut self, missed: &MissedFires) {
+        self.pending_reports += 1;
+        self.reporting_missed += 1;
+        self.missed_through = self.missed_through.max(Some(missed.last));
+        self.missed_from = Some(
+            self.missed_from
+                .map_or(missed.first, |f| f.min(missed.first)),
+        );
     }
 }
 
@@ -631,7 +650,16 @@ impl JobModel {
     /// Lets go of what the job no longer carries: a claim answered, a trouble over, controls
     /// no longer in use.
     fn tidy(&mut self) {
-        if self.extra().is_some_and(Extra::is_empty) {
+        // Kept while a fire before the missed fires this process recorded still waits here: a
+        // stop must report it through the guard.
+        let behind_the_point = |e: &Extra| {
+            e.missed_through
+                .is_some_and(|m| self.due().iter().any(|f| f.t <= m))
+        };
+        if self
+            .extra()
+            .is_some_and(|e| e.is_empty() && !behind_the_point(e))
+        {
             if let Some(busy) = self.busy.as_deref_mut() {
                 busy.extra = None;
             }
@@ -946,14 +974,15 @@ impl JobModel {
     /// Returns the next fire instant.
     pub(crate) fn on_timer(&mut self, now: Now, out: &mut Vec<Action>) -> Option<DateTime<Utc>> {
         self.walk_left(now, out);
-        self.take_fires(now, out);
+        self.take_fires(now, false, out);
         self.try_start(now, out);
         self.next_fire
     }
 
     /// Takes every fire up to `now` into the waiting fires. Fires already past their grace are
-    /// misfires, reported together as one event (a pause of days is one report, not thousands).
-    fn take_fires(&mut self, now: Now, out: &mut Vec<Action>) {
+    /// misfires, reported together as one event (a pause of days is one report, not thousands);
+    /// `halting`: the last take of a stop.
+    fn take_fires(&mut self, now: Now, halting: bool, out: &mut Vec<Action>) {
         if self.stopping {
             return;
         }
@@ -964,7 +993,7 @@ impl JobModel {
             if self.leaves_fires() {
                 // The partition's owner claims it, or reports it; whoever owns the partition
                 // next walks it if it has no fate by then (docs/design/ownership.md).
-                self.report_missed(missed.take(), now, out);
+                self.report_missed(missed.take(), halting, now, out);
                 self.window.observe(t, now.wall, grace);
                 if !self.turn.left() {
                     self.turn.set_left(true);
@@ -975,7 +1004,7 @@ impl JobModel {
             }
             let fire = self.fire_at(t);
             if now.wall < fire.deadline() {
-                self.report_missed(missed.take(), now, out);
+                self.report_missed(missed.take(), halting, now, out);
                 self.window.observe(t, now.wall, grace);
                 if self.spec.enabled {
                     self.due_mut().push_back(fire);
@@ -986,7 +1015,7 @@ impl JobModel {
             }
             next = self.count_missed(&mut missed, t, now.wall, now);
         }
-        self.report_missed(missed, now, out);
+        self.report_missed(missed, halting, now, out);
         self.next_fire = next;
     }
 
@@ -1025,7 +1054,13 @@ impl JobModel {
         next
     }
 
-    fn report_missed(&mut self, missed: Option<Missed>, now: Now, out: &mut Vec<Action>) {
+    fn report_missed(
+        &mut self,
+        missed: Option<Missed>,
+        halting: bool,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
         let Some(m) = missed else {
             return;
         };
@@ -1034,16 +1069,43 @@ impl JobModel {
         if !self.spec.enabled {
             return;
         }
-        let late = (now.wall - m.last).to_std().unwrap_or_default();
-        let what = if m.count == 1 {
+        if m.count > 1 && self.shared() && !halting {
+            // Recorded through the guard, as after downtime: the fires after the store's fate
+            // point had no fate, and this process reports them; the ones up to it ran elsewhere,
+            // were reported, or are still open in a process that decides them
+            // (docs/design/guarantees.md).
+            self.record_missed(m, MissedCause::TimerWoke, out);
+            return;
+        }
+        let kind = self.slept_through(m.first, m.last, m.count, m.walked_all, now);
+        if m.count == 1 {
+            self.report_drop(m.last, kind, now, out);
+        } else if self.shared() {
+            self.tell_slept_through_at_stop(m.last, kind, now, out);
+        } else {
+            // A local job: this process is the only one that knows of it.
+            self.emit_drop(m.last, kind, true, now, out);
+        }
+    }
+
+    /// The misfire of `count` fires from `first` to `last` that the timer woke past.
+    fn slept_through(
+        &self,
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+        count: u32,
+        walked_all: bool,
+        now: Now,
+    ) -> EventKind {
+        let late = (now.wall - last).to_std().unwrap_or_default();
+        let what = if count == 1 {
             "the timer woke".to_owned()
         } else {
             format!(
-                "{}{} fires from {} to {} were missed: the timer woke",
-                if m.walked_all { "" } else { "at least " },
-                m.count,
-                fmt_time(m.first),
-                fmt_time(m.last)
+                "{}{count} fires from {} to {} were missed: the timer woke",
+                if walked_all { "" } else { "at least " },
+                fmt_time(first),
+                fmt_time(last)
             )
         };
         let reason = format!(
@@ -1051,20 +1113,27 @@ impl JobModel {
             human(late),
             human(self.spec.misfire_grace)
         );
-        let kind = EventKind::Misfired {
+        EventKind::Misfired {
             reason,
-            count: m.count,
-            first: m.first,
-        };
-        if m.count == 1 {
-            self.report_drop(m.last, kind, now, out);
-        } else {
-            // The guard records reports fire by fire; one answer cannot speak for a range in
-            // which other processes may have run, reported or passed over some fires and not
-            // others (docs/design/guarantees.md). The pause is this process's own story: it
-            // tells it, at warn level.
-            self.emit_drop(m.last, kind, true, now, out);
+            count,
+            first,
         }
+    }
+
+    /// A stop records nothing past the fires it leaves open (docs/guide/downtime.md), so it
+    /// tells the fires it slept through on its own word; the next start's walk may tell them
+    /// again.
+    fn tell_slept_through_at_stop(
+        &mut self,
+        last: DateTime<Utc>,
+        kind: EventKind,
+        now: Now,
+        out: &mut Vec<Action>,
+    ) {
+        let kind = kind.with_reason_note(
+            "told on this process's own word: it is shutting down, so the guard is not asked, and the next start may report them too",
+        );
+        self.emit_drop(last, kind, true, now, out);
     }
 
     /// A wake-up from [`next_wake`](JobModel::next_wake) came due.
@@ -1841,7 +1910,7 @@ impl JobModel {
             return;
         }
         let before = out.len();
-        self.take_fires(now, out);
+        self.take_fires(now, true, out);
         // The newest fire whose drop this stop asks the guard about (taken late, or whose own
         // claim got no answer): it moves the job's fate point, so the open fires before it are
         // asked about too, or the next start's walk would take them as decided
@@ -1853,6 +1922,7 @@ impl JobModel {
                 _ => None,
             })
             .chain(self.uncertain())
+            .chain(self.extra().and_then(|e| e.missed_through))
             .max();
         // Fires this process only stands by for and never asked the guard about: the process
         // that claims first (named first, or that got the last fire) claims them, and reports
@@ -1873,7 +1943,17 @@ impl JobModel {
         // the processes that go on decide those fires, or the next start's walk reports them.
         if let Some(extra) = self.extra_if_mut() {
             let deferred = extra.take_deferred_reports();
+            let recorded_past = extra.missed_through;
             for (fire, kind) in deferred {
+                if recorded_past.is_some_and(|m| fire < m) {
+                    // Missed fires this process asked the guard to record lie past it: they
+                    // move the fate point past it, and the next start's walk would not see it.
+                    let kind = kind.with_reason_note(&format!(
+                        "told on this process's own word: {why} before the guard could be asked"
+                    ));
+                    self.emit_drop(fire, kind, true, now, out);
+                    continue;
+                }
                 let kind = match kind {
                     EventKind::Misfired { reason, count, first } => EventKind::Misfired {
                         reason: format!("{reason}; {why} before the guard could be asked, so the processes that go on claim it, or the next start reports it"),
@@ -1884,6 +1964,15 @@ impl JobModel {
                 };
                 self.emit_drop(fire, kind, false, now, out);
             }
+        }
+        // Fires slept through whose report waits for an earlier one: not recorded any more.
+        let held = self
+            .extra_if_mut()
+            .map(|e| std::mem::take(&mut e.held_missed))
+            .unwrap_or_default();
+        for m in held.iter().filter(|m| m.cause == MissedCause::TimerWoke) {
+            let kind = self.slept_through(m.first, m.last, m.count, m.walked_all, now);
+            self.tell_slept_through_at_stop(m.last, kind, now, out);
         }
         self.stopping = true;
         self.keep_held = keep_held;
@@ -1990,7 +2079,7 @@ impl JobModel {
                 "told on this process's own word: the guard could not be asked ({error})"
             ));
             self.emit_drop(fire, kind, true, now, out);
-        } else if self.walking() {
+        } else if self.walking() && !self.before_missed_in_flight(fire) {
             // While the walk after downtime is not done, a report recorded in the guard would
             // move the fate point past the fires it walks (see `walking`): it is asked after.
             let extra = self.extra_mut();
@@ -2002,6 +2091,20 @@ impl JobModel {
         }
     }
 
+    /// Whether `fire` comes before the missed fires being recorded, while the fate point is
+    /// known: its report cannot move the point past them, and waiting would leave it to a stop
+    /// that the record moves the point past.
+    fn before_missed_in_flight(&self, fire: DateTime<Utc>) -> bool {
+        self.extra().is_some_and(|e| {
+            let held = e.held_missed.iter().map(|m| m.first).min();
+            let first = match (e.missed_from, held) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            e.catching_up.is_none() && first.is_some_and(|first| fire < first)
+        })
+    }
+
     /// Asks the guard about the drop reports held back during the walk, once it is done. A fire
     /// inside `covered` (after the fate point, up to the last missed fire, that this process's
     /// report of missed fires just recorded) is this process's to report: the record decided it.
@@ -2011,10 +2114,12 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        if self.walking() {
-            return;
-        }
-        let Some(extra) = self.extra_if_mut() else {
+        // Asked once no report of missed fires is in flight; those after a report held back
+        // next are held again by `report_drop`.
+        let Some(extra) = self
+            .extra_if_mut()
+            .filter(|e| e.catching_up.is_none() && e.reporting_missed == 0)
+        else {
             return;
         };
         let deferred = extra.take_deferred_reports();

@@ -5,7 +5,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::spread::Owner;
-use super::{Action, JobModel, Now};
+use super::{Action, JobModel, MissedCause, Now};
 use crate::events::EventKind;
 use crate::fire::human;
 
@@ -104,7 +104,7 @@ impl JobModel {
         {
             let walk = self.walk_from(before, last, now);
             if let Some(m) = walk.missed {
-                self.record_missed(m, out);
+                self.record_missed(m, MissedCause::LeftToOwner, out);
             }
             caught = walk.caught;
         }

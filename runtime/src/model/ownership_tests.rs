@@ -125,6 +125,7 @@ fn older_fires_left_are_reported_missed_as_one_range() {
             last: t(40),
             count: 4,
             walked_all: true,
+            cause: MissedCause::LeftToOwner,
         },
         Ok(Some(t(0))),
         now(121),
@@ -218,12 +219,26 @@ fn fires_left_while_the_fate_point_is_awaited_are_recorded_missed_after_the_walk
         "recorded now, the range would move the fate point past 60 to 100: {told:?}"
     );
     m.on_fate_point(Some(t(50)), now(222), &mut out);
-    let told = said(&mut out);
-    assert_eq!(
-        told.iter()
+    let missed_reports = |told: Vec<String>| -> Vec<String> {
+        told.into_iter()
             .filter(|s| s.starts_with("report missed"))
-            .collect::<Vec<_>>(),
-        ["report missed 60..100 (5)", "report missed 110..140 (4)"],
-        "{told:?}"
+            .collect()
+    };
+    // One report at a time, in fire order: the walk's first.
+    assert_eq!(
+        missed_reports(said(&mut out)),
+        ["report missed 60..100 (5)"]
+    );
+    let walked = MissedFires {
+        first: t(60),
+        last: t(100),
+        count: 5,
+        walked_all: true,
+        cause: MissedCause::NoProcess,
+    };
+    m.on_missed_reported(walked, Ok(Some(t(50))), now(223), &mut out);
+    assert_eq!(
+        missed_reports(said(&mut out)),
+        ["report missed 110..140 (4)"]
     );
 }

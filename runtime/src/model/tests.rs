@@ -350,14 +350,167 @@ fn a_long_pause_is_one_aggregated_misfire() {
         .collect();
     assert_eq!(missed, [(25_919, t(10), t(resumed - 12))]);
     assert_eq!(said(&mut out).len(), 3, "one misfire, the due fire's start");
-    // With a shared guard too the paused process reports the range itself, at warn level.
+    // With a shared guard the range is recorded through the guard first, and no later fire is
+    // claimed until it is: a claim would move the fate point past the range.
     let mut m = model(Lock::Redis, Overlap::Skip);
     m.on_timer(now(resumed), &mut out);
+    assert_eq!(
+        said(&mut out),
+        [format!("report missed 10..{} (25919)", resumed - 12)]
+    );
+    let missed = MissedFires {
+        first: t(10),
+        last: t(resumed - 12),
+        count: 25_919,
+        walked_all: true,
+        cause: MissedCause::TimerWoke,
+    };
+    m.on_missed_reported(missed, Ok(Some(t(0))), now(resumed), &mut out);
     assert_eq!(
         said(&mut out),
         [
             format!("misfired {}", resumed - 12),
             format!("claim {}", resumed - 2)
+        ]
+    );
+}
+
+/// A stop records no missed fires: recorded, they would move the job's fate point past the fires
+/// it leaves open, and the next start's walk would not see those. It tells them on its own word.
+#[test]
+fn a_stop_tells_the_fires_it_slept_through_on_its_own_word() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(acquired(1), now(10), &mut out);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(11), &mut out);
+    said(&mut out);
+    // Frozen from 11 to 72, and asked to stop as it wakes.
+    m.stop(now(72), &mut out);
+    let told: Vec<_> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Emit(Occurrence {
+                kind: EventKind::Misfired { count, reason, .. },
+                first_report: true,
+                ..
+            }) => Some((*count, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].0, 5);
+    assert!(told[0].1.contains("own word"), "{}", told[0].1);
+    let said = said(&mut out);
+    assert!(
+        !said.iter().any(|a| a.starts_with("report missed")),
+        "{said:?}"
+    );
+}
+
+/// While missed fires are being recorded, a drop of an earlier fire is asked at once: it cannot
+/// move the fate point past them, and held back it could be left to a stop that the record
+/// moves the point past.
+#[test]
+fn a_drop_before_the_missed_fires_in_flight_is_asked_at_once() {
+    let mut m = model(Lock::Redis, Overlap::Queue);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(acquired(1), now(10), &mut out);
+    said(&mut out);
+    // Fire 20 waits behind the run; the process is frozen until 72.
+    m.on_timer(now(20), &mut out);
+    said(&mut out);
+    m.on_timer(now(72), &mut out);
+    let asked = said(&mut out);
+    assert!(
+        asked.contains(&"report missed 30..60 (4)".to_owned()),
+        "{asked:?}"
+    );
+    m.on_wake(now(72), &mut out);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(72), &mut out);
+    let asked: Vec<String> = said(&mut out);
+    assert!(
+        asked.iter().any(|a| a.starts_with("ask report 20")),
+        "fire 20 is asked before the range is answered: {asked:?}"
+    );
+}
+
+/// A process that slept through fires others ran reports none of them on its own: the store's
+/// fate point says they may have had a fate, and each is asked through the guard (which knows
+/// who claimed it, or that it was passed over); those after the point are its to report, at
+/// warn level, once.
+#[test]
+fn a_pause_reports_only_the_fires_after_the_stores_fate_point() {
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    let mut out = Vec::new();
+    m.on_timer(now(10), &mut out);
+    said(&mut out);
+    m.on_claimed(acquired(1), now(10), &mut out);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(11), &mut out);
+    said(&mut out);
+    // Frozen from 11 to 72: the fires from 20 to 60 passed their grace.
+    m.on_timer(now(72), &mut out);
+    assert_eq!(said(&mut out), ["report missed 20..60 (5)"]);
+    let missed = |count| MissedFires {
+        first: t(20),
+        last: t(60),
+        count,
+        walked_all: true,
+        cause: MissedCause::TimerWoke,
+    };
+    // Others ran every one: each is asked through the guard, nothing is told at warn level on
+    // this process's word, and fire 70 is claimed.
+    m.on_missed_reported(missed(5), Ok(Some(t(70))), now(72), &mut out);
+    assert_eq!(
+        said(&mut out),
+        [
+            "ask report 20 misfired",
+            "ask report 30 misfired",
+            "ask report 40 misfired",
+            "ask report 50 misfired",
+            "ask report 60 misfired",
+            "claim 70"
+        ]
+    );
+    // Others ran up to 40: 50 and 60 are this process's to report, as one range.
+    let mut m = model(Lock::Redis, Overlap::Skip);
+    m.on_timer(now(10), &mut out);
+    m.on_claimed(acquired(1), now(10), &mut out);
+    m.on_run_ended(0, RunEnd::Ok, Duration::ZERO, now(11), &mut out);
+    m.on_timer(now(72), &mut out);
+    said(&mut out);
+    m.on_missed_reported(missed(5), Ok(Some(t(40))), now(72), &mut out);
+    let told: Vec<_> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Emit(Occurrence {
+                kind:
+                    EventKind::Misfired {
+                        count,
+                        first,
+                        reason,
+                    },
+                fire_time,
+                first_report: true,
+                ..
+            }) => Some((*count, *first, *fire_time, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!((told[0].0, told[0].1, told[0].2), (2, t(50), t(60)));
+    assert!(told[0].3.contains("the timer woke"), "{}", told[0].3);
+    let asked: Vec<String> = said(&mut out)
+        .into_iter()
+        .filter(|a| a.starts_with("ask report"))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "ask report 20 misfired",
+            "ask report 30 misfired",
+            "ask report 40 misfired"
         ]
     );
 }
@@ -1386,6 +1539,7 @@ fn no_fire_is_claimed_before_the_missed_ones_are_recorded() {
         last: t(100),
         count: 5,
         walked_all: true,
+        cause: MissedCause::NoProcess,
     };
     m.on_missed_reported(missed, Ok(Some(t(50))), now(111), &mut out);
     assert_eq!(said(&mut out), ["misfired 100", "claim 110"]);

@@ -206,16 +206,21 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         })
     };
     // Fires the guard recorded as missed for a process that went down before it heard the
-    // answer: decided, and told nowhere.
+    // answer, or that heard it only after the store lost its data (and with it the answer it
+    // kept for a retry): decided, and told nowhere.
     let unheard: BTreeSet<Ms> = rec
         .missed_applied
         .iter()
         .filter(|(at, r, inc, _, _, last)| {
             // A process may walk more than once (fires it left to a partition's owner), so the
             // answer heard is that of the same report, after it was applied.
-            !rec.missed_heard
-                .iter()
-                .any(|h| h.replica == *r && h.incarnation == *inc && h.last == *last && h.at >= *at)
+            !rec.missed_heard.iter().any(|h| {
+                h.replica == *r
+                    && h.incarnation == *inc
+                    && h.last == *last
+                    && h.at >= *at
+                    && !loss_between(*at, h.at)
+            })
         })
         .flat_map(|(_, _, _, before, first, last)| {
             fires_through((*before).max(Some(first - 1)), *last, sc.period)
@@ -309,9 +314,10 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     };
     // Left to a partition's owner that went away without deciding it, and still left at the
     // stop — by a process frozen until then, or one that woke too shortly before it to hear
-    // that the owner had gone — while no other process could decide it: a stopping process does
-    // not walk the fires it left, and the next start's walk reports it, as it lies after the
-    // job's fate point (docs/guide/downtime.md).
+    // that the owner had gone — or waiting in a process when it stopped (held back for a report
+    // of missed fires before it, say), while no other process could decide it: a stopping
+    // process does not decide them, and the next start's walk reports them, as they lie after
+    // the job's fate point (docs/guide/downtime.md).
     let left_at_stop = |fire: Ms| {
         let left_by = |r: usize| {
             rec.left_at_stop
@@ -572,9 +578,8 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
     // level (a first report of a skip or a misfire) by any process (outside a data-loss window),
     // unless the report is the process's own word, as its text says: the guard did not answer
     // the report (or could not record missed fires), the process's clock is ahead of the
-    // server's, its own claim of the fire may have taken effect unseen, or its timer woke past
-    // several fires at once (a pause: its own story, told as one report without asking the
-    // guard; docs/design/guarantees.md lists it as not holding yet).
+    // server's, or its own claim of the fire may have taken effect unseen. A timer woken past
+    // several fires records them through the guard as any missed fires: its report is checked.
     for (at, r, inc, e) in &events {
         if !e.first_report || rec.own_word.contains(&(*r, *inc, ms_of(e.fire_time))) {
             continue;
@@ -582,7 +587,6 @@ pub(super) fn check(sc: &Scenario, rec: &Record) -> Result<(), String> {
         let own_word = |reason: &str| {
             reason.contains("the guard could not record them")
                 || reason.contains("told on this process's own word")
-                || (reason.contains("fires from") && reason.contains("the timer woke"))
                 || reason.contains("clock is ahead")
                 || reason == UNKNOWN_CLAIMANT
         };

@@ -495,8 +495,9 @@ pub(super) struct Record {
     /// time, fire).
     pub(super) paused_grants: Vec<(Ms, Ms)>,
     pub(super) stop_at: Ms,
-    /// The fires each replica up at the stop had left to a partition's owner and not walked: a
-    /// stopping process does not walk them, and leaves them to the next start's walk.
+    /// The fires each replica up at the stop had left to a partition's owner and not walked (a
+    /// stopping process does not walk them), and those its stop left waiting, recording nothing:
+    /// the next start's walk finds them.
     pub(super) left_at_stop: Vec<(usize, Vec<Ms>)>,
     /// The replicas whose process was gone at the stop.
     pub(super) down_at_stop: Vec<usize>,
@@ -1078,14 +1079,31 @@ impl Sim {
                         self.record.down_at_stop.push(r);
                         continue;
                     }
-                    let left = self.replicas[r].model.left_fires();
-                    self.record
-                        .left_at_stop
-                        .push((r, left.into_iter().map(ms_of).collect()));
+                    let mut left: Vec<Ms> = self.replicas[r]
+                        .model
+                        .left_fires()
+                        .into_iter()
+                        .map(ms_of)
+                        .collect();
                     self.replicas[r].stopping = true;
                     let now = self.local_now(r);
                     let mut out = std::mem::take(&mut self.actions);
                     self.replicas[r].model.stop(now, &mut out);
+                    // The fires the stop left to the processes that go on, or to the next
+                    // start's walk, recording nothing.
+                    left.extend(out.iter().filter_map(|a| match a {
+                        Action::Emit(Occurrence {
+                            kind: EventKind::Misfired { reason, .. },
+                            fire_time,
+                            first_report: false,
+                            manual: None,
+                            ..
+                        }) if reason.contains("the next start reports it") => {
+                            Some(ms_of(*fire_time))
+                        }
+                        _ => None,
+                    }));
+                    self.record.left_at_stop.push((r, left));
                     self.perform(r, &mut out);
                     self.actions = out;
                     self.hand_over(r);
@@ -1362,6 +1380,12 @@ impl Sim {
                 let before = match resp {
                     // The server answers a retry as the try that took effect (as the Redis guard).
                     Some(Resp::Point(point)) => Some(Ok(point)),
+                    // A refusal is the store's answer, not a lost reply: it is not sent again
+                    // (accepted later, when the store's clock has caught up, its answer would
+                    // count fires decided since as decided before).
+                    Some(Resp::Refused) => Some(Err(
+                        "the missed fires are not past their grace by the server's clock: this host's clock is ahead".to_owned(),
+                    )),
                     _ if attempt < MISSED_TRIES => {
                         let inc = self.replicas[r].inc;
                         let at = self.now + 200 * i64::from(attempt);
@@ -1377,9 +1401,6 @@ impl Sim {
                         );
                         None
                     }
-                    Some(Resp::Refused) => Some(Err(
-                        "the missed fires lie ahead of the server's clock".to_owned(),
-                    )),
                     _ => Some(Err(format!("no answer within {ASK_TIMEOUT} ms"))),
                 };
                 if let Some(before) = before {
@@ -1580,6 +1601,7 @@ impl Sim {
         let req = Req::ReportMissed {
             first: ms_of(missed.first),
             last: ms_of(missed.last),
+            grace: self.sc.grace,
             nonce: self.replicas[r].nonce,
         };
         self.send(r, req, Pending::Missed { missed, attempt }, ASK_TIMEOUT);
@@ -2407,6 +2429,38 @@ mod tests {
             );
         }
         println!("simulation: {count} seeds, every invariant held");
+    }
+
+    /// Seeds the long soaks found breaking an invariant, kept as they were fixed. A change of the
+    /// simulation's draws gives them other scenarios; they stay cheap extra seeds then.
+    #[test]
+    fn the_seeds_the_soaks_found_keep_every_invariant() {
+        let found = [
+            // A restart's walk waiting for the fate point while a walk of fires left recorded
+            // its range first.
+            415_353,
+            // A host whose clock is ahead recorded missed fires whose grace had not passed by
+            // the store's clock: the fate point moved past fires a crashed owner had left.
+            807_440, 821_648,
+            // A report of missed fires recorded, its answer lost with the store's data.
+            806_901, // A stop recorded missed fires past a fire it left open.
+            807_366, 101_992,
+            // A refused report sent again until the store's clock caught up.
+            209_512, 104_557, 813_361,
+            // Drops held for a report of later missed fires taken as recorded by it.
+            203_556,
+            // Fires slept through that a claim passed over, taken as decided by the point.
+            520_665, 522_387, 604_270,
+            // A later report sent while an earlier one, and a drop between, waited.
+            719_550,
+            // A fire held back for a report, left at the final stop while frozen.
+            905_485, 509_312,
+        ];
+        for seed in found {
+            if let Err(e) = run_seed(seed, false) {
+                panic!("seed {seed}: {e}\n{}", replay(seed));
+            }
+        }
     }
 
     /// A cluster without faults, its clocks close: once every replica has seen a fire's

@@ -57,11 +57,13 @@ pub(super) enum Req {
     },
     /// Reads the job's fate point.
     FatePoint,
-    /// Records the fires up to `last` as missed (`first` is for the trace: the Redis guard sends
-    /// only `last`); `nonce` is the reporter's, as in [`Req::Report`].
+    /// Records the missed fires from `first` to `last` unless `last` is not past the job's
+    /// misfire `grace` by the server's clock (less the tolerance: the reporter's clock is
+    /// ahead); `nonce` is the reporter's, as in [`Req::Report`].
     ReportMissed {
         first: Ms,
         last: Ms,
+        grace: Ms,
         nonce: u64,
     },
     /// Partition ownership (the `OWN` script, docs/design/ownership.md): lists process `me` as a
@@ -446,13 +448,19 @@ impl JobState {
                 grace,
             } => self.manual(*id, token, *lease, *requested, *grace, now),
             Req::FatePoint => Resp::Point(self.fate_point(now)),
-            Req::ReportMissed { first, last, nonce } => {
+            Req::ReportMissed {
+                first,
+                last,
+                grace,
+                nonce,
+            } => {
                 self.repeated = self.missed_answers.contains_key(&(*nonce, *last));
                 if let Some(kept) = self.missed_answers.get(&(*nonce, *last)) {
                     return Resp::Point(*kept);
                 }
-                if *last > now + AHEAD_TOLERANCE {
-                    // Written by a clock that is ahead: recorded, it would drop fires to come.
+                if *last + *grace > now + AHEAD_TOLERANCE {
+                    // Written by a clock that is ahead: recorded, it would move the fate point
+                    // past fires still open elsewhere, or drop fires to come.
                     return Resp::Refused;
                 }
                 let point = self.fate_point(now);

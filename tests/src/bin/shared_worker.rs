@@ -131,11 +131,10 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// Whether a misfire is reported on the process's own word, as its text says: the guard could
-/// not be asked or could not record it, or the process's timer woke past several fires at once
-/// (its own story). Such a report may repeat another's (docs/design/guarantees.md, 11 and 12).
+/// not be asked or could not record it. Such a report may repeat another's
+/// (docs/design/guarantees.md, 11 and 12).
 fn on_own_word(reason: &str) -> bool {
     reason.contains("told on this process's own word")
         || reason.contains("the guard could not record them")
-        || (reason.contains("fires from") && reason.contains("the timer woke"))
         || reason.contains("clock is ahead")
 }

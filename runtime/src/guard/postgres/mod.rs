@@ -15,7 +15,8 @@
 //! under it, so that a fire is claimed, reported dropped or reported missed by one claimant;
 //! `report_missed_v2` records the missed fires from the reporter's first on, and keeps each
 //! answer in `missed_answers`, so that a retry of a report whose first try took effect unheard is
-//! answered the same.
+//! answered the same; `report_missed_v3` first refuses missed fires whose misfire grace has not
+//! passed by the database's clock (they come from a host whose clock is ahead).
 //!
 //! Nothing depends on a session: no advisory locks, no temporary tables, no named prepared
 //! statements (every statement is sent unnamed with its parameter types, [`query_typed`]), so the
@@ -232,7 +233,7 @@ impl Statements {
                 "SELECT {s}.fate_point_v1(b.job, $2) FROM unnest($1::text[]) WITH ORDINALITY \
                  AS b(job, ord) ORDER BY b.ord"
             ),
-            report_missed: format!("SELECT {s}.report_missed_v2($1, $2, $3, $4, $5)"),
+            report_missed: format!("SELECT {s}.report_missed_v3($1, $2, $3, $4, $5, $6)"),
             run_ended: format!(
                 "UPDATE {s}.runs SET ended = clock_timestamp(), outcome = $4, error = $5 \
                  WHERE job = $1 AND fire = $2 AND fence = $3"
@@ -746,7 +747,8 @@ impl PostgresGuard {
         }
     }
 
-    /// The job's misfire grace, which bounds how late a manual run may still be claimed.
+    /// The job's misfire grace, which bounds how late a manual run may still be claimed, and
+    /// how early, by the database's clock, a fire may be reported missed.
     pub(crate) fn with_misfire_grace(mut self, grace: Duration) -> Self {
         self.misfire_grace = grace;
         self
@@ -923,6 +925,7 @@ impl Guard for PostgresGuard {
         let db = Arc::clone(&self.db);
         let job = Arc::clone(&self.job);
         let nonce = Arc::clone(&self.nonce);
+        let grace = i64::try_from(self.misfire_grace.as_millis()).unwrap_or(i64::MAX);
         Box::pin(async move {
             let rows = db
                 .query(
@@ -932,6 +935,7 @@ impl Guard for PostgresGuard {
                         (&first_fire, Type::TIMESTAMPTZ),
                         (&last, Type::TIMESTAMPTZ),
                         (&CLAIM_AHEAD_TOLERANCE_MS, Type::INT8),
+                        (&grace, Type::INT8),
                         (&&*nonce, Type::TEXT),
                     ],
                 )

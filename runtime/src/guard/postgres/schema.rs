@@ -157,6 +157,7 @@ const FUNCTIONS: &[(&str, u32)] = &[
     ("first_report_v2", 1),
     ("report_missed_v1", 1),
     ("report_missed_v2", 1),
+    ("report_missed_v3", 1),
     ("fate_point_v1", 1),
     ("claim_manual_v1", 1),
     ("claim_manual_v2", 1),

@@ -558,6 +558,25 @@ BEGIN
 END
 $report_missed$;
 
+-- As report_missed_v2, and refused while the last fire is not past its misfire grace
+-- (p_grace_ms) by the database's clock, less the tolerance: missed fires whose grace has not
+-- passed come from a host whose clock is ahead, and recorded they would move the fate point past
+-- fires still open in other processes.
+CREATE OR REPLACE FUNCTION {schema}.report_missed_v3(p_job text, p_first timestamptz,
+  p_last timestamptz, p_tolerance_ms bigint, p_grace_ms bigint, p_nonce text)
+RETURNS timestamptz LANGUAGE plpgsql AS $report_missed$
+-- revision 1
+BEGIN
+  IF p_last + p_grace_ms * interval '1 millisecond'
+       > clock_timestamp() + p_tolerance_ms * interval '1 millisecond'
+     AND NOT EXISTS (SELECT 1 FROM {schema}.missed_answers
+       WHERE job = p_job AND reporter = p_nonce AND last_fire = p_last) THEN
+    RAISE EXCEPTION 'the missed fires are not past their misfire grace by the database clock: this host''s clock is ahead; they were not recorded';
+  END IF;
+  RETURN {schema}.report_missed_v2(p_job, p_first, p_last, p_tolerance_ms, p_nonce);
+END
+$report_missed$;
+
 CREATE OR REPLACE FUNCTION {schema}.claim_manual_v1(
   p_job text, p_id text, p_token text, p_lease_ms bigint, p_requested timestamptz,
   p_instance text, p_history boolean, OUT answer integer, OUT val bigint)

@@ -1067,6 +1067,40 @@ async fn replicas_starting_together_report_each_missed_fire_once() {
     }
 }
 
+/// Missed fires whose misfire grace has not passed by the database's clock come from a host
+/// whose clock is ahead: refused, and nothing moves (recorded, they would move the fate point
+/// past fires still open in other processes). Past the grace they are recorded.
+#[tokio::test]
+async fn missed_fires_inside_their_grace_by_the_database_clock_are_refused() {
+    let Some(server) = PostgresServer::start() else {
+        return;
+    };
+    let db = database(&server).await;
+    let grace = Duration::from_secs(60);
+    let g = guard(&db, "ahead", 30_000, false).with_misfire_grace(grace);
+    let ten_ago = now() - TimeDelta::seconds(10);
+    acquired(&g, ten_ago - TimeDelta::seconds(5)).await;
+    let refused = g.report_missed(ten_ago, ten_ago).await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("clock is ahead")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        g.fate_point().await.expect("answers"),
+        Some(ten_ago - TimeDelta::seconds(5))
+    );
+    let old = now() - TimeDelta::minutes(5);
+    let other = guard(&db, "past", 30_000, false).with_misfire_grace(grace);
+    acquired(&other, old - TimeDelta::seconds(5)).await;
+    assert_eq!(
+        other.report_missed(old, old).await.expect("recorded"),
+        Some(old - TimeDelta::seconds(5))
+    );
+    assert_eq!(other.fate_point().await.expect("answers"), Some(old));
+}
+
 /// Reports of dropped fires are deleted after an hour; the fate point they moved stays.
 #[tokio::test]
 async fn the_fate_point_outlives_the_reports() {

@@ -250,10 +250,16 @@ impl RedisGuard {
         }
     }
 
-    /// The job's misfire grace, which bounds how late a manual run may still be claimed.
+    /// The job's misfire grace, which bounds how late a manual run may still be claimed, and
+    /// how early, by the server's clock, a fire may be reported missed.
     pub(crate) fn with_misfire_grace(mut self, grace: Duration) -> Self {
         self.misfire_grace = grace;
         self
+    }
+
+    /// The misfire grace in ms, as the scripts take it.
+    fn grace_ms(&self) -> i64 {
+        i64::try_from(self.misfire_grace.as_millis()).unwrap_or(i64::MAX)
     }
 
     /// How much of the job's history to keep.
@@ -610,7 +616,7 @@ impl Guard for RedisGuard {
             args: vec![
                 Arg::Int(epoch_millis(first)),
                 Arg::Int(last),
-                Arg::Int(CLAIM_AHEAD_TOLERANCE_MS as i64),
+                Arg::Int(CLAIM_AHEAD_TOLERANCE_MS as i64 - self.grace_ms()),
                 Arg::Int(REPORT_TTL_MS as i64),
             ],
         };

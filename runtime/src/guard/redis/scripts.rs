@@ -162,8 +162,9 @@ pub(super) mod op {
     /// kept (ms).
     pub(in super::super) const HISTORY: &str = "h";
     /// Missed fires. KEYS: state, the answer kept for this guard value and last fire. ARGV: the
-    /// first and the last missed fire (Unix ms), the ahead tolerance (ms), how long the answer is
-    /// kept (ms). Answers the fate point before, as [`FATE_POINT`]; a retry answers as the first
+    /// first and the last missed fire (Unix ms), how far the last may lie ahead of the server's
+    /// clock (ms: the ahead tolerance less the job's misfire grace, as a missed fire is past its
+    /// grace), how long the answer is kept (ms). Answers the fate point before, as [`FATE_POINT`]; a retry answers as the first
     /// try did.
     pub(in super::super) const REPORT_MISSED: &str = "g";
 }
@@ -549,8 +550,10 @@ local function report_missed(state_key, answer_key, first_arg, last_arg, toleran
     return point_answer(tonumber(kept))
   end
   local last = tonumber(last_arg)
+  -- Fires whose grace has not passed by the server's clock come from a host whose clock is
+  -- ahead: recorded, they would move the fate point past fires still open elsewhere.
   if last > now + tonumber(tolerance) then
-    return {-1, 'the missed fires lie ahead of the Redis server\'s clock: this host\'s clock is ahead; they were not recorded'}
+    return {-1, 'the missed fires are not past their misfire grace by the Redis server\'s clock: this host\'s clock is ahead; they were not recorded'}
   end
   local point = fate_point(state_key)
   redis.call('SET', answer_key, point and string.format('%.0f', point) or '-', 'PX', ttl)
