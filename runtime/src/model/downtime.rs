@@ -313,19 +313,13 @@ impl JobModel {
         now: Now,
         out: &mut Vec<Action>,
     ) {
-        let MissedFires {
-            first,
-            last,
-            count,
-            walked_all,
-            cause,
-        } = missed;
+        let (first, last, count) = (missed.first, missed.last, missed.count);
         let what = if count == 1 {
             format!("the fire of {} was missed", fmt_time(last))
         } else {
             format!(
                 "{}{count} fires from {} to {} were missed",
-                if walked_all { "" } else { "at least " },
+                if missed.walked_all { "" } else { "at least " },
                 fmt_time(first),
                 fmt_time(last)
             )
@@ -337,7 +331,7 @@ impl JobModel {
         } else {
             ("they", "them", "were")
         };
-        let mut reason = match cause {
+        let mut reason = match missed.cause {
             MissedCause::NoProcess => format!(
                 "{what}: no process ran the job when {came} came due (every process was stopped, or none could reach the guard's store); this process found {them} {late} after the fire time, past the misfire grace of {grace}"
             ),
