@@ -95,6 +95,31 @@ impl Record {
             .collect()
     }
 
+    /// Up to five fires (job, fire ms, each due every second) of `jobs` from `from` to `until`
+    /// that more than one process reported at warn level, with those processes.
+    pub fn warned_by_two<'a>(
+        &self,
+        jobs: impl IntoIterator<Item = &'a u32>,
+        from: i64,
+        until: i64,
+    ) -> Vec<((u32, i64), Vec<u32>)> {
+        jobs.into_iter()
+            .flat_map(|job| (from..=until).step_by(1_000).map(move |fire| (*job, fire)))
+            .filter_map(|(job, fire)| {
+                let mut pids: Vec<u32> = self
+                    .warns
+                    .iter()
+                    .filter(|(j, first, last, _)| *j == job && *first <= fire && fire <= *last)
+                    .map(|(_, _, _, pid)| *pid)
+                    .collect();
+                pids.sort_unstable();
+                pids.dedup();
+                (pids.len() > 1).then_some(((job, fire), pids))
+            })
+            .take(5)
+            .collect()
+    }
+
     /// Whether fire `fire` of `job` was reported at warn level by any replica.
     pub fn warned(&self, job: u32, fire: i64) -> bool {
         self.warns

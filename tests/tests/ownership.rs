@@ -233,6 +233,14 @@ fn a_frozen_owner_wakes_and_no_fire_of_its_partitions_runs_twice_or_vanishes() {
         "fires that started were reported at warn level (job, first, last, pid): {ran_yet_warned:?}; logs in {}",
         dir.display()
     );
+    // One warn-level report per fire: the fires the other replicas walked and reported, the woken
+    // replica, which slept through them, asks the guard about and does not report again.
+    let twice = record.warned_by_two(&owned_by_frozen, freeze_instant + 1_000, until - 2_000);
+    assert!(
+        twice.is_empty(),
+        "fires reported at warn level by two processes ((job, fire), pids): {twice:?}; logs in {}",
+        dir.display()
+    );
     let not_its_own: Vec<u32> = record
         .warned_at
         .iter()
