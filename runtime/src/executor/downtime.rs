@@ -80,3 +80,70 @@ pub(super) async fn record_missed(
     }
     Err(last_error)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::guard::{Claim, GuardError};
+    use crate::model::MissedCause;
+    use crate::registry::BoxFuture;
+
+    /// A guard whose reports of missed fires all fail with `kind`, counting them.
+    struct Failing {
+        kind: GuardErrorKind,
+        sent: AtomicU32,
+    }
+
+    impl Guard for Failing {
+        fn claim(&self, _fire_time: DateTime<Utc>) -> BoxFuture<Result<Claim, GuardError>> {
+            Box::pin(async { Err(GuardError::new(GuardErrorKind::Other, "unused")) })
+        }
+
+        fn last_claimed(&self) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+            Box::pin(async { Ok(None) })
+        }
+
+        fn report_missed(
+            &self,
+            _first: DateTime<Utc>,
+            _last: DateTime<Utc>,
+        ) -> BoxFuture<Result<Option<DateTime<Utc>>, GuardError>> {
+            self.sent.fetch_add(1, Ordering::SeqCst);
+            let kind = self.kind;
+            Box::pin(async move { Err(GuardError::new(kind, "no")) })
+        }
+    }
+
+    fn missed() -> MissedFires {
+        let at = DateTime::<Utc>::UNIX_EPOCH;
+        MissedFires {
+            first: at,
+            last: at,
+            count: 1,
+            walked_all: true,
+            cause: MissedCause::TimerWoke,
+        }
+    }
+
+    /// A report the store refused is its answer: sent again once the store's clock has caught
+    /// up, it could be taken with an answer that counts fires decided since as decided before.
+    /// Only a report whose reply was lost is sent again.
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_report_is_not_sent_again_a_lost_one_is() {
+        for (kind, sent) in [
+            (GuardErrorKind::Refused, 1),
+            (GuardErrorKind::Invalid, 1),
+            (GuardErrorKind::Unreachable, REPORT_TRIES),
+            (GuardErrorKind::Timeout, REPORT_TRIES),
+        ] {
+            let guard = Failing {
+                kind,
+                sent: AtomicU32::new(0),
+            };
+            assert!(record_missed(&guard, missed()).await.is_err());
+            assert_eq!(guard.sent.load(Ordering::SeqCst), sent, "{kind:?}");
+        }
+    }
+}

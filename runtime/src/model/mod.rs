@@ -410,8 +410,9 @@ struct Extra {
     /// The last read of the fate point failed: while the walk waits for the store, drops are
     /// reported on this process's word.
     point_failing: bool,
-    /// Missed fires held back while the fate point is awaited (`catching_up`): recorded after
-    /// the walk from it, so that they do not move it past the fires that walk decides.
+    /// Reports of missed fires held back, in fire order: while the fate point is awaited
+    /// (`catching_up`), so that they do not move it past the fires the walk from it decides, and
+    /// while another report is not answered (one in flight at a time).
     held_missed: Vec<MissedFires>,
     /// The newest last fire of the missed fires this process asked the guard to record: the
     /// job's fate point lies at it or past it, so a stop reports the fires still open before it
@@ -1071,8 +1072,8 @@ impl JobModel {
         }
         if m.count > 1 && self.shared() && !halting {
             // Recorded through the guard, as after downtime: the fires after the store's fate
-            // point had no fate, and this process reports them; the ones up to it ran elsewhere,
-            // were reported, or are still open in a process that decides them
+            // point had no fate, and this process reports them; of the ones up to it the newest
+            // are asked one by one (`on_missed_reported`), the older taken as decided
             // (docs/design/guarantees.md).
             self.record_missed(m, MissedCause::TimerWoke, out);
             return;
@@ -2096,11 +2097,11 @@ impl JobModel {
     /// that the record moves the point past.
     fn before_missed_in_flight(&self, fire: DateTime<Utc>) -> bool {
         self.extra().is_some_and(|e| {
-            let held = e.held_missed.iter().map(|m| m.first).min();
-            let first = match (e.missed_from, held) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let first = e
+                .missed_from
+                .into_iter()
+                .chain(e.held_missed.iter().map(|m| m.first))
+                .min();
             e.catching_up.is_none() && first.is_some_and(|first| fire < first)
         })
     }
